@@ -1,0 +1,33 @@
+# Compiler flags shared by every Huddle target: warnings as errors, native code, sanitizers.
+
+set(HUDDLE_SANITIZE "" CACHE STRING "Sanitizer build: empty, 'address' (address+undefined) or 'thread'")
+option(HUDDLE_NATIVE "Compile for the build machine's CPU (-march=native)" ON)
+
+add_library(huddle_flags INTERFACE)
+target_compile_options(huddle_flags INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
+  -Woverloaded-virtual -Wimplicit-fallthrough -Werror)
+if(HUDDLE_NATIVE)
+  target_compile_options(huddle_flags INTERFACE -march=native)
+endif()
+
+if(HUDDLE_SANITIZE STREQUAL "address")
+  target_compile_options(huddle_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                               -fno-sanitize-recover=undefined)
+  target_link_options(huddle_flags INTERFACE -fsanitize=address,undefined)
+  target_compile_definitions(huddle_flags INTERFACE HUDDLE_SANITIZER_BUILD=1)
+elseif(HUDDLE_SANITIZE STREQUAL "thread")
+  target_compile_options(huddle_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(huddle_flags INTERFACE -fsanitize=thread)
+  target_compile_definitions(huddle_flags INTERFACE HUDDLE_SANITIZER_BUILD=1)
+elseif(NOT HUDDLE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "HUDDLE_SANITIZE must be empty, 'address' or 'thread', not '${HUDDLE_SANITIZE}'")
+endif()
+
+# huddle_module(NAME SOURCES... DEPS ...): one static library per src/ module.
+function(huddle_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(huddle_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(huddle_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(huddle_${name} PUBLIC huddle_flags ${ARG_DEPS})
+endfunction()

@@ -1,0 +1,64 @@
+// Compute kernels on f32 tensors: the fast path (BLAS GEMM/GEMV, vectorised loops, threads).
+//
+// Every function here has a plain twin with the same signature in kernels/reference.h;
+// tests/kernels compares the two over odd shapes. Shapes are stated per function as [rows, cols]
+// (T = tokens, C = channels). 2-D inputs may be strided views (row_stride() >= cols); outputs are
+// caller-allocated, contiguous, of the stated shape.
+//
+// Errors: shape mismatches are programmer errors (HUDDLE_CHECK). Data that comes from users (token
+// ids) is checked and reported with InputError.
+#pragma once
+
+#include "core/tensor.h"
+
+#include <cstdint>
+#include <span>
+
+namespace huddle::kernels {
+
+// How a linear layer's weight is stored in the checkpoint.
+enum class WeightLayout : std::uint8_t {
+  OutIn,  // [N, K]: torch.nn.Linear (Llama, BERT); y = x · Wᵀ
+  InOut,  // [K, N]: GPT-2 Conv1D; y = x · W
+};
+
+// Threads used by the fast kernels and the BLAS library; n >= 1. Process-wide.
+void set_num_threads(int n);
+int num_threads();
+
+// y[T,N] = x[T,K] · W (+ bias[N]); W is [N,K] (OutIn) or [K,N] (InOut). T == 1 takes a GEMV path.
+void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor* bias, Tensor& y);
+
+// y[T,C] = (x - mean) / sqrt(var + eps) * w[C] + b[C], per row.
+void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps, Tensor& y);
+
+// y[T,C] = x / sqrt(mean(x²) + eps) * w[C], per row.
+void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y);
+
+// Element-wise activations; y has x's shape and may alias it.
+void gelu_tanh(const Tensor& x, Tensor& y);  // GPT-2 gelu_new
+void gelu_erf(const Tensor& x, Tensor& y);   // exact GELU (BERT)
+void silu(const Tensor& x, Tensor& y);
+
+// y = a + b, y = a * b; equal shapes; y may alias a or b.
+void add(const Tensor& a, const Tensor& b, Tensor& y);
+void mul(const Tensor& a, const Tensor& b, Tensor& y);
+
+// In place: softmax over each row of x[R, C].
+void softmax_rows(Tensor& x);
+
+// y[T,C] = table[ids[t], :] for table [V, C]. Throws InputError if an id is outside [0, V).
+void embedding(std::span<const std::int32_t> ids, const Tensor& table, Tensor& y);
+
+// In place on x[T, heads·head_dim]: rotate-half RoPE (Hugging Face Llama convention) at absolute
+// positions[T]; inv_freq_i = theta^(-2i/head_dim), i < head_dim/2.
+void rope(Tensor& x, std::span<const std::int32_t> positions, int heads, int head_dim, float theta);
+
+// Scaled dot-product attention with grouped-query heads, scale 1/sqrt(D).
+//   q [T, H·D]; k, v [S, Hkv·D]: keys/values of absolute positions 0..S-1; out [T, H·D].
+//   Query t sits at absolute position q_pos0 + t. Causal: it attends to keys 0..q_pos0+t;
+//   otherwise to all S. Query head h reads kv head h / (H / Hkv).
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
+               int head_dim, std::int64_t q_pos0, bool causal, Tensor& out);
+
+}  // namespace huddle::kernels
