@@ -1,0 +1,21 @@
+// The `huddle` command: a thin layer over the library. Each subcommand lives in its own file and
+// registers itself on the CLI11 app; its callback does the work and throws huddle::Error
+// subclasses on failure, which main() turns into a message and an exit code:
+//   0 success, 1 error (bad model, bad input, peer failure), 2 usage (bad flags).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace huddle::cli {
+
+void add_run_command(CLI::App& app);
+void add_synth_command(CLI::App& app);
+
+// Parses "1,2,3" (spaces allowed) into token ids; UsageError naming `flag` on bad syntax.
+std::vector<std::int32_t> parse_id_list(const std::string& text, const std::string& flag);
+
+}  // namespace huddle::cli

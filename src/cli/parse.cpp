@@ -1,0 +1,30 @@
+#include "cli/command.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace huddle::cli {
+
+std::vector<std::int32_t> parse_id_list(const std::string& text, const std::string& flag) {
+  std::vector<std::int32_t> ids;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    std::size_t b = pos, e = comma;
+    while (b < e && text[b] == ' ') ++b;
+    while (e > b && text[e - 1] == ' ') --e;
+    std::int32_t id = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + b, text.data() + e, id);
+    if (b == e || ec != std::errc() || ptr != text.data() + e || id < 0) {
+      throw UsageError(fmt::format("{}: '{}' is not a non-negative integer (expected e.g. 1,2,3)", flag,
+                                   text.substr(b, e - b)));
+    }
+    ids.push_back(id);
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace huddle::cli

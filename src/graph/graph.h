@@ -1,0 +1,137 @@
+// Graph: the intermediate representation every planner partitions and every runtime executes.
+//
+// A Graph is a list of named ops over named values, in execution (topological) order. Values are
+//   - inputs the runtime fills per step: "ids" [T] I32, "positions" [T] I32, "token_types" [T];
+//   - weights, which name a checkpoint tensor (optionally a slice of it) and are bound at load;
+//   - activations, the outputs of ops.
+// Activation shapes are [T, C] where T is symbolic (kTokens): the number of tokens of the current
+// step (the whole prompt at prefill, 1 at decode). Weight shapes are concrete.
+//
+// Ops carry a role (which part of a transformer block they are) so planners can recognise
+// column-parallel (q/k/v, MLP up/gate) and row-parallel (attention out, MLP down) linears
+// without pattern matching on names.
+#pragma once
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "graph/op_kind.h"
+#include "kernels/kernels.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace huddle {
+
+using ValueId = std::int32_t;
+
+// Symbolic dimension: the number of tokens processed in the current step.
+inline constexpr std::int64_t kTokens = -1;
+
+enum class ValueKind : std::uint8_t { Input, Weight, Activation };
+
+// Where a weight comes from: a checkpoint tensor, whole or a slice [begin, end) along `axis`.
+struct WeightRef {
+  std::string tensor;
+  Shape tensor_shape;  // the whole checkpoint tensor's shape, checked at load
+  int axis = -1;       // -1: the whole tensor
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+struct Value {
+  std::string name;
+  ValueKind kind = ValueKind::Activation;
+  DType dtype = DType::F32;
+  Shape shape;       // may contain kTokens in dimension 0
+  WeightRef weight;  // kind == Weight only
+};
+
+// X(Enum, "name"): what part of the model an op belongs to.
+#define HUDDLE_OP_ROLES(X)                                                                      \
+  X(Other, "other")                                                                             \
+  X(Embed, "embed")                                                                             \
+  X(AttnNorm, "attn_norm")                                                                      \
+  X(AttnQ, "attn_q")                                                                            \
+  X(AttnK, "attn_k")                                                                            \
+  X(AttnV, "attn_v")                                                                            \
+  X(AttnRope, "attn_rope")                                                                      \
+  X(AttnCore, "attn_core")                                                                      \
+  X(AttnOut, "attn_out")                                                                        \
+  X(AttnResidual, "attn_residual")                                                              \
+  X(MlpNorm, "mlp_norm")                                                                        \
+  X(MlpUp, "mlp_up")                                                                            \
+  X(MlpGate, "mlp_gate")                                                                        \
+  X(MlpAct, "mlp_act")                                                                          \
+  X(MlpDown, "mlp_down")                                                                        \
+  X(MlpResidual, "mlp_residual")                                                                \
+  X(FinalNorm, "final_norm")                                                                    \
+  X(Head, "head")
+
+enum class OpRole : std::uint8_t {
+#define HUDDLE_ROLE_ENUM(e, name) e,
+  HUDDLE_OP_ROLES(HUDDLE_ROLE_ENUM)
+#undef HUDDLE_ROLE_ENUM
+};
+std::string_view op_role_name(OpRole role);
+
+struct OpAttrs {
+  float eps = 0.0f;                                                 // norms
+  kernels::WeightLayout weight_layout = kernels::WeightLayout::OutIn;  // linear
+  int heads = 0;                                                    // rope, attention
+  int kv_heads = 0;                                                 // attention
+  int head_dim = 0;                                                 // rope, attention
+  bool causal = false;                                              // attention
+  float rope_theta = 0.0f;                                          // rope
+  int cache_slot = -1;                                              // attention: KV cache index
+};
+
+struct Op {
+  OpKind kind;
+  std::string name;
+  std::vector<ValueId> inputs;
+  ValueId output = -1;
+  OpAttrs attrs;
+  OpRole role = OpRole::Other;
+  int layer = -1;  // transformer block index, -1 outside blocks
+};
+
+class Graph {
+ public:
+  ValueId add_input(std::string name, Shape shape, DType dtype);
+  ValueId add_weight(std::string name, Shape shape, WeightRef ref);
+  // Appends an op; infers and checks the output shape (PlanError naming the op on mismatch).
+  ValueId add_op(OpKind kind, std::string name, std::vector<ValueId> inputs, OpAttrs attrs = {},
+                 OpRole role = OpRole::Other, int layer = -1);
+  void add_output(ValueId id);
+
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  const Value& value(ValueId id) const;
+  std::optional<ValueId> find(std::string_view name) const;
+  // Number of KV-cache slots the attention ops use (max cache_slot + 1).
+  int num_cache_slots() const;
+
+  // Structure check: ids in range, inputs defined before use, names unique, shapes consistent.
+  void validate() const;
+  // Debug / tooling form: {"values": [...], "ops": [...], "outputs": [...]}.
+  nlohmann::json to_json() const;
+
+ private:
+  ValueId add_value(Value v);
+
+  std::vector<Value> values_;
+  std::vector<Op> ops_;
+  std::vector<ValueId> outputs_;
+};
+
+// Output shape of an op given its input shapes; throws PlanError naming `op_name` on mismatch.
+Shape infer_shape(OpKind kind, const OpAttrs& attrs, const std::vector<Shape>& inputs,
+                  std::string_view op_name);
+
+}  // namespace huddle

@@ -1,0 +1,38 @@
+// The operations a Graph can hold. One table (HUDDLE_OPS) generates the enum, names and arity.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace huddle {
+
+// X(Enum, "name", inputs (-1: variable), summary)
+#define HUDDLE_OPS(X)                                                                          \
+  X(Embedding, "embedding", 2, "ids[T] (I32), table[V,C] -> [T,C]")                            \
+  X(Add, "add", 2, "a[T,C] + b[T,C]")                                                          \
+  X(Mul, "mul", 2, "a[T,C] * b[T,C]")                                                          \
+  X(LayerNorm, "layer_norm", 3, "x[T,C], w[C], b[C] -> [T,C]; attr eps")                       \
+  X(RmsNorm, "rms_norm", 2, "x[T,C], w[C] -> [T,C]; attr eps")                                 \
+  X(Linear, "linear", -1, "x[T,K], w, (bias[N]) -> [T,N]; attr weight_layout")                 \
+  X(GeluTanh, "gelu_tanh", 1, "x -> x")                                                        \
+  X(GeluErf, "gelu_erf", 1, "x -> x")                                                          \
+  X(Silu, "silu", 1, "x -> x")                                                                 \
+  X(Rope, "rope", 2, "x[T,H*D], positions[T] (I32) -> [T,H*D]; attrs heads, head_dim, theta") \
+  X(Attention, "attention", 3,                                                                 \
+    "q[T,H*D], k[T,Hkv*D], v[T,Hkv*D] -> [T,H*D]; attrs heads, kv_heads, head_dim, causal, "   \
+    "cache_slot (KV cache of this step's keys/values appended before attending)")              \
+  X(LastRow, "last_row", 1, "x[T,C] -> [1,C] (the last token), or x when all rows are wanted")
+
+enum class OpKind : std::uint8_t {
+#define HUDDLE_OP_ENUM(e, name, arity, doc) e,
+  HUDDLE_OPS(HUDDLE_OP_ENUM)
+#undef HUDDLE_OP_ENUM
+};
+
+std::string_view op_name(OpKind kind);
+std::optional<OpKind> parse_op_kind(std::string_view name);
+// Number of inputs the op takes, or -1 when it varies (Linear: 2 or 3).
+int op_arity(OpKind kind);
+
+}  // namespace huddle

@@ -1,0 +1,97 @@
+#include "core/error.h"
+#include "graph/graph.h"
+
+#include <fmt/format.h>
+
+namespace huddle {
+namespace {
+
+[[noreturn]] void mismatch(std::string_view op, std::string_view what) {
+  throw PlanError(fmt::format("op '{}': {}", op, what));
+}
+
+void expect_rank(const Shape& s, int rank, std::string_view op, std::string_view which) {
+  if (static_cast<int>(s.size()) != rank) {
+    mismatch(op, fmt::format("{} must have rank {}, has shape {}", which, rank, shape_str(s)));
+  }
+}
+
+void expect_dim(std::int64_t got, std::int64_t want, std::string_view op, std::string_view what) {
+  if (got != want) mismatch(op, fmt::format("{} is {}, expected {}", what, got, want));
+}
+
+}  // namespace
+
+Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in, std::string_view op) {
+  const int arity = op_arity(kind);
+  if (arity >= 0 && static_cast<int>(in.size()) != arity) {
+    mismatch(op, fmt::format("{} takes {} inputs, got {}", op_name(kind), arity, in.size()));
+  }
+  switch (kind) {
+    case OpKind::Embedding:
+      expect_rank(in[0], 1, op, "ids");
+      expect_rank(in[1], 2, op, "table");
+      return {in[0][0], in[1][1]};
+    case OpKind::Add:
+    case OpKind::Mul:
+      if (in[0] != in[1]) {
+        mismatch(op, fmt::format("operands {} and {} differ", shape_str(in[0]), shape_str(in[1])));
+      }
+      return in[0];
+    case OpKind::LayerNorm:
+    case OpKind::RmsNorm: {
+      expect_rank(in[0], 2, op, "x");
+      for (std::size_t i = 1; i < in.size(); ++i) {
+        expect_rank(in[i], 1, op, "norm parameter");
+        expect_dim(in[i][0], in[0][1], op, "norm parameter length");
+      }
+      if (!(a.eps > 0.0f)) mismatch(op, "eps must be positive");
+      return in[0];
+    }
+    case OpKind::Linear: {
+      if (in.size() != 2 && in.size() != 3) mismatch(op, "linear takes x, w and an optional bias");
+      expect_rank(in[0], 2, op, "x");
+      expect_rank(in[1], 2, op, "weight");
+      const bool out_in = a.weight_layout == kernels::WeightLayout::OutIn;
+      const std::int64_t k = out_in ? in[1][1] : in[1][0];
+      const std::int64_t n = out_in ? in[1][0] : in[1][1];
+      expect_dim(in[0][1], k, op, "input width");
+      if (in.size() == 3) {
+        expect_rank(in[2], 1, op, "bias");
+        expect_dim(in[2][0], n, op, "bias length");
+      }
+      return {in[0][0], n};
+    }
+    case OpKind::GeluTanh:
+    case OpKind::GeluErf:
+    case OpKind::Silu:
+      return in[0];
+    case OpKind::Rope:
+      expect_rank(in[0], 2, op, "x");
+      expect_rank(in[1], 1, op, "positions");
+      if (a.heads <= 0 || a.head_dim <= 0 || a.head_dim % 2 != 0) {
+        mismatch(op, fmt::format("heads {} / head_dim {} invalid", a.heads, a.head_dim));
+      }
+      expect_dim(in[0][1], static_cast<std::int64_t>(a.heads) * a.head_dim, op, "x width");
+      if (!(a.rope_theta > 0.0f)) mismatch(op, "rope theta must be positive");
+      return in[0];
+    case OpKind::Attention: {
+      for (const Shape& s : in) expect_rank(s, 2, op, "q/k/v");
+      if (a.heads <= 0 || a.kv_heads <= 0 || a.head_dim <= 0 || a.heads % a.kv_heads != 0) {
+        mismatch(op, fmt::format("heads {} must be a positive multiple of kv_heads {}", a.heads,
+                                 a.kv_heads));
+      }
+      expect_dim(in[0][1], static_cast<std::int64_t>(a.heads) * a.head_dim, op, "q width");
+      expect_dim(in[1][1], static_cast<std::int64_t>(a.kv_heads) * a.head_dim, op, "k width");
+      expect_dim(in[2][1], static_cast<std::int64_t>(a.kv_heads) * a.head_dim, op, "v width");
+      if (a.cache_slot < 0) mismatch(op, "attention needs a cache_slot");
+      return in[0];
+    }
+    case OpKind::LastRow:
+      expect_rank(in[0], 2, op, "x");
+      return in[0];  // [T, C]: T resolves to 1 at run time unless all rows are requested
+  }
+  mismatch(op, "unknown op kind");
+}
+
+}  // namespace huddle

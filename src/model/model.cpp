@@ -1,0 +1,77 @@
+#include "model/model.h"
+
+#include "core/error.h"
+#include "io/checkpoint.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace huddle {
+
+Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
+  const auto it = weights.find(ref.tensor);
+  if (it == weights.end()) throw PlanError(fmt::format("weight tensor '{}' is not loaded", ref.tensor));
+  const Tensor& whole = it->second;
+  if (ref.axis < 0) return whole;
+  if (ref.axis >= whole.rank() || ref.begin < 0 || ref.begin > ref.end || ref.end > whole.dim(ref.axis)) {
+    throw PlanError(fmt::format("slice [{}:{}] on axis {} does not fit tensor '{}' of shape {}",
+                                ref.begin, ref.end, ref.axis, ref.tensor, shape_str(whole.shape())));
+  }
+  if (ref.axis == 0) return whole.rows(ref.begin, ref.end);
+  if (ref.axis == 1 && whole.rank() == 2) return whole.cols(ref.begin, ref.end);
+  throw PlanError(fmt::format("cannot slice axis {} of tensor '{}'", ref.axis, ref.tensor));
+}
+
+Model Model::load(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw LoadError(fmt::format("{}: model directory does not exist or is not a directory", dir.string()));
+  }
+  Model m;
+  m.dir_ = dir;
+  const std::filesystem::path config_path = dir / "config.json";
+  const nlohmann::json config_json = read_json_file(config_path);
+  m.architecture_ = &architecture_for_config(config_json, config_path.string());
+  m.config_ = m.architecture_->parse_config(ConfigReader(config_json, config_path.string()));
+  m.config_.validate(config_path.string());
+
+  const io::Checkpoint checkpoint = io::Checkpoint::open(dir);
+  // Canonical name -> name in the checkpoint ("transformer.h.0..." -> "h.0...").
+  std::unordered_map<std::string, std::string> stored_name;
+  for (const std::string& name : checkpoint.names()) {
+    const std::optional<std::string> canonical = m.architecture_->canonical_name(name);
+    if (!canonical) continue;
+    const auto [it, inserted] = stored_name.emplace(*canonical, name);
+    if (!inserted) {
+      throw LoadError(fmt::format("{}: tensors '{}' and '{}' both provide '{}'", dir.string(),
+                                  it->second, name, *canonical));
+    }
+  }
+  m.graph_ = m.architecture_->build_graph(
+      m.config_, [&](const std::string& canonical) { return stored_name.contains(canonical); });
+
+  for (const Value& v : m.graph_.values()) {
+    if (v.kind != ValueKind::Weight || m.weights_.contains(v.weight.tensor)) continue;
+    const auto it = stored_name.find(v.weight.tensor);
+    if (it == stored_name.end()) {
+      throw LoadError(fmt::format("{}: tensor '{}' is missing from the checkpoint ({} needs it)",
+                                  dir.string(), v.weight.tensor, m.architecture_->name));
+    }
+    const io::TensorInfo info = checkpoint.info(it->second);
+    if (info.shape != v.weight.tensor_shape) {
+      throw LoadError(fmt::format("{}: tensor '{}' has shape {} but config.json implies {}",
+                                  info.file.string(), it->second, shape_str(info.shape),
+                                  shape_str(v.weight.tensor_shape)));
+    }
+    m.weights_.emplace(v.weight.tensor, checkpoint.load_f32(it->second));
+  }
+  return m;
+}
+
+std::size_t Model::weight_bytes() const {
+  std::size_t total = 0;
+  for (const auto& [name, tensor] : weights_) total += tensor.nbytes();
+  return total;
+}
+
+}  // namespace huddle

@@ -1,0 +1,45 @@
+// Model: a Hugging Face model directory loaded for inference: its config, its forward Graph and
+// its weights (F32 views of the memory-mapped checkpoint; half-precision tensors are widened once).
+#pragma once
+
+#include "graph/graph.h"
+#include "model/architecture.h"
+#include "model/model_config.h"
+
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+
+namespace huddle {
+
+// Canonical checkpoint tensor name -> whole F32 tensor. Graph weight values refer to these names
+// (plus an optional slice, see WeightRef).
+using WeightMap = std::unordered_map<std::string, Tensor>;
+
+// Returns the tensor a weight value refers to: the named tensor, sliced when the ref says so.
+// PlanError if the tensor is absent or the slice does not fit.
+Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref);
+
+class Model {
+ public:
+  // Loads DIR/config.json and the checkpoint (model.safetensors or a sharded index).
+  // LoadError naming the file, tensor or field on any problem.
+  static Model load(const std::filesystem::path& dir);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const Architecture& architecture() const { return *architecture_; }
+  const ModelConfig& config() const { return config_; }
+  const Graph& graph() const { return graph_; }
+  const WeightMap& weights() const { return weights_; }
+  // Bytes of F32 weight data the graph uses.
+  std::size_t weight_bytes() const;
+
+ private:
+  std::filesystem::path dir_;
+  const Architecture* architecture_ = nullptr;
+  ModelConfig config_;
+  Graph graph_;
+  WeightMap weights_;
+};
+
+}  // namespace huddle
