@@ -10,6 +10,12 @@ target_compile_options(huddle_flags INTERFACE
 if(HUDDLE_NATIVE)
   target_compile_options(huddle_flags INTERFACE -march=native)
 endif()
+# GCC 12 (Debian 12 ships 12.2) miscompiles constant stores in basic-block SLP vectorisation when
+# AVX-512 is enabled (-march=native here): std::vector<int>{5, 5, 5, 5, 0, 0, 0, 0} is built as
+# eight 5s (a broadcast instead of a half-zero vector). Loop vectorisation is unaffected.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(huddle_flags INTERFACE -fno-tree-slp-vectorize)
+endif()
 
 if(HUDDLE_SANITIZE STREQUAL "address")
   target_compile_options(huddle_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
