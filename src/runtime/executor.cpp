@@ -81,7 +81,7 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const auto start = std::chrono::steady_clock::now();
-    Tensor out = run_op(op, values, tokens, all_rows, i);
+    Tensor out = run_op(op, values, all_rows, i);
     if (observer_) observer_(op, out, std::chrono::steady_clock::now() - start);
     values[static_cast<std::size_t>(op.output)] = std::move(out);
     for (ValueId id : op.inputs) {  // free activations nobody reads any more
@@ -108,12 +108,13 @@ Tensor Executor::reusable_or_new(const Op& op, std::size_t op_index, std::vector
   return Tensor::empty(DType::F32, std::move(shape));
 }
 
-Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, std::int64_t tokens,
-                        bool all_rows, std::size_t op_index) {
+Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, bool all_rows,
+                        std::size_t op_index) {
   auto in = [&](std::size_t i) -> const Tensor& {
     return values[static_cast<std::size_t>(op.inputs[i])];
   };
-  const Shape out_shape = resolve(graph_.value(op.output).shape, tokens);
+  // Rows follow the first input (ids for embeddings): [T] normally, [1] after LastRow.
+  const Shape out_shape = resolve(graph_.value(op.output).shape, in(0).dim(0));
   Tensor out;
   if (is_elementwise(op.kind)) {
     out = reusable_or_new(op, op_index, values, out_shape);
@@ -159,7 +160,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, std::int64_t 
       out = attention(op, in(0), in(1), in(2));
       break;
     case OpKind::LastRow:
-      out = all_rows ? in(0) : in(0).rows(tokens - 1, tokens);
+      out = all_rows ? in(0) : in(0).rows(in(0).dim(0) - 1, in(0).dim(0));
       break;
   }
   return out;

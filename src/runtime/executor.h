@@ -36,8 +36,7 @@ class Executor final : public StepRunner {
     Tensor v;
   };
 
-  Tensor run_op(const Op& op, std::vector<Tensor>& values, std::int64_t tokens, bool all_rows,
-                std::size_t op_index);
+  Tensor run_op(const Op& op, std::vector<Tensor>& values, bool all_rows, std::size_t op_index);
   Tensor attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v);
   // Output buffer for an element-wise op: an input's buffer when nothing reads it later.
   Tensor reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values, Shape shape);

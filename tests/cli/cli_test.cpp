@@ -16,7 +16,10 @@ using testing::run_huddle;
 
 std::string ids_arg(const std::vector<std::int32_t>& ids) {
   std::string s;
-  for (std::int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  for (std::int32_t id : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(id);
+  }
   return s;
 }
 

@@ -56,7 +56,9 @@ TEST(Graph, FixtureGraphsAreWellFormedAndTagged) {
     for (const Op& op : g.ops()) {
       attn_q += op.role == OpRole::AttnQ;
       mlp_down += op.role == OpRole::MlpDown;
-      if (op.layer >= 0) EXPECT_TRUE(op.name.starts_with("blk." + std::to_string(op.layer) + ".")) << op.name;
+      if (op.layer >= 0) {
+        EXPECT_TRUE(op.name.starts_with("blk." + std::to_string(op.layer) + ".")) << op.name;
+      }
     }
     EXPECT_EQ(attn_q, 3) << name;
     EXPECT_EQ(mlp_down, 3) << name;

@@ -55,8 +55,8 @@ TEST_P(Synth, WritesALoadableModel) {
 INSTANTIATE_TEST_SUITE_P(All, Synth,
                          ::testing::Combine(::testing::Values("gpt2", "bert", "llama"),
                                             ::testing::Values(DType::F32, DType::BF16, DType::F16)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::string(dtype_name(std::get<1>(info.param)));
+                         [](const auto& p) {
+                           return std::get<0>(p.param) + "_" + std::string(dtype_name(std::get<1>(p.param)));
                          });
 
 TEST(Synth, SameSeedSameWeights) {

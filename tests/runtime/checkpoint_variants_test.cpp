@@ -97,7 +97,7 @@ TEST_P(HalfPrecision, WidenedWeightsMatchRoundedF32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, HalfPrecision, ::testing::Values(DType::F16, DType::BF16),
-                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+                         [](const auto& p) { return std::string(dtype_name(p.param)); });
 
 TEST(CheckpointVariants, ShardedCheckpointGivesIdenticalOutput) {
   TempDir dir;

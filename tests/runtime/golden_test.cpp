@@ -38,15 +38,17 @@ TEST_P(Golden, MatchesReference) {
   const Tensor out = executor.forward(ids, /*all_rows=*/true);
   ASSERT_EQ(out.shape(), reference.shape());
   EXPECT_LE(testing::relative_error(out, reference), kTolerance);
-  if (model.config().causal) EXPECT_EQ(testing::row_argmax(out), testing::row_argmax(reference));
+  if (model.config().causal) {
+    EXPECT_EQ(testing::row_argmax(out), testing::row_argmax(reference));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
                          ::testing::Values(GoldenCase{"gpt2-tiny", 16}, GoldenCase{"gpt2-tiny", 64},
                                            GoldenCase{"llama-tiny", 16}, GoldenCase{"llama-tiny", 64},
                                            GoldenCase{"bert-tiny", 16}, GoldenCase{"bert-tiny", 64}),
-                         [](const auto& info) {
-                           std::string name = info.param.model + "_" + std::to_string(info.param.tokens);
+                         [](const auto& p) {
+                           std::string name = p.param.model + "_" + std::to_string(p.param.tokens);
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
@@ -72,8 +74,8 @@ TEST_P(GreedyGolden, GeneratesReferenceIds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GreedyGolden, ::testing::Values("gpt2-tiny", "llama-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
+                         [](const auto& p) {
+                           std::string name = p.param;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });

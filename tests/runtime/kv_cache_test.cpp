@@ -56,8 +56,8 @@ TEST_P(KvCache, RefusesToOverflowContext) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, KvCache, ::testing::Values("gpt2-tiny", "llama-tiny"),
-                         [](const auto& info) {
-                           std::string name = info.param;
+                         [](const auto& p) {
+                           std::string name = p.param;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
