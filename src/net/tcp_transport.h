@@ -1,0 +1,59 @@
+// TcpTransport: a Transport over one persistent SecureChannel per pair of ranks (full mesh).
+//
+// Build one from channels the caller already opened, or with connect_mesh(): rank i opens a
+// link to every rank j < i (retrying until the deadline, since processes start at different
+// times) and takes the links of ranks j > i from a LinkAcceptor, concurrently. A link refused
+// for a bad key or protocol version is not retried.
+#pragma once
+
+#include "net/session.h"
+#include "net/transport.h"
+
+#include <memory>
+#include <vector>
+
+namespace huddle::net {
+
+class TcpTransport final : public Transport {
+ public:
+  // links[r] is the channel to rank r; links[rank] must be null. Channels are renamed
+  // "rank r (address)" and get `timeout` as their idle timeout.
+  TcpTransport(int rank, std::vector<std::unique_ptr<SecureChannel>> links, Duration timeout,
+               LinkEmulation link = {});
+  ~TcpTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(links_.size()); }
+  std::string peer_name(int peer) const override;
+  void send(int peer, std::uint32_t tag, std::span<const std::byte> payload) override;
+  Message recv(int peer) override;
+  void recv_into(int peer, std::uint32_t tag, std::span<std::byte> out) override;
+  Duration timeout() const override { return Duration(timeout_ms_.load()); }
+  void set_timeout(Duration timeout) override;
+  void close() override;
+
+  SecureChannel& link(int peer);
+
+ private:
+  int rank_;
+  std::vector<std::unique_ptr<SecureChannel>> links_;
+  std::atomic<std::int64_t> timeout_ms_;
+  LinkEmulation emulation_;
+};
+
+struct MeshConfig {
+  int rank = 0;
+  std::vector<Endpoint> endpoints;  // where each rank accepts links; size() ranks
+  std::uint64_t session_id = 0;
+  ChannelOptions channel;
+  Duration connect_timeout{10000};  // to build the whole mesh
+  Duration timeout{5000};           // the transport's timeout afterwards
+  LinkEmulation link;
+};
+
+// Builds the full mesh described above. Throws TransportError naming the rank that could not
+// be reached or did not connect in time.
+std::unique_ptr<TcpTransport> connect_mesh(const MeshConfig& config, const PresharedKey& key,
+                                           LinkAcceptor& acceptor);
+
+}  // namespace huddle::net
