@@ -136,6 +136,16 @@ TEST(Checkpoint, ShardedRoundTrip) {
   EXPECT_EQ(Checkpoint::open(dir.path()).names().size(), 2u);
 }
 
+TEST(Checkpoint, SingleFileWinsOverAnIndex) {
+  TempDir dir;
+  write_checkpoint(dir.path(), sources(1, 2, DType::F32), 1 << 20);
+  // A broken index next to model.safetensors is never read, as in transformers.
+  write_file(dir / kSafetensorsIndexName, "not json");
+  const Checkpoint c = Checkpoint::open(dir.path());
+  EXPECT_EQ(c.files().size(), 1u);
+  expect_source_values(c, 0, 2);
+}
+
 TEST(Checkpoint, OversizedTensorGetsItsOwnShard) {
   TempDir dir;
   std::vector<TensorSource> s = sources(3, 2, DType::F32);  // 32 bytes each
