@@ -1,0 +1,157 @@
+#include "collectives/p2p.h"
+
+#include "collectives/tags.h"
+#include "core/error.h"
+#include "net/wire.h"
+
+#include <cstring>
+#include <limits>
+
+namespace huddle::collectives {
+
+namespace {
+
+constexpr int kDTypeCount = 0
+#define HUDDLE_DTYPE_COUNT(name, str, size) +1
+    HUDDLE_DTYPES(HUDDLE_DTYPE_COUNT)
+#undef HUDDLE_DTYPE_COUNT
+    ;
+
+std::span<const std::byte> bytes_of(const Tensor& t) {
+  return {static_cast<const std::byte*>(t.raw()), t.nbytes()};
+}
+
+std::span<std::byte> bytes_of(Tensor& t) {
+  return {static_cast<std::byte*>(t.raw()), t.nbytes()};
+}
+
+// Header: u8 dtype, u8 ndim, u16 reserved, u32 reserved, then ndim x i64 dims.
+struct TensorHeader {
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
+std::vector<std::byte> encode_header(const Tensor& t) {
+  std::vector<std::byte> out(8 + 8 * t.shape().size());
+  out[0] = static_cast<std::byte>(t.dtype());
+  out[1] = static_cast<std::byte>(t.rank());
+  for (std::size_t i = 0; i < t.shape().size(); ++i) {
+    net::wire::store_le(out.data() + 8 + 8 * i, static_cast<std::uint64_t>(t.shape()[i]));
+  }
+  return out;
+}
+
+TensorHeader decode_header(net::Transport& t, int peer, const net::Message& m,
+                           std::uint64_t max_bytes) {
+  auto bad = [&](const std::string& what) {
+    return TransportError(fmt::format("{}: malformed tensor header: {}", t.peer_name(peer), what));
+  };
+  if (m.tag != collective_tag(CollectiveOp::kTensorHeader)) {
+    throw bad(
+        fmt::format("expected tag {}, got {}", collective_tag(CollectiveOp::kTensorHeader), m.tag));
+  }
+  if (m.payload.size() < 8) throw bad(fmt::format("{} bytes", m.payload.size()));
+  const auto dtype = static_cast<unsigned>(m.payload[0]);
+  const auto ndim = static_cast<unsigned>(m.payload[1]);
+  if (dtype >= static_cast<unsigned>(kDTypeCount))
+    throw bad(fmt::format("unknown dtype {}", dtype));
+  if (ndim > kMaxTensorRank) throw bad(fmt::format("rank {} exceeds {}", ndim, kMaxTensorRank));
+  for (std::size_t i = 2; i < 8; ++i) {
+    if (m.payload[i] != std::byte{0}) throw bad("reserved bytes are not 0");
+  }
+  if (m.payload.size() != 8 + 8 * ndim) {
+    throw bad(fmt::format("{} bytes for rank {}", m.payload.size(), ndim));
+  }
+  TensorHeader h;
+  h.dtype = static_cast<DType>(dtype);
+  // Element count checked against the byte limit dimension by dimension, so nothing overflows.
+  const std::uint64_t max_elems = max_bytes / dtype_size(h.dtype);
+  std::uint64_t elems = 1;
+  for (unsigned i = 0; i < ndim; ++i) {
+    const auto d = net::wire::load_le<std::uint64_t>(m.payload.data() + 8 + 8 * i);
+    if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      throw bad(fmt::format("dimension {} is {}", i, d));
+    }
+    if (d != 0 && elems > max_elems / d) {
+      throw bad(fmt::format("tensor exceeds the limit of {} bytes", max_bytes));
+    }
+    elems *= d;
+    h.shape.push_back(static_cast<std::int64_t>(d));
+  }
+  return h;
+}
+
+}  // namespace
+
+void send_tensor(net::Transport& transport, int peer, const Tensor& tensor) {
+  HUDDLE_CHECK(tensor.rank() <= kMaxTensorRank, "tensor of rank {}", tensor.rank());
+  transport.send(peer, collective_tag(CollectiveOp::kTensorHeader), encode_header(tensor));
+  const Tensor packed = tensor.contiguous() ? tensor : tensor.clone();
+  transport.send(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(packed));
+}
+
+Tensor recv_tensor(net::Transport& transport, int peer, std::uint64_t max_bytes) {
+  const TensorHeader h = decode_header(transport, peer, transport.recv(peer), max_bytes);
+  Tensor out = Tensor::empty(h.dtype, h.shape);
+  transport.recv_into(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(out));
+  return out;
+}
+
+void recv_tensor_into(net::Transport& transport, int peer, Tensor out) {
+  HUDDLE_CHECK(out.contiguous(), "recv_tensor_into needs a contiguous tensor");
+  const TensorHeader h = decode_header(transport, peer, transport.recv(peer),
+                                       std::numeric_limits<std::uint64_t>::max());
+  if (h.dtype != out.dtype() || h.shape != out.shape()) {
+    throw TransportError(fmt::format(
+        "{}: sent a {} tensor of shape {}, expected {} {}", transport.peer_name(peer),
+        dtype_name(h.dtype), shape_str(h.shape), dtype_name(out.dtype()), shape_str(out.shape())));
+  }
+  transport.recv_into(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(out));
+}
+
+void broadcast(net::Transport& transport, Tensor data, int root) {
+  HUDDLE_CHECK(data.contiguous(), "broadcast needs a contiguous tensor");
+  HUDDLE_CHECK(root >= 0 && root < transport.size(), "root {} of {}", root, transport.size());
+  const std::uint32_t tag = collective_tag(CollectiveOp::kBroadcast, root);
+  if (transport.rank() == root) {
+    for (int peer = 0; peer < transport.size(); ++peer) {
+      if (peer != root) transport.send(peer, tag, bytes_of(data));
+    }
+  } else {
+    transport.recv_into(root, tag, bytes_of(data));
+  }
+}
+
+void gather_rows(net::Transport& transport, Tensor data, const RowPartition& partition, int root) {
+  HUDDLE_CHECK(
+      data.rank() == 2 && partition.rows() == data.dim(0) && partition.parts() == transport.size(),
+      "gather_rows: shape {} for {} rows in {} parts", shape_str(data.shape()), partition.rows(),
+      partition.parts());
+  HUDDLE_CHECK(root >= 0 && root < transport.size(), "root {} of {}", root, transport.size());
+  const int r = transport.rank();
+  if (r != root) {
+    const Tensor mine = data.rows(partition.offset(r), partition.end(r));
+    const Tensor packed = mine.contiguous() ? mine : mine.clone();
+    transport.send(root, collective_tag(CollectiveOp::kGather, r), bytes_of(packed));
+    return;
+  }
+  for (int peer = 0; peer < transport.size(); ++peer) {
+    if (peer == root) continue;
+    Tensor rows = data.rows(partition.offset(peer), partition.end(peer));
+    Tensor target = rows.contiguous() ? rows : Tensor::empty(rows.dtype(), rows.shape());
+    transport.recv_into(peer, collective_tag(CollectiveOp::kGather, peer), bytes_of(target));
+    if (!rows.contiguous()) {
+      const std::size_t row_bytes =
+          static_cast<std::size_t>(rows.dim(1)) * dtype_size(rows.dtype());
+      for (std::int64_t i = 0; i < rows.dim(0); ++i) {
+        std::memcpy(
+            static_cast<std::byte*>(rows.raw()) +
+                static_cast<std::size_t>(i * rows.row_stride()) * dtype_size(rows.dtype()),
+            static_cast<const std::byte*>(target.raw()) + static_cast<std::size_t>(i) * row_bytes,
+            row_bytes);
+      }
+    }
+  }
+}
+
+}  // namespace huddle::collectives

@@ -1,0 +1,324 @@
+#include "collectives/ring.h"
+
+#include "collectives/tags.h"
+#include "core/error.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+namespace huddle::collectives {
+
+namespace {
+
+int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
+
+struct Chunk {
+  int part = 0;
+  std::int64_t begin = 0;  // absolute rows of `data`
+  std::int64_t end = 0;
+};
+
+// Moves whole-row chunks of a 2-D tensor between the tensor and the transport.
+class RowIo {
+ public:
+  RowIo(Tensor data, std::size_t chunk_bytes) : data_(std::move(data)) {
+    elem_ = dtype_size(data_.dtype());
+    row_bytes_ = static_cast<std::size_t>(data_.dim(1)) * elem_;
+    stride_bytes_ = static_cast<std::size_t>(data_.row_stride()) * elem_;
+    rows_per_chunk_ = row_bytes_ == 0 ? std::max<std::int64_t>(1, data_.dim(0))
+                                      : std::max<std::int64_t>(
+                                            1, static_cast<std::int64_t>(chunk_bytes / row_bytes_));
+  }
+
+  std::vector<Chunk> chunks(const RowPartition& p, int part) const {
+    std::vector<Chunk> out;
+    for (std::int64_t b = p.offset(part); b < p.end(part); b += rows_per_chunk_) {
+      out.push_back(Chunk{part, b, std::min(b + rows_per_chunk_, p.end(part))});
+    }
+    return out;
+  }
+
+  std::size_t bytes(const Chunk& c) const {
+    return static_cast<std::size_t>(c.end - c.begin) * row_bytes_;
+  }
+  bool contiguous(const Chunk& c) const {
+    return c.end - c.begin <= 1 || stride_bytes_ == row_bytes_;
+  }
+  std::byte* row(std::int64_t i) const {
+    return static_cast<std::byte*>(const_cast<void*>(data_.raw())) +
+           static_cast<std::size_t>(i) * stride_bytes_;
+  }
+
+  void send(net::Transport& t, int peer, std::uint32_t tag, const Chunk& c,
+            std::vector<std::byte>& staging) const {
+    if (contiguous(c)) {
+      t.send(peer, tag, std::span<const std::byte>(row(c.begin), bytes(c)));
+      return;
+    }
+    staging.resize(bytes(c));
+    for (std::int64_t i = c.begin; i < c.end; ++i) {
+      std::memcpy(staging.data() + static_cast<std::size_t>(i - c.begin) * row_bytes_, row(i),
+                  row_bytes_);
+    }
+    t.send(peer, tag, staging);
+  }
+
+  // Receives a chunk into the tensor's rows.
+  void recv(net::Transport& t, int peer, std::uint32_t tag, const Chunk& c,
+            std::vector<std::byte>& staging) const {
+    if (contiguous(c)) {
+      t.recv_into(peer, tag, std::span<std::byte>(row(c.begin), bytes(c)));
+      return;
+    }
+    staging.resize(bytes(c));
+    t.recv_into(peer, tag, staging);
+    for (std::int64_t i = c.begin; i < c.end; ++i) {
+      std::memcpy(row(i), staging.data() + static_cast<std::size_t>(i - c.begin) * row_bytes_,
+                  row_bytes_);
+    }
+  }
+
+  // Receives a chunk into `staging` (packed rows) without touching the tensor.
+  void recv_packed(net::Transport& t, int peer, std::uint32_t tag, const Chunk& c,
+                   std::vector<std::byte>& staging) const {
+    staging.resize(bytes(c));
+    t.recv_into(peer, tag, staging);
+  }
+
+  // rows of c += packed f32 rows in `staging`.
+  void add_packed_f32(const Chunk& c, const std::vector<std::byte>& staging) const {
+    const std::int64_t cols = data_.dim(1);
+    const auto* src = reinterpret_cast<const float*>(staging.data());
+    for (std::int64_t i = c.begin; i < c.end; ++i) {
+      auto* dst = reinterpret_cast<float*>(row(i));
+      const float* s = src + (i - c.begin) * cols;
+      for (std::int64_t j = 0; j < cols; ++j) dst[j] += s[j];
+    }
+  }
+
+ private:
+  Tensor data_;
+  std::size_t elem_ = 0;
+  std::size_t row_bytes_ = 0;
+  std::size_t stride_bytes_ = 0;
+  std::int64_t rows_per_chunk_ = 1;
+};
+
+// Thrown inside a helper when another thread failed first; never escapes this file.
+struct Aborted {};
+
+// Counters shared by the caller and the two helper threads, plus the first error.
+class Progress {
+ public:
+  enum Counter { kReceived, kProduced, kParts, kCounters };
+
+  void add(Counter c) {
+    std::lock_guard lock(mutex_);
+    ++values_[c];
+    cv_.notify_all();
+  }
+
+  void set(Counter c, std::int64_t v) {
+    std::lock_guard lock(mutex_);
+    values_[c] = v;
+    cv_.notify_all();
+  }
+
+  // Waits until counter c >= at_least. Every counter is advanced by a thread of this process
+  // whose own waits are bounded (transport timeouts), or the collective has failed.
+  void wait(Counter c, std::int64_t at_least) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return failed_ || values_[c] >= at_least; });
+    if (values_[c] < at_least) throw Aborted{};
+  }
+
+  void fail(std::exception_ptr e) {
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = e;
+    failed_ = true;
+    cv_.notify_all();
+  }
+
+  std::exception_ptr error() {
+    std::lock_guard lock(mutex_);
+    return error_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::int64_t values_[kCounters] = {};
+  bool failed_ = false;
+  std::exception_ptr error_;
+};
+
+// Runs the caller's part and two helper threads; rethrows the first failure after all ended.
+template <typename SendFn, typename RecvFn, typename CallerFn>
+void run_ring(Progress& progress, SendFn send_fn, RecvFn recv_fn, CallerFn caller_fn) {
+  auto guarded = [&progress](auto& fn) {
+    try {
+      fn();
+    } catch (const Aborted&) {
+    } catch (...) {
+      progress.fail(std::current_exception());
+    }
+  };
+  std::thread sender([&] { guarded(send_fn); });
+  std::thread receiver([&] { guarded(recv_fn); });
+  guarded(caller_fn);
+  sender.join();
+  receiver.join();
+  if (std::exception_ptr e = progress.error()) std::rethrow_exception(e);
+}
+
+void check_args(const net::Transport& t, const Tensor& data, const RowPartition& p) {
+  HUDDLE_CHECK(data.rank() == 2, "collective on a tensor of shape {}", shape_str(data.shape()));
+  HUDDLE_CHECK(p.parts() == t.size(), "partition of {} parts for {} ranks", p.parts(), t.size());
+  HUDDLE_CHECK(p.rows() == data.dim(0), "partition of {} rows for {} rows", p.rows(), data.dim(0));
+}
+
+}  // namespace
+
+void all_gather(net::Transport& transport, Tensor data, const RowPartition& partition,
+                const PartReady& on_part, const RingOptions& options) {
+  check_args(transport, data, partition);
+  const int n = transport.size();
+  const int r = transport.rank();
+  auto call = [&](int part) {
+    if (on_part) on_part(part, partition.offset(part), partition.end(part));
+  };
+  if (n == 1) {
+    call(r);
+    return;
+  }
+  const RowIo io(data, options.chunk_bytes);
+  const int next = mod(r + 1, n);
+  const int prev = mod(r - 1, n);
+  // Step s receives part r-s-1; its chunks, in order, are what the sender forwards at s+1.
+  std::vector<Chunk> received;
+  std::vector<std::size_t> step_start;
+  for (int s = 0; s < n - 1; ++s) {
+    step_start.push_back(received.size());
+    for (const Chunk& c : io.chunks(partition, mod(r - s - 1, n))) received.push_back(c);
+  }
+  const std::size_t forwarded = step_start[static_cast<std::size_t>(n - 2)];
+
+  Progress progress;
+  auto send_fn = [&] {
+    std::vector<std::byte> staging;
+    for (const Chunk& c : io.chunks(partition, r)) {
+      io.send(transport, next, collective_tag(CollectiveOp::kAllGather, r), c, staging);
+    }
+    for (std::size_t k = 0; k < forwarded; ++k) {
+      progress.wait(Progress::kReceived, static_cast<std::int64_t>(k) + 1);
+      const Chunk& c = received[k];
+      io.send(transport, next, collective_tag(CollectiveOp::kAllGather, c.part), c, staging);
+    }
+  };
+  auto recv_fn = [&] {
+    std::vector<std::byte> staging;
+    for (int s = 0; s < n - 1; ++s) {
+      const int part = mod(r - s - 1, n);
+      for (const Chunk& c : io.chunks(partition, part)) {
+        io.recv(transport, prev, collective_tag(CollectiveOp::kAllGather, part), c, staging);
+        progress.add(Progress::kReceived);
+      }
+      progress.add(Progress::kParts);
+    }
+  };
+  auto caller_fn = [&] {
+    call(r);
+    for (int s = 0; s < n - 1; ++s) {
+      progress.wait(Progress::kParts, s + 1);
+      call(mod(r - s - 1, n));
+    }
+  };
+  run_ring(progress, send_fn, recv_fn, caller_fn);
+}
+
+Tensor reduce_scatter(net::Transport& transport, Tensor data, const RowPartition& partition,
+                      const ProduceTile& produce, const RingOptions& options) {
+  check_args(transport, data, partition);
+  HUDDLE_CHECK(data.dtype() == DType::F32, "reduce_scatter needs f32, got {}",
+               dtype_name(data.dtype()));
+  const int n = transport.size();
+  const int r = transport.rank();
+  Tensor result = data.rows(partition.offset(r), partition.end(r));
+  // Production order: part r-1-k for k = 0..n-1 (this rank's own part last).
+  auto produce_part = [&](int k) {
+    const int part = mod(r - 1 - k, n);
+    if (produce) produce(part, data.rows(partition.offset(part), partition.end(part)));
+  };
+  if (n == 1) {
+    produce_part(0);
+    return result;
+  }
+  const RowIo io(data, options.chunk_bytes);
+  const int next = mod(r + 1, n);
+  const int prev = mod(r - 1, n);
+  std::vector<Chunk> received;  // accumulated chunks, in the order they complete
+  std::vector<std::size_t> step_start;
+  for (int s = 0; s < n - 1; ++s) {
+    step_start.push_back(received.size());
+    for (const Chunk& c : io.chunks(partition, mod(r - s - 2, n))) received.push_back(c);
+  }
+  const std::size_t forwarded = step_start[static_cast<std::size_t>(n - 2)];
+
+  Progress progress;
+  auto send_fn = [&] {
+    std::vector<std::byte> staging;
+    progress.wait(Progress::kProduced, 1);
+    const int first = mod(r - 1, n);
+    for (const Chunk& c : io.chunks(partition, first)) {
+      io.send(transport, next, collective_tag(CollectiveOp::kReduceScatter, first), c, staging);
+    }
+    for (std::size_t k = 0; k < forwarded; ++k) {
+      progress.wait(Progress::kReceived, static_cast<std::int64_t>(k) + 1);
+      const Chunk& c = received[k];
+      io.send(transport, next, collective_tag(CollectiveOp::kReduceScatter, c.part), c, staging);
+    }
+  };
+  auto recv_fn = [&] {
+    std::vector<std::byte> staging;
+    for (int s = 0; s < n - 1; ++s) {
+      const int part = mod(r - s - 2, n);
+      for (const Chunk& c : io.chunks(partition, part)) {
+        io.recv_packed(transport, prev, collective_tag(CollectiveOp::kReduceScatter, part), c,
+                       staging);
+        progress.wait(Progress::kProduced, s + 2);  // our own tile of `part` is ready
+        io.add_packed_f32(c, staging);
+        progress.add(Progress::kReceived);
+      }
+    }
+  };
+  auto caller_fn = [&] {
+    if (!produce) {
+      progress.set(Progress::kProduced, n);
+      return;
+    }
+    for (int k = 0; k < n; ++k) {
+      produce_part(k);
+      progress.add(Progress::kProduced);
+    }
+  };
+  run_ring(progress, send_fn, recv_fn, caller_fn);
+  return result;
+}
+
+void all_reduce(net::Transport& transport, Tensor data, const RingOptions& options) {
+  HUDDLE_CHECK(data.dtype() == DType::F32, "all_reduce needs f32, got {}",
+               dtype_name(data.dtype()));
+  HUDDLE_CHECK(data.contiguous(), "all_reduce needs a contiguous tensor");
+  const std::int64_t numel = data.numel();
+  Tensor flat = Tensor::borrow(DType::F32, {numel, 1}, data.raw());
+  const RowPartition partition = RowPartition::even(numel, transport.size());
+  reduce_scatter(transport, flat, partition, {}, options);
+  all_gather(transport, flat, partition, {}, options);
+}
+
+}  // namespace huddle::collectives

@@ -1,0 +1,61 @@
+// Ring collectives over a Transport for uneven per-rank row counts, with compute overlap
+// (Galaxy's ring all-gather / reduce-scatter overlap, papers/galaxy-hybrid-model-parallelism).
+//
+// Shapes: `data` is a 2-D [rows, cols] tensor (its row stride may exceed cols) with the same
+// shape on every rank; `partition` says which rows each rank owns (RowPartition, counts may be
+// 0) and is identical on every rank. The ring is rank r -> r+1 (mod n).
+//
+// Chunking: every part travels as messages of whole rows of at most chunk_bytes (at least one
+// row), and a rank forwards each chunk as soon as it has it, so a part streams around the ring
+// instead of hopping whole. Sends and receives run on two helper threads; hooks run on the
+// caller's thread, so caller computation overlaps the transfers.
+//
+// Bytes on the wire per rank (payload; add 28 bytes of framing per chunk), with
+// B(p) = count(p) * cols * element size:
+//   all_gather:      sends sum_{p != r+1} B(p), receives sum_{p != r} B(p)
+//   reduce_scatter:  sends sum_{p != r} B(p),   receives sum_{p != r-1} B(p)
+//   all_reduce:      both of the above with an even split of all elements: about
+//                    2 (n-1)/n * bytes(data) sent and received.
+// Errors: a transport failure (dead or silent peer) throws its TransportError, naming the peer.
+// Hooks that throw abort the collective; the exception is rethrown after the helper threads
+// have finished (they finish within the transport timeout).
+#pragma once
+
+#include "collectives/partition.h"
+#include "core/tensor.h"
+#include "net/transport.h"
+
+#include <functional>
+
+namespace huddle::collectives {
+
+struct RingOptions {
+  std::size_t chunk_bytes = std::size_t{1} << 20;
+};
+
+// Called once per part, including this rank's own part (first) and empty parts, as soon as the
+// rows [row_begin, row_end) of `part` are in `data`. Runs on the caller's thread.
+using PartReady = std::function<void(int part, std::int64_t row_begin, std::int64_t row_end)>;
+
+// Fills `tile` ([count(part), cols], a view of `data`) with this rank's partial sums for the
+// rows of `part`. Called once per part, in the order the ring needs them (part r-1 first, this
+// rank's own part last), on the caller's thread.
+using ProduceTile = std::function<void(int part, Tensor tile)>;
+
+// All-gather: on entry the rows of this rank's part hold its data (any dtype); on return every
+// row of `data` holds its owner's data. `on_part` lets the caller compute on parts as they land.
+void all_gather(net::Transport& transport, Tensor data, const RowPartition& partition,
+                const PartReady& on_part = {}, const RingOptions& options = {});
+
+// Reduce-scatter (f32): `data` is this rank's [rows, cols] partial-sum workspace. Without
+// `produce`, it holds every partial sum on entry; with it, the tiles are produced just in time.
+// On return the rows of this rank's part hold the sum over all ranks (other rows are
+// clobbered); the returned tensor is that view: [count(rank), cols].
+Tensor reduce_scatter(net::Transport& transport, Tensor data, const RowPartition& partition,
+                      const ProduceTile& produce = {}, const RingOptions& options = {});
+
+// All-reduce (f32, sum) of a contiguous tensor of any shape, in place: reduce-scatter then
+// all-gather over an even split of its elements.
+void all_reduce(net::Transport& transport, Tensor data, const RingOptions& options = {});
+
+}  // namespace huddle::collectives
