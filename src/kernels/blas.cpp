@@ -1,0 +1,162 @@
+// OpenBLAS, opened with dlopen() instead of linked.
+//
+// Why: Debian's OpenBLAS is built with DYNAMIC_ARCH and picks its kernels in a load-time
+// constructor from the CPUID it recognises. It does not recognise recent AMD EPYC (Zen 4/5) CPUs as
+// AVX-512 capable and falls back to Haswell/Zen kernels, which run sgemm about 2x slower
+// (measured: 117 vs 220 GFLOP/s at 128x768x2304 on one thread). The only override is the
+// environment variable OPENBLAS_CORETYPE, read by that constructor, so it must be set before the
+// library is loaded — too late if the executable links it. We therefore set it (unless the user
+// did) and load the library on first use. cblas.h is included for the prototypes only, so that the
+// function-pointer types below are checked against the real ABI.
+#include "kernels/blas.h"
+
+#include "core/error.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+
+namespace huddle::kernels {
+namespace {
+
+constexpr const char* kLibraries[] = {"libopenblas.so.0", "libopenblas.so"};
+
+// Only when the user has not chosen, and only on CPUs that can run the AVX-512 kernels.
+const char* choose_coretype() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return nullptr;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) return nullptr;
+  return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+}
+
+class Blas {
+ public:
+  static Blas& get() {
+    static Blas blas;  // a throwing constructor leaves it unset; the next call retries
+    return blas;
+  }
+
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_sgemv) sgemv = nullptr;
+  decltype(&openblas_set_num_threads) set_threads = nullptr;
+  std::string description;
+
+ private:
+  Blas() {
+    const char* coretype = choose_coretype();
+    bool preloaded = false;
+    for (const char* name : kLibraries) {
+      if (dlopen(name, RTLD_NOW | RTLD_NOLOAD) != nullptr) preloaded = true;
+    }
+    if (coretype != nullptr) setenv("OPENBLAS_CORETYPE", coretype, /*overwrite=*/0);
+
+    std::string errors;
+    for (const char* name : kLibraries) {
+      handle_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (handle_ != nullptr) {
+        library_ = name;
+        break;
+      }
+      const char* err = dlerror();
+      errors += fmt::format("\n  {}: {}", name, err != nullptr ? err : "unknown error");
+    }
+    if (handle_ == nullptr) {
+      throw LoadError(fmt::format(
+          "cannot load OpenBLAS (install Debian package libopenblas0-pthread):{}", errors));
+    }
+    sgemm = resolve<decltype(sgemm)>("cblas_sgemm");
+    sgemv = resolve<decltype(sgemv)>("cblas_sgemv");
+    set_threads = resolve<decltype(set_threads)>("openblas_set_num_threads");
+
+    std::string core = "?";
+    std::string config = "?";
+    if (auto* corename = reinterpret_cast<char* (*)()>(dlsym(handle_, "openblas_get_corename"))) {
+      core = corename();
+    }
+    if (auto* get_config = reinterpret_cast<char* (*)()>(dlsym(handle_, "openblas_get_config"))) {
+      config = get_config();
+    }
+    std::string how;
+    if (preloaded) {
+      how = " (library was already loaded; OPENBLAS_CORETYPE may not have taken effect)";
+    } else if (coretype != nullptr) {
+      how = fmt::format(" (OPENBLAS_CORETYPE={} set by huddle)", coretype);
+    } else if (const char* user = std::getenv("OPENBLAS_CORETYPE")) {
+      how = fmt::format(" (OPENBLAS_CORETYPE={} from the environment)", user);
+    }
+    description = fmt::format("{} [{}] core={}{}", library_, config, core, how);
+  }
+
+  template <typename Fn>
+  Fn resolve(const char* symbol) {
+    void* p = dlsym(handle_, symbol);
+    if (p == nullptr) {
+      throw LoadError(fmt::format("{} has no symbol {}", library_, symbol));
+    }
+    return reinterpret_cast<Fn>(p);
+  }
+
+  // Never closed: OpenBLAS keeps worker threads that must not outlive their code.
+  void* handle_ = nullptr;
+  const char* library_ = "";
+};
+
+std::mutex g_threads_mutex;
+int g_blas_threads = 0;  // 0: leave the library's default
+bool g_loaded = false;
+
+Blas& loaded_blas() {
+  // Fast path after the first call; the mutex orders loading against blas_set_num_threads().
+  static Blas& blas = []() -> Blas& {
+    Blas& b = Blas::get();
+    std::lock_guard lock(g_threads_mutex);
+    if (g_blas_threads > 0) b.set_threads(g_blas_threads);
+    g_loaded = true;
+    return b;
+  }();
+  return blas;
+}
+
+int as_blas_int(std::int64_t v, const char* what) {
+  HUDDLE_CHECK(v >= 0 && v <= INT_MAX, "BLAS {} = {} does not fit in int", what, v);
+  return static_cast<int>(v);
+}
+
+CBLAS_TRANSPOSE to_cblas(Trans t) {
+  return t == Trans::Yes ? CblasTrans : CblasNoTrans;
+}
+
+}  // namespace
+
+void raw_sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+               float* c, std::int64_t ldc) {
+  Blas& blas = loaded_blas();
+  blas.sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_blas_int(m, "m"), as_blas_int(n, "n"),
+             as_blas_int(k, "k"), alpha, a, as_blas_int(lda, "lda"), b, as_blas_int(ldb, "ldb"),
+             beta, c, as_blas_int(ldc, "ldc"));
+}
+
+void raw_sgemv(Trans ta, std::int64_t m, std::int64_t n, float alpha, const float* a,
+               std::int64_t lda, const float* x, float beta, float* y) {
+  Blas& blas = loaded_blas();
+  blas.sgemv(CblasRowMajor, to_cblas(ta), as_blas_int(m, "m"), as_blas_int(n, "n"), alpha, a,
+             as_blas_int(lda, "lda"), x, 1, beta, y, 1);
+}
+
+std::string blas_description() {
+  return loaded_blas().description;
+}
+
+void blas_set_num_threads(int n) {
+  HUDDLE_CHECK(n >= 1, "BLAS threads {}", n);
+  std::lock_guard lock(g_threads_mutex);
+  g_blas_threads = n;
+  if (g_loaded) Blas::get().set_threads(n);
+}
+
+}  // namespace huddle::kernels

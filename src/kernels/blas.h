@@ -1,0 +1,35 @@
+// Raw single-precision BLAS (OpenBLAS, loaded at run time; see blas.cpp for why).
+//
+// Row-major throughout; leading dimensions (lda, ldb, ldc) are the row strides of the matrices as
+// stored, in elements. These are thin wrappers for linear(), attention() and the benchmarks; model
+// code calls kernels.h instead. The first call loads the library and throws LoadError (naming the
+// library) if it cannot be loaded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace huddle::kernels {
+
+enum class Trans : std::uint8_t { No, Yes };
+
+// C[m,n] = alpha · op(A)[m,k] · op(B)[k,n] + beta · C. A is stored [m,k] (Trans::No) or [k,m]
+// (Trans::Yes); likewise B is stored [k,n] or [n,k]. Dimensions must fit in int (BLAS ABI).
+void raw_sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+               float* c, std::int64_t ldc);
+
+// y = alpha · op(A) · x + beta · y with A stored [m,n]. Trans::No: x[n] -> y[m]; Trans::Yes:
+// x[m] -> y[n].
+void raw_sgemv(Trans ta, std::int64_t m, std::int64_t n, float alpha, const float* a,
+               std::int64_t lda, const float* x, float beta, float* y);
+
+// One line for benchmark reports, e.g. "OpenBLAS 0.3.21 ... core=Cooperlake
+// (OPENBLAS_CORETYPE=Cooperlake set by huddle)". Loads the library.
+std::string blas_description();
+
+// Threads the BLAS library uses (n >= 1). Safe to call before the library is loaded: the count is
+// applied when it loads. kernels::set_num_threads() calls this.
+void blas_set_num_threads(int n);
+
+}  // namespace huddle::kernels

@@ -1,0 +1,68 @@
+// A small persistent thread pool for the kernels' own parallel loops.
+//
+// Hand-written rather than OpenMP so that ThreadSanitizer sees every synchronisation (libgomp is
+// not instrumented) and so that its threads coexist with OpenBLAS's pthread pool. The pool runs
+// one loop at a time: a call made while the pool is busy with another caller's loop, or from
+// inside a loop body, runs inline on the calling thread, so concurrent callers never deadlock.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace huddle::kernels {
+
+// fn(b, e) processes the index range [b, e).
+using RangeFn = std::function<void(std::int64_t, std::int64_t)>;
+
+class ThreadPool {
+ public:
+  // threads >= 1 (the calling thread counts as one: threads - 1 workers are started).
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return size_.load(std::memory_order_relaxed); }
+  // Waits for a running loop to finish, then restarts the workers.
+  void resize(int threads);
+
+  // Splits [begin, end) into at most size() contiguous chunks of at least `grain` indices and
+  // calls fn once per chunk; the caller runs the first chunk. Returns when all chunks are done.
+  // If fn throws, the first exception is rethrown here after every chunk has finished.
+  void parallel_for(std::int64_t begin, std::int64_t end, const RangeFn& fn,
+                    std::int64_t grain = 1);
+
+ private:
+  void start_workers(int threads);
+  void stop_workers();
+  void worker_loop(int index, std::uint64_t seen);
+  void run_chunk(int index) noexcept;
+
+  std::atomic<int> size_{1};
+  std::vector<std::thread> workers_;
+  std::mutex submit_mutex_;  // held by the caller whose loop owns the pool
+
+  std::mutex mutex_;  // guards the job below
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  bool stop_ = false;
+  const RangeFn* fn_ = nullptr;
+  std::int64_t begin_ = 0;
+  std::int64_t end_ = 0;
+  std::int64_t chunk_ = 0;
+  int chunks_ = 0;
+  std::exception_ptr error_;
+};
+
+// The process-wide pool used by the fast kernels, sized by set_num_threads() (kernels.h).
+void parallel_for(std::int64_t begin, std::int64_t end, const RangeFn& fn, std::int64_t grain = 1);
+
+}  // namespace huddle::kernels

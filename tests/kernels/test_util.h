@@ -1,0 +1,75 @@
+// Helpers for the kernel tests: seeded random tensors, strided views, and the closeness check
+// max|fast - ref| <= tol · max|ref| used throughout.
+#pragma once
+
+#include "core/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace huddle::kernels::testing {
+
+// Relative tolerance for fast-vs-reference comparisons (float32 kernels vs double references).
+inline constexpr double kTol = 1e-5;
+
+inline Tensor random_tensor(std::mt19937& rng, Shape shape, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
+  for (float& x : v) x = dist(rng);
+  return Tensor::from_f32(std::move(shape), v);
+}
+
+// A [rows, cols] column view into a wider random matrix (row stride cols + pad), as GPT-2's
+// packed q/k/v weights are.
+inline Tensor random_strided(std::mt19937& rng, std::int64_t rows, std::int64_t cols,
+                             std::int64_t pad = 5, float lo = -1.0f, float hi = 1.0f) {
+  const std::int64_t offset = 2;
+  Tensor wide = random_tensor(rng, {rows, cols + pad + offset}, lo, hi);
+  return wide.cols(offset, offset + cols);
+}
+
+inline Tensor random_matrix(std::mt19937& rng, std::int64_t rows, std::int64_t cols, bool strided,
+                            float lo = -1.0f, float hi = 1.0f) {
+  return strided ? random_strided(rng, rows, cols, 5, lo, hi)
+                 : random_tensor(rng, {rows, cols}, lo, hi);
+}
+
+// An output of the same shape as t, filled with NaN so unwritten elements fail the comparison.
+inline Tensor nan_like(const Tensor& t) {
+  Tensor y = Tensor::empty(DType::F32, t.shape());
+  std::fill(y.f32(), y.f32() + y.numel(), std::nanf(""));
+  return y;
+}
+
+inline ::testing::AssertionResult close(const Tensor& fast, const Tensor& ref, double tol = kTol) {
+  if (fast.shape() != ref.shape()) {
+    return ::testing::AssertionFailure()
+           << "shapes " << shape_str(fast.shape()) << " vs " << shape_str(ref.shape());
+  }
+  const std::vector<float> f = fast.to_vector();
+  const std::vector<float> r = ref.to_vector();
+  double max_ref = 0.0;
+  double max_diff = 0.0;
+  std::size_t worst = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(r[i])));
+    const double d = std::fabs(static_cast<double>(f[i]) - r[i]);
+    if (!(d <= max_diff)) {  // also catches NaN
+      max_diff = std::isnan(d) ? INFINITY : d;
+      worst = i;
+    }
+  }
+  const double bound = tol * std::max(max_ref, 1e-30);
+  if (max_diff <= bound) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "max|fast-ref| = " << max_diff << " at element " << worst << " (fast " << f[worst]
+         << ", ref " << r[worst] << ") > " << tol << " * max|ref| = " << bound << " for "
+         << shape_str(ref.shape());
+}
+
+}  // namespace huddle::kernels::testing
