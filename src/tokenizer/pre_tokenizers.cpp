@@ -96,7 +96,12 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
       }
     }
     if (regex_) {
-      split_each(pieces, [&](const Piece& p) { return regex_->find_all(p.text); });
+      split_each(pieces, [&](const Piece& p) {
+        // Isolated: text between matches (only ill-formed UTF-8 can be there) stays a piece.
+        return apply_split_behavior(
+            segments_from_matches(p.text.size(), regex_->find_all(p.text), false),
+            SplitBehavior::kIsolated);
+      });
     }
     for (Piece& piece : pieces) piece.text = bytes_to_unicode(piece.text);
   }

@@ -1,0 +1,126 @@
+// SentencePiece tokenizer.model files: a tiny model is trained here (libsentencepiece's trainer)
+// on a few lines, then loaded through Tokenizer::load like a checkpoint's.
+#include <sentencepiece_trainer.h>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace huddle {
+namespace {
+
+const std::vector<std::string> kCorpus = {
+    "The quick brown fox jumps over the lazy dog.",
+    "Once upon a time there was a small language model.",
+    "It wanted to grow up and read every book in the library.",
+    "Tokens become vectors, vectors become attention, attention becomes text.",
+    "Numbers like 12, 345 and 6789 appear in text too.",
+    "Naïve café owners serve crème brûlée and smørrebrød.",
+    "日本語のテキストと中文字符也在这里。",
+    "Emoji 🙂 and symbols like → and ∑ show up sometimes.",
+};
+
+class SentencePieceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::make_unique<test::TempDir>("sentencepiece");
+    const auto corpus = dir_->path() / "corpus.txt";
+    std::string text;
+    for (int rep = 0; rep < 4; ++rep) {
+      for (const auto& line : kCorpus) text += line + "\n";
+    }
+    test::write_file(corpus, text);
+    // Identity normalization and kept whitespace make the model lossless, as Llama's is; byte
+    // fallback spells characters the model has not seen.
+    const std::string args = "--input=" + corpus.string() +
+                             " --model_prefix=" + (dir_->path() / "tokenizer").string() +
+                             " --model_type=bpe --vocab_size=400 --hard_vocab_limit=false"
+                             " --character_coverage=1.0 --byte_fallback=true"
+                             " --normalization_rule_name=identity --remove_extra_whitespaces=false"
+                             " --split_digits=true --minloglevel=2";
+    const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    std::filesystem::remove(corpus);
+  }
+  static void TearDownTestSuite() { dir_.reset(); }
+
+  static std::unique_ptr<test::TempDir> dir_;
+};
+
+std::unique_ptr<test::TempDir> SentencePieceTest::dir_;
+
+TEST_F(SentencePieceTest, LoadsTokenizerModelWhenThereIsNoTokenizerJson) {
+  ASSERT_TRUE(std::filesystem::exists(dir_->path() / "tokenizer.model"));
+  const auto t = Tokenizer::load(dir_->path());
+  EXPECT_EQ(t->kind(), "SentencePiece");
+  EXPECT_GE(t->vocab_size(), 256u + 3u);  // byte pieces + <unk> <s> </s>
+  // SentencePiece's defaults: <unk>=0, <s>=1, </s>=2.
+  EXPECT_EQ(t->bos_id(), 1);
+  EXPECT_EQ(t->eos_ids(), std::vector<std::int32_t>{2});
+  EXPECT_EQ(t->token_to_id("<s>"), 1);
+  EXPECT_EQ(t->id_to_token(2), "</s>");
+  EXPECT_FALSE(t->token_to_id("surely-not-a-piece").has_value());
+  EXPECT_TRUE(t->is_special(1));
+}
+
+TEST_F(SentencePieceTest, RoundTripsTrainingAndRandomText) {
+  const auto t = Tokenizer::load(dir_->path());
+  for (const auto& line : kCorpus) {
+    const auto ids = t->encode(line);
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(ids.front(), 1);  // BOS
+    EXPECT_EQ(t->decode(ids, /*skip_special=*/true), line);
+  }
+  test::TextGenerator gen(77);
+  for (int i = 0; i < 200; ++i) {
+    std::string text = gen.next();
+    // SentencePiece's C API takes NUL-free text; everything else must survive.
+    text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+    const auto ids = t->encode(text, false);
+    EXPECT_EQ(t->decode(ids), text) << "case " << i;
+  }
+}
+
+TEST_F(SentencePieceTest, ControlPiecesInTextAndDecodeOfSpecials) {
+  const auto t = Tokenizer::load(dir_->path());
+  const auto ids = t->encode("hello</s>world", false);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);
+  EXPECT_EQ(t->decode(ids), "hello</s>world");
+  EXPECT_EQ(t->decode(ids, true), "helloworld");
+}
+
+TEST_F(SentencePieceTest, StreamingMatchesFullDecode) {
+  const auto t = Tokenizer::load(dir_->path());
+  test::TextGenerator gen(8);
+  for (int i = 0; i < 100; ++i) {
+    std::string text = gen.next();
+    text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+    const auto ids = t->encode(text);
+    StreamDecoder stream(*t, /*skip_special=*/true);
+    std::string out;
+    for (const auto id : ids) {
+      const std::string chunk = stream.push(id);
+      EXPECT_TRUE(tok::is_valid_utf8(chunk));
+      out += chunk;
+    }
+    out += stream.finish();
+    EXPECT_EQ(out, t->decode(ids, true)) << "case " << i;
+  }
+}
+
+TEST_F(SentencePieceTest, AddBosFollowsTokenizerConfig) {
+  test::TempDir other("sentencepiece_config");
+  std::filesystem::copy_file(dir_->path() / "tokenizer.model", other.path() / "tokenizer.model");
+  test::write_file(other.path() / "tokenizer_config.json",
+                   R"({"add_bos_token": false, "add_eos_token": true})");
+  const auto t = Tokenizer::load(other.path());
+  const auto ids = t->encode("hello");
+  EXPECT_NE(ids.front(), 1);
+  EXPECT_EQ(ids.back(), 2);
+  EXPECT_EQ(t->num_special_tokens_to_add(), 1u);
+}
+
+}  // namespace
+}  // namespace huddle

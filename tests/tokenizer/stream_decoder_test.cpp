@@ -1,0 +1,99 @@
+// StreamDecoder: chunks concatenate to the full decode and never split a UTF-8 character.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "test_util.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace huddle {
+namespace {
+
+// Streams ids one by one; checks every chunk is valid UTF-8 on its own. Returns the chunks.
+std::vector<std::string> stream(const Tokenizer& tokenizer, const std::vector<std::int32_t>& ids,
+                                bool skip_special) {
+  StreamDecoder decoder(tokenizer, skip_special);
+  std::vector<std::string> chunks;
+  for (const std::int32_t id : ids) chunks.push_back(decoder.push(id));
+  chunks.push_back(decoder.finish());
+  for (const std::string& c : chunks) EXPECT_TRUE(tok::is_valid_utf8(c)) << c;
+  return chunks;
+}
+
+std::string join(const std::vector<std::string>& chunks) {
+  std::string all;
+  for (const auto& c : chunks) all += c;
+  return all;
+}
+
+class StreamDecoderTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StreamDecoderTest, ChunksConcatenateToTheFullDecode) {
+  const auto tokenizer = Tokenizer::load(test::fixture_model(GetParam()));
+  test::TextGenerator gen(99);
+  for (int i = 0; i < 300; ++i) {
+    const auto ids = tokenizer->encode(gen.next());
+    for (const bool skip : {false, true}) {
+      ASSERT_EQ(join(stream(*tokenizer, ids, skip)), tokenizer->decode(ids, skip))
+          << "case " << i << " skip_special " << skip;
+    }
+  }
+}
+
+TEST_P(StreamDecoderTest, RandomIdSequencesAlsoMatch) {
+  // Generated ids need not form valid UTF-8; the stream must still equal the full decode.
+  const auto tokenizer = Tokenizer::load(test::fixture_model(GetParam()));
+  test::TextGenerator gen(5);
+  for (int i = 0; i < 200; ++i) {
+    std::vector<std::int32_t> ids;
+    for (std::size_t k = 0, n = gen.pick(20); k < n; ++k) {
+      ids.push_back(static_cast<std::int32_t>(gen.pick(tokenizer->vocab_size())));
+    }
+    ASSERT_EQ(join(stream(*tokenizer, ids, false)), tokenizer->decode(ids)) << "case " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, StreamDecoderTest,
+                         ::testing::Values("gpt2-tiny", "llama-tiny", "bert-tiny"));
+
+TEST(StreamDecoderTest, HoldsBackAnEmojiUntilItsLastByte) {
+  const auto tokenizer = Tokenizer::load(test::fixture_model("gpt2-tiny"));
+  const std::string emoji = "\xF0\x9F\x98\x80";  // U+1F600, four bytes
+  const auto ids = tokenizer->encode("a" + emoji + "b");
+  // The tiny vocabulary has no merges for these bytes: one id per byte.
+  ASSERT_EQ(ids.size(), 6u);
+  StreamDecoder decoder(*tokenizer);
+  EXPECT_EQ(decoder.push(ids[0]), "a");
+  EXPECT_EQ(decoder.push(ids[1]), "");
+  EXPECT_EQ(decoder.push(ids[2]), "");
+  EXPECT_EQ(decoder.push(ids[3]), "");
+  EXPECT_EQ(decoder.push(ids[4]), emoji);
+  EXPECT_EQ(decoder.push(ids[5]), "b");
+  EXPECT_EQ(decoder.finish(), "");
+}
+
+TEST(StreamDecoderTest, AnUnfinishedCharacterIsFlushedAsReplacement) {
+  const auto tokenizer = Tokenizer::load(test::fixture_model("gpt2-tiny"));
+  const auto ids = tokenizer->encode("x\xF0\x9F");  // first two bytes of an emoji
+  StreamDecoder decoder(*tokenizer);
+  std::string out;
+  for (const auto id : ids) out += decoder.push(id);
+  EXPECT_EQ(out, "x");
+  EXPECT_EQ(decoder.finish(), "\xEF\xBF\xBD");
+  EXPECT_EQ(tokenizer->decode(ids), "x\xEF\xBF\xBD");
+}
+
+TEST(StreamDecoderTest, BadIdThrowsAndLeavesTheStreamUsable) {
+  const auto tokenizer = Tokenizer::load(test::fixture_model("llama-tiny"));
+  const auto ids = tokenizer->encode("hi there", false);
+  StreamDecoder decoder(*tokenizer);
+  std::string out = decoder.push(ids[0]);
+  EXPECT_THROW(decoder.push(100000), InputError);
+  EXPECT_THROW(decoder.push(-1), InputError);
+  for (std::size_t i = 1; i < ids.size(); ++i) out += decoder.push(ids[i]);
+  out += decoder.finish();
+  EXPECT_EQ(out, "hi there");
+}
+
+}  // namespace
+}  // namespace huddle
