@@ -116,11 +116,12 @@ void SecureChannel::send_frame(std::uint16_t kind, std::uint16_t flags, std::uin
   std::memcpy(send_buffer_.data(), head.data(), head.size());
   unsigned char* cipher = send_buffer_.data() + head.size();
   const auto nonce = wire::frame_nonce(send_counter_);
+  const unsigned char empty = 0;
   crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
       cipher, cipher + payload.size(), nullptr,
-      reinterpret_cast<const unsigned char*>(payload.data()), payload.size(),
-      reinterpret_cast<const unsigned char*>(head.data()), head.size(), nullptr, nonce.data(),
-      send_key_.data());
+      payload.empty() ? &empty : reinterpret_cast<const unsigned char*>(payload.data()),
+      payload.size(), reinterpret_cast<const unsigned char*>(head.data()), head.size(), nullptr,
+      nonce.data(), send_key_.data());
   ++send_counter_;
   try {
     socket_.send_all(std::as_bytes(std::span(send_buffer_)), io_wait(), frame_what(payload.size()));
@@ -198,7 +199,9 @@ void SecureChannel::read_body(const FrameIn& frame, std::span<std::byte> out) {
   h.tag = frame.tag;
   const wire::FrameHeaderBytes head = wire::encode(h);
   const auto nonce = wire::frame_nonce(recv_counter_);
-  auto* data = reinterpret_cast<unsigned char*>(out.data());
+  // libsodium's pointers must not be null, even for an empty payload.
+  unsigned char empty = 0;
+  auto* data = out.empty() ? &empty : reinterpret_cast<unsigned char*>(out.data());
   // In place: libsodium allows the plaintext and ciphertext buffers to be the same.
   if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
           data, nullptr, data, out.size(), mac.data(),
