@@ -56,6 +56,13 @@ void Graph::add_output(ValueId id) {
   outputs_.push_back(id);
 }
 
+void Graph::rebind_weight(ValueId id, WeightRef ref) {
+  HUDDLE_CHECK(id >= 0 && id < static_cast<ValueId>(values_.size()));
+  Value& v = values_[static_cast<std::size_t>(id)];
+  HUDDLE_CHECK(v.kind == ValueKind::Weight, "'{}' is not a weight", v.name);
+  v.weight = std::move(ref);
+}
+
 const Value& Graph::value(ValueId id) const {
   HUDDLE_CHECK(id >= 0 && id < static_cast<ValueId>(values_.size()), "value id {}", id);
   return values_[static_cast<std::size_t>(id)];

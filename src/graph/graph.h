@@ -29,8 +29,10 @@ namespace huddle {
 
 using ValueId = std::int32_t;
 
-// Symbolic dimension: the number of tokens processed in the current step.
-inline constexpr std::int64_t kTokens = -1;
+// Symbolic dimensions, resolved per step by the executor:
+inline constexpr std::int64_t kTokens = -1;       // tokens of the current step (T)
+inline constexpr std::int64_t kLocalTokens = -2;  // this device's share of them (L)
+inline constexpr std::int64_t kOutputRows = -3;   // after LastRow: 1, or T when all rows are wanted
 
 enum class ValueKind : std::uint8_t { Input, Weight, Activation };
 
@@ -88,6 +90,12 @@ struct OpAttrs {
   bool causal = false;                                              // attention
   float rope_theta = 0.0f;                                          // rope
   int cache_slot = -1;                                              // attention: KV cache index
+  // Attention in lowered programs. A device may hold a subset [q_head_begin, +heads) of the
+  // model's query heads; with kv_group > 0 (query heads per kv head in the whole model) its
+  // kv_heads are those that subset reads, first = q_head_begin / kv_group.
+  int q_head_begin = 0;
+  int kv_group = 0;
+  bool local_queries = false;  // queries are this device's token rows; keys are all tokens
 };
 
 struct Op {
@@ -108,6 +116,9 @@ class Graph {
   ValueId add_op(OpKind kind, std::string name, std::vector<ValueId> inputs, OpAttrs attrs = {},
                  OpRole role = OpRole::Other, int layer = -1);
   void add_output(ValueId id);
+  // Points weight value `id` at another tensor of the same shape (workers that receive their
+  // slices as whole tensors).
+  void rebind_weight(ValueId id, WeightRef ref);
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Op>& ops() const { return ops_; }

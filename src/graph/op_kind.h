@@ -22,7 +22,13 @@ namespace huddle {
   X(Attention, "attention", 3,                                                                 \
     "q[T,H*D], k[T,Hkv*D], v[T,Hkv*D] -> [T,H*D]; attrs heads, kv_heads, head_dim, causal, "   \
     "cache_slot (KV cache of this step's keys/values appended before attending)")              \
-  X(LastRow, "last_row", 1, "x[T,C] -> [1,C] (the last token), or x when all rows are wanted")
+  X(LastRow, "last_row", 1, "x[T,C] -> [R,C]: the last token (R = 1), or all rows when wanted")    \
+  /* Data movement between devices (lowered programs only; T = all tokens, L = local). */       \
+  X(LocalRows, "local_rows", 1, "x[T,...] -> [L,...]: this device's token rows (a view)")       \
+  X(AllGather, "all_gather", 1, "x[L,C] -> [T,C]: every device's rows, ring all-gather")        \
+  X(ReduceScatter, "reduce_scatter", 1, "partial x[T,C] -> [L,C]: summed, own rows")             \
+  X(AllReduce, "all_reduce", 1, "partial x[T,C] -> [T,C]: summed on every device")              \
+  X(GatherToPrimary, "gather_to_primary", 1, "x[L,C] -> [T,C] on device 0 (others: nothing)")
 
 enum class OpKind : std::uint8_t {
 #define HUDDLE_OP_ENUM(e, name, arity, doc) e,

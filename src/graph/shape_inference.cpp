@@ -77,7 +77,15 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in, s
       return in[0];
     case OpKind::Attention: {
       for (const Shape& s : in) expect_rank(s, 2, op, "q/k/v");
-      if (a.heads <= 0 || a.kv_heads <= 0 || a.head_dim <= 0 || a.heads % a.kv_heads != 0) {
+      if (a.kv_group > 0) {
+        const int first = a.q_head_begin / a.kv_group;
+        const int last = (a.q_head_begin + a.heads - 1) / a.kv_group;
+        if (a.heads <= 0 || a.q_head_begin < 0 || a.kv_heads != last - first + 1) {
+          mismatch(op, fmt::format("query heads [{}, {}) in groups of {} read {} kv heads, not {}",
+                                   a.q_head_begin, a.q_head_begin + a.heads, a.kv_group,
+                                   last - first + 1, a.kv_heads));
+        }
+      } else if (a.heads <= 0 || a.kv_heads <= 0 || a.head_dim <= 0 || a.heads % a.kv_heads != 0) {
         mismatch(op, fmt::format("heads {} must be a positive multiple of kv_heads {}", a.heads,
                                  a.kv_heads));
       }
@@ -89,7 +97,26 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in, s
     }
     case OpKind::LastRow:
       expect_rank(in[0], 2, op, "x");
-      return in[0];  // [T, C]: T resolves to 1 at run time unless all rows are requested
+      return {kOutputRows, in[0][1]};
+    case OpKind::LocalRows:
+      if (in[0].empty() || in[0][0] != kTokens) mismatch(op, "local_rows needs all tokens' rows");
+      return [&] {
+        Shape s = in[0];
+        s[0] = kLocalTokens;
+        return s;
+      }();
+    case OpKind::AllGather:
+    case OpKind::GatherToPrimary:
+      expect_rank(in[0], 2, op, "x");
+      if (in[0][0] != kLocalTokens) mismatch(op, "gathers need this device's token rows as input");
+      return {kTokens, in[0][1]};
+    case OpKind::ReduceScatter:
+      expect_rank(in[0], 2, op, "x");
+      if (in[0][0] != kTokens) mismatch(op, "reduce_scatter needs all tokens' rows");
+      return {kLocalTokens, in[0][1]};
+    case OpKind::AllReduce:
+      expect_rank(in[0], 2, op, "x");
+      return in[0];
   }
   mismatch(op, "unknown op kind");
 }

@@ -1,7 +1,11 @@
 #include "runtime/executor.h"
 
+#include "collectives/p2p.h"
+#include "collectives/ring.h"
 #include "core/error.h"
 #include "kernels/kernels.h"
+#include "net/transport.h"
+#include "plan/split.h"
 
 #include <fmt/format.h>
 
@@ -11,23 +15,27 @@
 namespace huddle {
 namespace {
 
-Shape resolve(const Shape& shape, std::int64_t tokens) {
-  Shape out = shape;
-  for (std::int64_t& d : out) {
-    if (d == kTokens) d = tokens;
-  }
-  return out;
-}
-
 bool is_elementwise(OpKind kind) {
   return kind == OpKind::Add || kind == OpKind::Mul || kind == OpKind::GeluTanh ||
          kind == OpKind::GeluErf || kind == OpKind::Silu || kind == OpKind::Rope;
 }
 
+bool is_data_movement(OpKind kind) {
+  return kind == OpKind::LocalRows || kind == OpKind::AllGather || kind == OpKind::ReduceScatter ||
+         kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary;
+}
+
 }  // namespace
 
 Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions)
-    : graph_(graph), max_positions_(max_positions) {
+    : Executor(graph, weights, max_positions, DeviceGroup{nullptr, {1.0}}) {}
+
+Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions, DeviceGroup group)
+    : graph_(graph), max_positions_(max_positions), group_(std::move(group)) {
+  const int size = group_.transport ? group_.transport->size() : 1;
+  if (static_cast<int>(group_.token_shares.size()) != size) {
+    throw PlanError(fmt::format("{} token shares for a group of {} devices", group_.token_shares.size(), size));
+  }
   const std::size_t n = graph.values().size();
   bound_weights_.resize(n);
   last_use_.assign(n, 0);
@@ -49,6 +57,18 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
   caches_.resize(static_cast<std::size_t>(graph.num_cache_slots()));
 }
 
+int Executor::rank() const { return group_.transport ? group_.transport->rank() : 0; }
+
+Shape Executor::resolve(const Shape& shape, const Step& step) const {
+  Shape out = shape;
+  for (std::int64_t& d : out) {
+    if (d == kTokens) d = step.tokens;
+    else if (d == kLocalTokens) d = step.local_count;
+    else if (d == kOutputRows) d = step.all_rows ? step.tokens : 1;
+  }
+  return out;
+}
+
 Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
   const auto tokens = static_cast<std::int64_t>(ids.size());
   if (tokens == 0) throw InputError("no input tokens");
@@ -57,6 +77,10 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
                                  "{} positions",
                                  tokens, position_, max_positions_));
   }
+  Step step{tokens, all_rows, collectives::RowPartition(split_proportional(tokens, group_.token_shares)), 0, 0};
+  step.local_begin = step.partition.offset(rank());
+  step.local_count = step.partition.count(rank());
+
   std::vector<Tensor> values(graph_.values().size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const Value& v = graph_.values()[i];
@@ -81,7 +105,7 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const auto start = std::chrono::steady_clock::now();
-    Tensor out = run_op(op, values, all_rows, i);
+    Tensor out = run_op(op, values, step, i);
     if (observer_) observer_(op, out, std::chrono::steady_clock::now() - start);
     values[static_cast<std::size_t>(op.output)] = std::move(out);
     for (ValueId id : op.inputs) {  // free activations nobody reads any more
@@ -92,6 +116,7 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
     }
   }
   position_ += tokens;
+  if (graph_.outputs().empty()) return Tensor();
   return values[static_cast<std::size_t>(graph_.outputs().front())];
 }
 
@@ -108,13 +133,17 @@ Tensor Executor::reusable_or_new(const Op& op, std::size_t op_index, std::vector
   return Tensor::empty(DType::F32, std::move(shape));
 }
 
-Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, bool all_rows,
-                        std::size_t op_index) {
+Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& step, std::size_t op_index) {
   auto in = [&](std::size_t i) -> const Tensor& {
     return values[static_cast<std::size_t>(op.inputs[i])];
   };
-  // Rows follow the first input (ids for embeddings): [T] normally, [1] after LastRow.
-  const Shape out_shape = resolve(graph_.value(op.output).shape, in(0).dim(0));
+  const Shape out_shape = resolve(graph_.value(op.output).shape, step);
+  if (is_data_movement(op.kind)) {
+    const auto u = static_cast<std::size_t>(op.inputs[0]);
+    const bool dead = last_use_[u] == op_index && !is_output_[u] &&
+                      graph_.values()[u].kind == ValueKind::Activation;
+    return data_movement(op, in(0), out_shape, step, dead);
+  }
   Tensor out;
   if (is_elementwise(op.kind)) {
     out = reusable_or_new(op, op_index, values, out_shape);
@@ -157,20 +186,63 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, bool all_rows
       break;
     }
     case OpKind::Attention:
-      out = attention(op, in(0), in(1), in(2));
+      out = attention(op, in(0), in(1), in(2), step);
       break;
     case OpKind::LastRow:
-      out = all_rows ? in(0) : in(0).rows(in(0).dim(0) - 1, in(0).dim(0));
+      out = step.all_rows ? in(0) : in(0).rows(in(0).dim(0) - 1, in(0).dim(0));
       break;
+    case OpKind::LocalRows:
+    case OpKind::AllGather:
+    case OpKind::ReduceScatter:
+    case OpKind::AllReduce:
+    case OpKind::GatherToPrimary:
+      HUDDLE_CHECK(false, "data movement handled above");
   }
   return out;
 }
 
-Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v) {
-  const std::int64_t tokens = q.dim(0);
+Tensor Executor::data_movement(const Op& op, const Tensor& x, const Shape& out_shape, const Step& step,
+                               bool input_is_dead) {
+  if (op.kind == OpKind::LocalRows) return x.rows(step.local_begin, step.local_begin + step.local_count);
+  net::Transport* transport = group_.transport;
+  const bool single = transport == nullptr || transport->size() == 1;
+  switch (op.kind) {
+    case OpKind::AllGather:
+    case OpKind::GatherToPrimary: {
+      if (single) return x;
+      Tensor out = Tensor::empty(DType::F32, out_shape);
+      if (step.local_count > 0) {
+        std::memcpy(out.f32() + step.local_begin * out.dim(1), x.clone().f32(), x.nbytes());
+      }
+      if (op.kind == OpKind::AllGather) {
+        collectives::all_gather(*transport, out, step.partition);
+      } else {
+        collectives::gather_rows(*transport, out, step.partition, /*root=*/0);
+      }
+      return out;
+    }
+    case OpKind::ReduceScatter: {
+      if (single) return x;
+      Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
+      return collectives::reduce_scatter(*transport, data, step.partition);
+    }
+    case OpKind::AllReduce: {
+      if (single) return x;
+      Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
+      collectives::all_reduce(*transport, data);
+      return data;
+    }
+    default:
+      HUDDLE_CHECK(false, "not a data-movement op: {}", op.name);
+  }
+  return {};
+}
+
+Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v, const Step& step) {
+  const std::int64_t tokens = k.dim(0);  // keys/values of every token of the step
   const std::int64_t kv_width = k.dim(1);
   KvCache& cache = caches_[static_cast<std::size_t>(op.attrs.cache_slot)];
-  if (!cache.k.defined() || cache.k.numel() == 0 || cache.k.dim(1) != kv_width) {
+  if (!cache.k.defined() || cache.k.dim(1) != kv_width) {
     cache.k = Tensor::empty(DType::F32, {max_positions_, kv_width});
     cache.v = Tensor::empty(DType::F32, {max_positions_, kv_width});
   }
@@ -180,9 +252,32 @@ Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const
     std::memcpy(cache.v.f32() + (position_ + t) * kv_width, v.f32() + t * v.row_stride(), row_bytes);
   }
   const std::int64_t keys = position_ + tokens;
+  const std::int64_t q_pos0 = position_ + (op.attrs.local_queries ? step.local_begin : 0);
+  const Tensor all_k = cache.k.rows(0, keys), all_v = cache.v.rows(0, keys);
   Tensor out = Tensor::empty(DType::F32, q.shape());
-  kernels::attention(q, cache.k.rows(0, keys), cache.v.rows(0, keys), op.attrs.heads, op.attrs.kv_heads,
-                     op.attrs.head_dim, position_, op.attrs.causal, out);
+  const OpAttrs& a = op.attrs;
+  const bool whole_groups =
+      a.kv_group == 0 || (a.q_head_begin % a.kv_group == 0 && a.heads == a.kv_heads * a.kv_group);
+  if (whole_groups) {
+    kernels::attention(q, all_k, all_v, a.heads, a.kv_heads, a.head_dim, q_pos0, a.causal, out);
+    return out;
+  }
+  // A device holding part of a kv group: run each span of query heads that shares one kv head.
+  const std::int64_t d = a.head_dim;
+  const int first_kv = a.q_head_begin / a.kv_group;
+  for (int h = 0; h < a.heads;) {
+    const int kv = (a.q_head_begin + h) / a.kv_group - first_kv;
+    int end = h;
+    while (end < a.heads && (a.q_head_begin + end) / a.kv_group - first_kv == kv) ++end;
+    Tensor span_out = Tensor::empty(DType::F32, {q.dim(0), (end - h) * d});
+    kernels::attention(q.cols(h * d, end * d), all_k.cols(kv * d, (kv + 1) * d), all_v.cols(kv * d, (kv + 1) * d),
+                       end - h, 1, a.head_dim, q_pos0, a.causal, span_out);
+    for (std::int64_t r = 0; r < q.dim(0); ++r) {
+      std::memcpy(out.f32() + r * out.dim(1) + h * d, span_out.f32() + r * span_out.dim(1),
+                  static_cast<std::size_t>((end - h) * d) * sizeof(float));
+    }
+    h = end;
+  }
   return out;
 }
 

@@ -1,0 +1,343 @@
+#include "plan/lowering.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <optional>
+
+namespace huddle {
+namespace {
+
+enum class Layout : std::uint8_t { Replicated, Tokens, Local, Partial, Primary };
+
+enum class Block : std::uint8_t { Connection, Attention, Mlp, Head };
+
+Block block_of(const Op& op) {
+  switch (op.role) {
+    case OpRole::Embed:
+    case OpRole::AttnNorm:
+    case OpRole::MlpNorm:
+    case OpRole::AttnResidual:
+    case OpRole::MlpResidual:
+    case OpRole::FinalNorm:
+      return Block::Connection;
+    case OpRole::AttnQ:
+    case OpRole::AttnK:
+    case OpRole::AttnV:
+    case OpRole::AttnRope:
+    case OpRole::AttnCore:
+    case OpRole::AttnOut:
+      return Block::Attention;
+    case OpRole::MlpUp:
+    case OpRole::MlpGate:
+    case OpRole::MlpAct:
+    case OpRole::MlpDown:
+      return Block::Mlp;
+    case OpRole::Head:
+      return Block::Head;
+    case OpRole::Other:
+      break;
+  }
+  throw PlanError(fmt::format("op '{}' has no role; lowering cannot place it", op.name));
+}
+
+class Lowering {
+ public:
+  Lowering(const Graph& g, const ModelConfig& c, const Plan& p, int rank) : g_(g), c_(c), p_(p), rank_(rank) {}
+
+  Program run() {
+    for (const Op& op : g_.ops()) lower(op);
+    // Outputs not produced by a head (an encoder's hidden states) are gathered to device 0.
+    for (ValueId o : g_.outputs()) {
+      if (head_outputs_.contains(o)) continue;
+      const ValueId id = get(o, Layout::Primary);
+      if (rank_ == 0) out_.add_output(id);
+    }
+    Program program{rank_, p_.num_devices(), p_.token_shares, std::move(out_)};
+    program.graph.validate();
+    return program;
+  }
+
+ private:
+  const LayerPlan& layer_plan(int layer) const {
+    if (layer < 0) return p_.layers.front();
+    return p_.layers[static_cast<std::size_t>(layer)];
+  }
+
+  Layout residual_layout(const Op& op) const {
+    // Ops outside blocks: the embedding takes layer 0's layout, the final norm the last layer's.
+    const LayerPlan& l = op.layer >= 0 ? layer_plan(op.layer) : op.role == OpRole::Embed ? p_.layers.front()
+                                                                                          : p_.layers.back();
+    return l.residual == ResidualLayout::Tokens ? Layout::Tokens : Layout::Replicated;
+  }
+
+  // The lowered value for model value `id` in layout `want`, inserting a move if needed.
+  ValueId get(ValueId id, Layout want) {
+    const Value& v = g_.value(id);
+    if (v.kind == ValueKind::Weight) return weight(id);
+    if (v.kind == ValueKind::Input && !lowered_.contains(id)) {
+      lowered_[id] = {out_.add_input(v.name, v.shape, v.dtype), Layout::Replicated};
+    }
+    const auto it = lowered_.find(id);
+    HUDDLE_CHECK(it != lowered_.end(), "value '{}' used before it is lowered", v.name);
+    const auto [have_id, have] = it->second;
+    if (have == want) return have_id;
+    const auto key = std::make_pair(id, want);
+    if (const auto c = converted_.find(key); c != converted_.end()) return c->second;
+    ValueId result = -1;
+    const std::string name = fmt::format("{}@{}", v.name, layout_name(want));
+    if (have == Layout::Tokens && want == Layout::Replicated) {
+      result = emit(OpKind::AllGather, name, {have_id}, {}, OpRole::Other);
+    } else if (have == Layout::Replicated && want == Layout::Tokens) {
+      result = emit(OpKind::LocalRows, name, {have_id}, {}, OpRole::Other);
+    } else if (have == Layout::Partial && want == Layout::Tokens) {
+      result = emit(OpKind::ReduceScatter, name, {have_id}, {}, OpRole::Other);
+    } else if (have == Layout::Partial && want == Layout::Replicated) {
+      result = emit(OpKind::AllReduce, name, {have_id}, {}, OpRole::Other);
+    } else if (have == Layout::Tokens && want == Layout::Primary) {
+      result = emit(OpKind::GatherToPrimary, name, {have_id}, {}, OpRole::Other);
+    } else if (have == Layout::Replicated && want == Layout::Primary) {
+      result = have_id;
+    } else {
+      throw PlanError(fmt::format("cannot move '{}' from {} to {}", v.name, layout_name(have), layout_name(want)));
+    }
+    converted_[key] = result;
+    return result;
+  }
+
+  static const char* layout_name(Layout l) {
+    switch (l) {
+      case Layout::Replicated:
+        return "replicated";
+      case Layout::Tokens:
+        return "tokens";
+      case Layout::Local:
+        return "local";
+      case Layout::Partial:
+        return "partial";
+      case Layout::Primary:
+        return "primary";
+    }
+    return "?";
+  }
+
+  ValueId weight(ValueId id) {
+    if (const auto it = weights_.find(id); it != weights_.end()) return it->second;
+    const Value& v = g_.value(id);
+    const ValueId w = out_.add_weight(v.name, v.shape, v.weight);
+    weights_[id] = w;
+    return w;
+  }
+
+  // A slice [b, e) along `axis` of weight value `id` (composed with the slice it may already be).
+  ValueId weight_slice(ValueId id, int axis, std::int64_t b, std::int64_t e) {
+    const Value& v = g_.value(id);
+    WeightRef ref = v.weight;
+    if (ref.axis >= 0 && ref.axis != axis) {
+      throw PlanError(fmt::format("weight '{}' is already a slice on axis {}; cannot slice axis {}", v.name,
+                                  ref.axis, axis));
+    }
+    const std::int64_t base = ref.axis == axis ? ref.begin : 0;
+    ref.axis = axis;
+    ref.begin = base + b;
+    ref.end = base + e;
+    const std::string name = fmt::format("{}[{}:{}:{}]", ref.tensor, axis, ref.begin, ref.end);
+    if (auto existing = out_.find(name)) return *existing;
+    Shape shape = v.shape;
+    shape[static_cast<std::size_t>(axis)] = e - b;
+    return out_.add_weight(name, std::move(shape), std::move(ref));
+  }
+
+  ValueId emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs, const OpAttrs& attrs, OpRole role,
+               int layer = -1) {
+    return out_.add_op(kind, name, std::move(inputs), attrs, role, layer);
+  }
+
+  void define(const Op& op, ValueId id, Layout layout) { lowered_[op.output] = {id, layout}; }
+
+  // Plain re-emission with every activation input in `layout`.
+  void same_op(const Op& op, Layout layout) {
+    std::vector<ValueId> inputs;
+    for (ValueId in : op.inputs) inputs.push_back(get(in, layout));
+    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), layout);
+  }
+
+  void lower(const Op& op) {
+    switch (block_of(op)) {
+      case Block::Connection:
+        return same_op(op, residual_layout(op));
+      case Block::Attention:
+        return layer_plan(op.layer).attention == BlockSplit::Tokens ? attention_tokens(op) : attention_heads(op);
+      case Block::Mlp:
+        return layer_plan(op.layer).mlp == BlockSplit::Tokens ? mlp_tokens(op) : mlp_columns(op);
+      case Block::Head:
+        return head(op);
+    }
+  }
+
+  void attention_tokens(const Op& op) {
+    if (op.kind != OpKind::Attention) return same_op(op, Layout::Tokens);
+    OpAttrs attrs = op.attrs;
+    attrs.local_queries = true;
+    const ValueId q = get(op.inputs[0], Layout::Tokens);
+    const ValueId k = get(op.inputs[1], Layout::Replicated);
+    const ValueId v = get(op.inputs[2], Layout::Replicated);
+    define(op, emit(op.kind, op.name, {q, k, v}, attrs, op.role, op.layer), Layout::Tokens);
+  }
+
+  // Output dim of a linear's weight: 0 for [N, K] (OutIn), 1 for [K, N] (InOut).
+  static int out_axis(const Op& op) { return op.attrs.weight_layout == kernels::WeightLayout::OutIn ? 0 : 1; }
+
+  // Column-parallel linear: input replicated, weight (and bias) sliced to output columns [b, e).
+  void column_linear(const Op& op, std::int64_t b, std::int64_t e) {
+    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Replicated), weight_slice(op.inputs[1], out_axis(op), b, e)};
+    if (op.inputs.size() == 3) inputs.push_back(weight_slice(op.inputs[2], 0, b, e));
+    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), Layout::Local);
+  }
+
+  // Row-parallel linear: input local columns, weight sliced to input rows [b, e), bias on device 0.
+  void row_linear(const Op& op, std::int64_t b, std::int64_t e) {
+    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Local), weight_slice(op.inputs[1], 1 - out_axis(op), b, e)};
+    if (op.inputs.size() == 3 && rank_ == 0) inputs.push_back(weight(op.inputs[2]));
+    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), Layout::Partial);
+  }
+
+  void attention_heads(const Op& op) {
+    const auto [hb, he] = layer_plan(op.layer).heads[static_cast<std::size_t>(rank_)];
+    if (he <= hb) {
+      throw PlanError(fmt::format("layer {}: device {} has no attention heads; tensor-parallel blocks need at "
+                                  "least one per device",
+                                  op.layer, rank_));
+    }
+    const int group = c_.heads / c_.kv_heads;
+    const std::int64_t kb = hb / group, ke = (he - 1) / group + 1;
+    const std::int64_t d = c_.head_dim;
+    switch (op.role) {
+      case OpRole::AttnQ:
+        return column_linear(op, hb * d, he * d);
+      case OpRole::AttnK:
+      case OpRole::AttnV:
+        return column_linear(op, kb * d, ke * d);
+      case OpRole::AttnRope: {
+        OpAttrs attrs = op.attrs;
+        attrs.heads = static_cast<int>(op.attrs.heads == c_.heads ? he - hb : ke - kb);
+        define(op,
+               emit(op.kind, op.name, {get(op.inputs[0], Layout::Local), get(op.inputs[1], Layout::Replicated)},
+                    attrs, op.role, op.layer),
+               Layout::Local);
+        return;
+      }
+      case OpRole::AttnCore: {
+        OpAttrs attrs = op.attrs;
+        attrs.heads = static_cast<int>(he - hb);
+        attrs.kv_heads = static_cast<int>(ke - kb);
+        attrs.q_head_begin = static_cast<int>(hb);
+        attrs.kv_group = group;
+        std::vector<ValueId> inputs;
+        for (ValueId in : op.inputs) inputs.push_back(get(in, Layout::Local));
+        define(op, emit(op.kind, op.name, std::move(inputs), attrs, op.role, op.layer), Layout::Local);
+        return;
+      }
+      case OpRole::AttnOut:
+        return row_linear(op, hb * d, he * d);
+      default:
+        throw PlanError(fmt::format("op '{}' is not a known part of an attention block", op.name));
+    }
+  }
+
+  void mlp_tokens(const Op& op) { same_op(op, Layout::Tokens); }
+
+  void mlp_columns(const Op& op) {
+    const auto [cb, ce] = layer_plan(op.layer).columns[static_cast<std::size_t>(rank_)];
+    if (ce <= cb) {
+      throw PlanError(fmt::format("layer {}: device {} has no MLP columns; tensor-parallel blocks need at least "
+                                  "one per device",
+                                  op.layer, rank_));
+    }
+    switch (op.role) {
+      case OpRole::MlpUp:
+      case OpRole::MlpGate:
+        return column_linear(op, cb, ce);
+      case OpRole::MlpAct:
+        return same_op(op, Layout::Local);
+      case OpRole::MlpDown:
+        return row_linear(op, cb, ce);
+      default:
+        throw PlanError(fmt::format("op '{}' is not a known part of an MLP block", op.name));
+    }
+  }
+
+  void head(const Op& op) {
+    if (op.kind == OpKind::LastRow) {
+      const ValueId x = get(op.inputs[0], Layout::Primary);  // every device takes part in the gather
+      head_outputs_.insert(op.output);
+      if (rank_ != 0) return;
+      define(op, emit(op.kind, op.name, {x}, op.attrs, op.role, op.layer), Layout::Primary);
+      return;
+    }
+    head_outputs_.insert(op.output);
+    if (rank_ != 0) return;
+    std::vector<ValueId> inputs;
+    for (ValueId in : op.inputs) inputs.push_back(get(in, Layout::Primary));
+    const ValueId out = emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer);
+    define(op, out, Layout::Primary);
+    for (ValueId o : g_.outputs()) {
+      if (o == op.output) out_.add_output(out);
+    }
+  }
+
+  const Graph& g_;
+  const ModelConfig& c_;
+  const Plan& p_;
+  int rank_;
+  Graph out_;
+  std::map<ValueId, std::pair<ValueId, Layout>> lowered_;
+  std::map<std::pair<ValueId, Layout>, ValueId> converted_;
+  std::map<ValueId, ValueId> weights_;
+  std::set<ValueId> head_outputs_;  // model values the head ops define (on device 0 only)
+};
+
+}  // namespace
+
+Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank) {
+  HUDDLE_CHECK(rank >= 0 && rank < plan.num_devices());
+  Program program = Lowering(graph, config, plan, rank).run();
+  // Encoders have no head: their final hidden states must reach device 0.
+  if (rank == 0 && program.graph.outputs().empty()) {
+    throw PlanError("lowering produced no output on device 0");
+  }
+  return program;
+}
+
+WeightMap extract_weights(const Program& program, const WeightMap& model_weights) {
+  WeightMap out;
+  for (const Value& v : program.graph.values()) {
+    if (v.kind == ValueKind::Weight && !out.contains(v.name)) {
+      out.emplace(v.name, resolve_weight(model_weights, v.weight).clone());
+    }
+  }
+  return out;
+}
+
+void localize_weights(Program& program) {
+  const std::size_t n = program.graph.values().size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Value& v = program.graph.values()[i];
+    if (v.kind == ValueKind::Weight) {
+      program.graph.rebind_weight(static_cast<ValueId>(i), WeightRef{v.name, v.shape, -1, 0, 0});
+    }
+  }
+}
+
+std::size_t program_weight_bytes(const Program& program) {
+  std::size_t bytes = 0;
+  for (const Value& v : program.graph.values()) {
+    if (v.kind == ValueKind::Weight) bytes += static_cast<std::size_t>(shape_numel(v.shape)) * sizeof(float);
+  }
+  return bytes;
+}
+
+}  // namespace huddle

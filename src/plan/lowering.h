@@ -1,0 +1,43 @@
+// Lowering: a model Graph + a Plan -> one Program per device.
+//
+// Every value of the model graph gets a layout on the cluster — replicated (every device holds
+// all tokens' rows), token-split (each device its own rows), local columns (each device the
+// heads / FFN columns the plan gives it), partial sums (awaiting a reduction) or primary (all rows
+// on device 0). Each op is emitted in the layout its block needs, and where an input's layout
+// differs the move between them is inserted (see the table in docs/distributed.md):
+//   token-split -> replicated: all_gather      replicated -> token-split: local_rows (a view)
+//   partial -> token-split: reduce_scatter     partial -> replicated: all_reduce
+//   token-split -> primary: gather_to_primary
+// Column-parallel linears (q/k/v, MLP up/gate) take the output slice of their weight,
+// row-parallel ones (attention out, MLP down) the input slice and produce partial sums; their bias
+// is added on device 0 only, so the sum over devices counts it once.
+#pragma once
+
+#include "graph/graph.h"
+#include "model/model.h"
+#include "plan/plan.h"
+
+#include <vector>
+
+namespace huddle {
+
+struct Program {
+  int rank = 0;
+  int devices = 1;
+  std::vector<double> token_shares;  // how each step's tokens are split, per device
+  Graph graph;                       // outputs only on device 0
+};
+
+// Lowers `graph` (of a model with `config`) for device `rank` of `plan`. The plan must have been
+// validated against the model. PlanError if the graph has an op the plan cannot place.
+Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank);
+
+// The weights a program reads, as contiguous copies keyed by the program's weight value names
+// (what a worker is sent), and the program rewritten to refer to them whole.
+WeightMap extract_weights(const Program& program, const WeightMap& model_weights);
+void localize_weights(Program& program);
+
+// Bytes of weights a program holds.
+std::size_t program_weight_bytes(const Program& program);
+
+}  // namespace huddle

@@ -1,0 +1,46 @@
+#include "plan/split.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace huddle {
+
+std::vector<std::int64_t> split_proportional(std::int64_t total, const std::vector<double>& shares) {
+  HUDDLE_CHECK(total >= 0 && !shares.empty());
+  const double sum = std::accumulate(shares.begin(), shares.end(), 0.0);
+  HUDDLE_CHECK(sum > 0, "shares sum to {}", sum);
+  std::vector<std::int64_t> parts(shares.size());
+  std::vector<std::pair<double, std::size_t>> remainders;
+  std::int64_t assigned = 0;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    HUDDLE_CHECK(shares[i] >= 0);
+    const double exact = static_cast<double>(total) * shares[i] / sum;
+    parts[i] = static_cast<std::int64_t>(std::floor(exact));
+    assigned += parts[i];
+    if (shares[i] > 0) remainders.emplace_back(exact - std::floor(exact), i);
+  }
+  // Largest remainder first; stable so ties go to the earlier part.
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t k = 0; assigned < total; ++k, ++assigned) ++parts[remainders[k % remainders.size()].second];
+  return parts;
+}
+
+std::vector<Range> ranges_from_counts(const std::vector<std::int64_t>& counts) {
+  std::vector<Range> ranges;
+  std::int64_t begin = 0;
+  for (std::int64_t c : counts) {
+    ranges.emplace_back(begin, begin + c);
+    begin += c;
+  }
+  return ranges;
+}
+
+std::vector<Range> split_ranges(std::int64_t total, const std::vector<double>& shares) {
+  return ranges_from_counts(split_proportional(total, shares));
+}
+
+}  // namespace huddle

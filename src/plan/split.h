@@ -1,0 +1,23 @@
+// Proportional integer splits: the pure slicing functions every planner uses.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace huddle {
+
+using Range = std::pair<std::int64_t, std::int64_t>;  // [begin, end)
+
+// Splits `total` units into parts proportional to `shares` (>= 0, not all 0) by largest
+// remainder: the parts sum exactly to `total`, each within one unit of its exact share, ties to
+// the earlier part. Parts with share 0 get 0.
+std::vector<std::int64_t> split_proportional(std::int64_t total, const std::vector<double>& shares);
+
+// The same split as contiguous ranges [0, total) in part order.
+std::vector<Range> split_ranges(std::int64_t total, const std::vector<double>& shares);
+
+// Ranges from counts.
+std::vector<Range> ranges_from_counts(const std::vector<std::int64_t>& counts);
+
+}  // namespace huddle

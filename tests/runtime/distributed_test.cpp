@@ -1,0 +1,129 @@
+// Every strategy on 2, 3 and 4 devices with uneven shares gives the single-device answer.
+// Devices are threads joined by the in-process transport; the programs, collectives and session
+// protocol are the ones the TCP workers run.
+#include "io/npy.h"
+#include "model/model.h"
+#include "net/inproc_transport.h"
+#include "plan/lowering.h"
+#include "planner/strategies.h"
+#include "runtime/executor.h"
+#include "runtime/generate.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <exception>
+#include <fstream>
+#include <thread>
+
+namespace huddle {
+namespace {
+
+// Runs `drive` on the primary while the other devices follow; rethrows any device's error.
+void run_cluster(const Model& model, const Plan& plan, const std::function<void(StepRunner&)>& drive) {
+  const int n = plan.num_devices();
+  net::InprocCluster cluster(n);
+  std::vector<Program> programs;
+  std::vector<WeightMap> weights;
+  for (int r = 0; r < n; ++r) {
+    programs.push_back(lower(model.graph(), model.config(), plan, r));
+    weights.push_back(extract_weights(programs.back(), model.weights()));
+    localize_weights(programs.back());
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> workers;
+  for (int r = 1; r < n; ++r) {
+    workers.emplace_back([&, r] {
+      try {
+        Executor executor(programs[static_cast<std::size_t>(r)].graph, weights[static_cast<std::size_t>(r)],
+                          model.config().max_positions, DeviceGroup{&cluster.rank(r), plan.token_shares});
+        follow_primary(cluster.rank(r), executor);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+        cluster.rank(r).close();
+      }
+    });
+  }
+  try {
+    Executor executor(programs[0].graph, weights[0], model.config().max_positions,
+                      DeviceGroup{&cluster.rank(0), plan.token_shares});
+    PrimarySession session(cluster.rank(0), executor);
+    drive(session);
+    session.end();
+  } catch (...) {
+    errors[0] = std::current_exception();
+    cluster.rank(0).close();
+  }
+  for (auto& t : workers) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+struct Case {
+  std::string model;
+  std::string strategy;
+  std::vector<double> shares;
+};
+
+std::string case_name(const Case& c) {
+  std::string name = c.model + "_" + c.strategy;
+  for (double s : c.shares) {
+    name += '_';
+    name += std::to_string(static_cast<int>(s));
+  }
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+class Distributed : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Distributed, MatchesSingleDeviceReference) {
+  const Case& c = GetParam();
+  const Model model = Model::load(testing::fixture_model(c.model));
+  std::vector<std::string> devices;
+  for (std::size_t i = 0; i < c.shares.size(); ++i) devices.push_back("dev" + std::to_string(i));
+  const Plan plan = make_plan(c.strategy, model.config(), devices, c.shares);
+  plan.validate(model.config(), "test plan");
+
+  const std::string stem = "references/" + c.model + ".16";
+  const auto ids = testing::read_ids(testing::fixture(stem + ".ids.json"));
+  const Tensor reference = io::read_npy(testing::fixture(stem + ".npy"));
+  Tensor out;
+  run_cluster(model, plan, [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
+  ASSERT_EQ(out.shape(), reference.shape());
+  EXPECT_LE(testing::relative_error(out, reference), 1e-4);
+
+  if (!model.config().causal) return;
+  std::ifstream in(testing::fixture("references/" + c.model + ".generate.json"));
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  GenerationResult result;
+  run_cluster(model, plan, [&](StepRunner& runner) {
+    GenerationOptions options;
+    options.n_predict = 16;
+    result = generate(runner, ref["prompt"].get<std::vector<std::int32_t>>(), options);
+  });
+  EXPECT_EQ(result.generated, ref["greedy"].get<std::vector<std::int32_t>>());
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const std::string model : {"gpt2-tiny", "bert-tiny", "llama-tiny"}) {
+    for (const std::string strategy : {"megatron", "sp", "galaxy"}) {
+      for (const std::vector<double>& shares : std::vector<std::vector<double>>{{5, 3}, {5, 3, 1}, {4, 1, 2, 3}}) {
+        cases.push_back({model, strategy, shares});
+      }
+    }
+    cases.push_back({model, "galaxy", {1}});
+    cases.push_back({model, "local", {1, 1}});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, Distributed, ::testing::ValuesIn(all_cases()),
+                         [](const auto& p) { return case_name(p.param); });
+
+}  // namespace
+}  // namespace huddle
