@@ -8,6 +8,7 @@
 // run in this process (two threads), so on a 2-core machine sender, receiver and crypto share
 // the cores: loopback figures are an upper bound on what the CPU allows, not a network figure.
 #include "collectives/ring.h"
+#include "core/error.h"
 #include "net/session.h"
 #include "net/tcp_transport.h"
 
@@ -22,9 +23,9 @@
 #include <thread>
 #include <vector>
 
+namespace huddle {
 namespace {
 
-using namespace huddle;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
@@ -190,7 +191,7 @@ void measure_all_gather(int runs, std::size_t total) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"Huddle loopback transport benchmark"};
   int runs = 7;
   std::size_t mb = 256;
@@ -244,4 +245,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace huddle
+
+int main(int argc, char** argv) {
+  return huddle::run(argc, argv);
 }
