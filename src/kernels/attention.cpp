@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 namespace huddle::kernels {
@@ -113,6 +114,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int
     return;
   }
   const std::int64_t blocks = (t + kBlockQueries - 1) / kBlockQueries;
+  // The blocks run in parallel on the pool, so each sgemm must stay on its own thread.
+  std::optional<BlasSerialScope> serial;
+  if (num_threads() > 1) serial.emplace();
   parallel_for(0, heads * blocks, [&](std::int64_t i0, std::int64_t i1) {
     std::vector<float> scores;
     for (std::int64_t i = i0; i < i1; ++i) {

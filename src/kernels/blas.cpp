@@ -43,6 +43,7 @@ class Blas {
   decltype(&cblas_sgemm) sgemm = nullptr;
   decltype(&cblas_sgemv) sgemv = nullptr;
   decltype(&openblas_set_num_threads) set_threads = nullptr;
+  decltype(&openblas_get_num_threads) get_threads = nullptr;
   std::string description;
 
  private:
@@ -71,6 +72,7 @@ class Blas {
     sgemm = resolve<decltype(sgemm)>("cblas_sgemm");
     sgemv = resolve<decltype(sgemv)>("cblas_sgemv");
     set_threads = resolve<decltype(set_threads)>("openblas_set_num_threads");
+    get_threads = resolve<decltype(get_threads)>("openblas_get_num_threads");
 
     std::string core = "?";
     std::string config = "?";
@@ -105,8 +107,10 @@ class Blas {
   const char* library_ = "";
 };
 
+// Thread settings, guarded by g_threads_mutex.
 std::mutex g_threads_mutex;
-int g_blas_threads = 0;  // 0: leave the library's default
+int g_blas_threads = 0;   // requested by blas_set_num_threads(); 0: the library's own default
+int g_serial_scopes = 0;  // live BlasSerialScopes
 bool g_loaded = false;
 
 Blas& loaded_blas() {
@@ -114,7 +118,11 @@ Blas& loaded_blas() {
   static Blas& blas = []() -> Blas& {
     Blas& b = Blas::get();
     std::lock_guard lock(g_threads_mutex);
-    if (g_blas_threads > 0) b.set_threads(g_blas_threads);
+    if (g_blas_threads > 0) {
+      b.set_threads(g_serial_scopes > 0 ? 1 : g_blas_threads);
+    } else {
+      g_blas_threads = b.get_threads();
+    }
     g_loaded = true;
     return b;
   }();
@@ -156,7 +164,18 @@ void blas_set_num_threads(int n) {
   HUDDLE_CHECK(n >= 1, "BLAS threads {}", n);
   std::lock_guard lock(g_threads_mutex);
   g_blas_threads = n;
-  if (g_loaded) Blas::get().set_threads(n);
+  if (g_loaded && g_serial_scopes == 0) Blas::get().set_threads(n);
+}
+
+BlasSerialScope::BlasSerialScope() {
+  Blas& blas = loaded_blas();
+  std::lock_guard lock(g_threads_mutex);
+  if (g_serial_scopes++ == 0 && g_blas_threads != 1) blas.set_threads(1);
+}
+
+BlasSerialScope::~BlasSerialScope() {
+  std::lock_guard lock(g_threads_mutex);
+  if (--g_serial_scopes == 0 && g_blas_threads != 1) Blas::get().set_threads(g_blas_threads);
 }
 
 }  // namespace huddle::kernels

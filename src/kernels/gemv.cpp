@@ -1,50 +1,38 @@
 #include "kernels/gemv.h"
 
 #include "kernels/thread_pool.h"
-#include "kernels/vec_math.h"
 
 #include <algorithm>
 
 namespace huddle::kernels::detail {
 namespace {
 
-// Below this many weight bytes per chunk, waking a thread costs more than it saves.
-constexpr std::int64_t kMinChunkBytes = 64 * 1024;
+// Below this many weight bytes per chunk (~30 µs of streaming), waking a thread costs about as
+// much as it saves.
+constexpr std::int64_t kMinChunkBytes = 1 << 20;
 
-// Four rows at a time so that each load of x feeds four multiply-adds.
-void dot4(const float* __restrict x, const float* __restrict w0, const float* __restrict w1,
-          const float* __restrict w2, const float* __restrict w3, std::int64_t k, float* out) {
+// out[r] = Σ_k w_r[k]·x[k] for R rows at once, so that each load of x feeds R multiply-adds. The
+// arithmetic of a row does not depend on R, so results do not depend on how rows are grouped
+// or split across threads.
+template <int R>
+void dot_rows(const float* __restrict x, const float* const* w, std::int64_t k, float* out) {
   constexpr int kW = 16;
-  float a0[kW] = {}, a1[kW] = {}, a2[kW] = {}, a3[kW] = {};
+  float acc[R][kW] = {};
   std::int64_t i = 0;
   for (; i + kW <= k; i += kW) {
     for (int j = 0; j < kW; ++j) {
       const float xv = x[i + j];
-      a0[j] += w0[i + j] * xv;
-      a1[j] += w1[i + j] * xv;
-      a2[j] += w2[i + j] * xv;
-      a3[j] += w3[i + j] * xv;
+      for (int r = 0; r < R; ++r) acc[r][j] += w[r][i + j] * xv;
     }
   }
-  float t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-  for (; i < k; ++i) {
-    t0 += w0[i] * x[i];
-    t1 += w1[i] * x[i];
-    t2 += w2[i] * x[i];
-    t3 += w3[i] * x[i];
-  }
-  for (int w = kW / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) {
-      a0[j] += a0[j + w];
-      a1[j] += a1[j + w];
-      a2[j] += a2[j + w];
-      a3[j] += a3[j + w];
+  for (int r = 0; r < R; ++r) {
+    float tail = 0.0f;
+    for (std::int64_t t = i; t < k; ++t) tail += w[r][t] * x[t];
+    for (int width = kW / 2; width > 0; width /= 2) {
+      for (int j = 0; j < width; ++j) acc[r][j] += acc[r][j + width];
     }
+    out[r] = acc[r][0] + tail;
   }
-  out[0] = a0[0] + t0;
-  out[1] = a1[0] + t1;
-  out[2] = a2[0] + t2;
-  out[3] = a3[0] + t3;
 }
 
 }  // namespace
@@ -57,9 +45,13 @@ void gemv_out_in(const float* x, ConstMat w, const float* bias, float* y) {
       [&](std::int64_t b, std::int64_t e) {
         std::int64_t n = b;
         for (; n + 4 <= e; n += 4) {
-          dot4(x, w.row(n), w.row(n + 1), w.row(n + 2), w.row(n + 3), w.cols, y + n);
+          const float* rows[4] = {w.row(n), w.row(n + 1), w.row(n + 2), w.row(n + 3)};
+          dot_rows<4>(x, rows, w.cols, y + n);
         }
-        for (; n < e; ++n) y[n] = dot(x, w.row(n), w.cols);
+        for (; n < e; ++n) {
+          const float* row = w.row(n);
+          dot_rows<1>(x, &row, w.cols, y + n);
+        }
         if (bias != nullptr) {
           for (n = b; n < e; ++n) y[n] += bias[n];
         }

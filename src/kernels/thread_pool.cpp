@@ -51,12 +51,12 @@ void ThreadPool::start_workers(int threads) {
     stop_ = false;
   }
   size_.store(threads, std::memory_order_relaxed);
-  workers_.reserve(static_cast<std::size_t>(threads - 1));
   // No loop is running (constructor, or resize() holding submit_mutex_): workers start from the
   // current generation so that they do not mistake the last finished loop for a new one.
   const std::uint64_t generation = generation_.load(std::memory_order_relaxed);
+  workers_.reserve(static_cast<std::size_t>(threads - 1));
   for (int i = 1; i < threads; ++i) {
-    workers_.emplace_back([this, i, generation] { worker_loop(i, generation); });
+    workers_.emplace_back([this, generation] { worker_loop(generation); });
   }
 }
 
@@ -71,38 +71,47 @@ void ThreadPool::stop_workers() {
   size_.store(1, std::memory_order_relaxed);
 }
 
-void ThreadPool::run_chunk(int index) noexcept {
-  const std::int64_t b = begin_ + index * chunk_;
-  const std::int64_t e = std::min(end_, b + chunk_);
+void ThreadPool::claim_chunks() noexcept {
+  const bool nested = t_inside_pool;
   t_inside_pool = true;
-  try {
-    (*fn_)(b, e);
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    if (!error_) error_ = std::current_exception();
+  for (;;) {
+    const std::int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= chunks_) break;
+    const std::int64_t b = begin_ + c * chunk_;
+    try {
+      (*fn_)(b, std::min(end_, b + chunk_));
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_) {
+      { std::lock_guard lock(mutex_); }  // the caller is either before its check or waiting
+      done_cv_.notify_all();
+    }
   }
-  t_inside_pool = false;
+  t_inside_pool = nested;
 }
 
-void ThreadPool::worker_loop(int index, std::uint64_t seen) {
+void ThreadPool::worker_loop(std::uint64_t seen) {
   for (;;) {
     for (int i = 0; i < kSpinIterations && generation_.load(std::memory_order_acquire) == seen;
          ++i) {
       cpu_relax();
     }
-    int chunks = 0;
     {
       std::unique_lock lock(mutex_);
       work_cv_.wait(lock,
                     [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
       seen = generation_.load(std::memory_order_relaxed);
-      chunks = chunks_;
+      ++active_;
     }
-    if (index >= chunks) continue;
-    run_chunk(index);
-    std::lock_guard lock(mutex_);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_cv_.notify_one();
+    claim_chunks();
+    {
+      std::lock_guard lock(mutex_);
+      --active_;
+    }
+    done_cv_.notify_all();
   }
 }
 
@@ -111,8 +120,9 @@ void ThreadPool::parallel_for(std::int64_t begin, std::int64_t end, const RangeF
   if (end <= begin) return;
   const std::int64_t n = end - begin;
   grain = std::max<std::int64_t>(grain, 1);
-  const std::int64_t max_chunks = std::min<std::int64_t>(size(), (n + grain - 1) / grain);
-  if (max_chunks <= 1 || t_inside_pool) {
+  const std::int64_t max_chunks =
+      std::min<std::int64_t>(kChunksPerThread * size(), (n + grain - 1) / grain);
+  if (max_chunks <= 1 || size() <= 1 || t_inside_pool) {
     fn(begin, end);
     return;
   }
@@ -122,27 +132,30 @@ void ThreadPool::parallel_for(std::int64_t begin, std::int64_t end, const RangeF
     return;
   }
   const std::int64_t chunk = (n + max_chunks - 1) / max_chunks;
-  const int chunks = static_cast<int>((n + chunk - 1) / chunk);
+  const std::int64_t chunks = (n + chunk - 1) / chunk;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    // A worker that woke too late for the previous loop may still be leaving it.
+    done_cv_.wait(lock, [&] { return active_ == 0; });
     fn_ = &fn;
     begin_ = begin;
     end_ = end;
     chunk_ = chunk;
     chunks_ = chunks;
     error_ = nullptr;
-    pending_.store(chunks - 1, std::memory_order_relaxed);
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
-  run_chunk(0);
-  for (int i = 0; i < kSpinIterations && pending_.load(std::memory_order_acquire) != 0; ++i) {
+  claim_chunks();
+  for (int i = 0; i < kSpinIterations && done_.load(std::memory_order_acquire) != chunks; ++i) {
     cpu_relax();
   }
   std::exception_ptr error;
   {
     std::unique_lock lock(mutex_);
-    done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_relaxed) == 0; });
+    done_cv_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == chunks; });
     fn_ = nullptr;
     error = std::exchange(error_, nullptr);
   }

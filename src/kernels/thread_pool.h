@@ -28,37 +28,43 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  static constexpr int kChunksPerThread = 4;
+
   int size() const { return size_.load(std::memory_order_relaxed); }
   // Waits for a running loop to finish, then restarts the workers.
   void resize(int threads);
 
-  // Splits [begin, end) into at most size() contiguous chunks of at least `grain` indices and
-  // calls fn once per chunk; the caller runs the first chunk. Returns when all chunks are done.
-  // If fn throws, the first exception is rethrown here after every chunk has finished.
+  // Splits [begin, end) into contiguous chunks of at least `grain` indices (at most
+  // kChunksPerThread · size() of them) and calls fn once per chunk. The caller and the workers
+  // claim chunks from a shared counter, so a worker that the OS schedules late simply gets fewer
+  // (the caller never idles waiting for it to start). Returns when all chunks are done. If fn
+  // throws, the first exception is rethrown here after every claimed chunk has finished.
   void parallel_for(std::int64_t begin, std::int64_t end, const RangeFn& fn,
                     std::int64_t grain = 1);
 
  private:
   void start_workers(int threads);
   void stop_workers();
-  void worker_loop(int index, std::uint64_t seen);
-  void run_chunk(int index) noexcept;
+  void worker_loop(std::uint64_t seen);
+  void claim_chunks() noexcept;  // runs chunks until none are left
 
   std::atomic<int> size_{1};
   std::vector<std::thread> workers_;
   std::mutex submit_mutex_;  // held by the caller whose loop owns the pool
 
-  std::mutex mutex_;  // guards the job below
+  std::mutex mutex_;  // guards the job fields below and active_
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<std::uint64_t> generation_{0};  // bumped once per loop
   bool stop_ = false;
+  int active_ = 0;  // workers inside claim_chunks(); a new loop starts only at 0
   const RangeFn* fn_ = nullptr;
   std::int64_t begin_ = 0;
   std::int64_t end_ = 0;
   std::int64_t chunk_ = 0;
-  int chunks_ = 0;
+  std::int64_t chunks_ = 0;
+  std::atomic<std::int64_t> next_{0};  // next chunk to claim
+  std::atomic<std::int64_t> done_{0};  // chunks finished
   std::exception_ptr error_;
 };
 

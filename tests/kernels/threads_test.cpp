@@ -10,7 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -38,7 +41,9 @@ void expect_covers(ThreadPool& pool, std::int64_t begin, std::int64_t end, std::
         << "index " << i << " of [" << begin << ", " << end << ") grain " << grain;
   }
   const std::int64_t n = std::max<std::int64_t>(end - begin, 0);
-  EXPECT_LE(calls.load(), std::max<std::int64_t>(1, std::min<std::int64_t>(pool.size(), n)));
+  EXPECT_LE(calls.load(), std::max<std::int64_t>(
+                              1, std::min<std::int64_t>(ThreadPool::kChunksPerThread * pool.size(),
+                                                        (n + grain - 1) / grain)));
 }
 
 TEST(ThreadPool, CoversEveryIndexOnce) {
@@ -55,13 +60,23 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
 }
 
 TEST(ThreadPool, UsesWorkerThreads) {
+  // Each of 3 chunks waits until all 3 have started, so they must run on 3 different threads
+  // (the caller cannot claim a second chunk while it blocks in its first). A broken pool fails
+  // by timeout rather than hanging.
   ThreadPool pool(3);
   std::mutex m;
+  std::condition_variable cv;
   std::vector<std::thread::id> ids;
+  bool all_started = true;
   pool.parallel_for(0, 3, [&](std::int64_t, std::int64_t) {
-    std::lock_guard lock(m);
+    std::unique_lock lock(m);
     ids.push_back(std::this_thread::get_id());
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return ids.size() == 3; })) {
+      all_started = false;
+    }
   });
+  EXPECT_TRUE(all_started);
   ASSERT_EQ(ids.size(), 3u);
   EXPECT_NE(ids[0], ids[1]);
   EXPECT_NE(ids[1], ids[2]);
@@ -122,7 +137,8 @@ TEST(ThreadPool, ResizeBetweenLoops) {
   }
 }
 
-// Runs `op` at 1 and at 2 threads and compares the results.
+// Runs `op` at 1 and at 2 threads and compares the results. Every kernel here computes each
+// output element with the same arithmetic whichever thread owns it, so they agree bit for bit.
 void expect_thread_independent(const std::function<Tensor()>& op, const char* name) {
   const int saved = num_threads();
   set_num_threads(1);
@@ -131,6 +147,7 @@ void expect_thread_independent(const std::function<Tensor()>& op, const char* na
   const Tensor two = op();
   set_num_threads(saved);
   EXPECT_TRUE(close(two, one)) << name;
+  EXPECT_EQ(two.to_vector(), one.to_vector()) << name;
 }
 
 TEST(KernelThreads, OneAndTwoThreadsAgree) {

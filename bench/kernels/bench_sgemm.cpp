@@ -1,0 +1,191 @@
+// GEMM and GEMV throughput for the linear layers of the gpt2 and ~1B Llama presets.
+//
+//   build-kernels/bench/kernels/bench_sgemm [--threads 1,2] [--shapes gpt2|llama1b|all] [--runs 7]
+//
+// For every weight shape K x N it prints
+//   - raw cblas_sgemm at M = 128 (a 128-token prompt), GFLOP/s = 2·M·K·N / time;
+//   - GEMV at M = 1 (one decode step), GB/s = weight bytes / time, for cblas_sgemv and for
+//     kernels::linear() at T = 1 (huddle's own GEMV loops), in the layout the model stores;
+// as the median and [min, max] over --runs runs. A GEMV run streams a rotating set of weight
+// copies totalling >= 256 MB, so weights come from DRAM as in real decoding (every layer's weights
+// are read once per token), not from the 32 MB L3.
+#include "core/error.h"
+#include "core/tensor.h"
+#include "kernels/blas.h"
+#include "kernels/kernels.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using huddle::kernels::Trans;
+using huddle::kernels::WeightLayout;
+using Clock = std::chrono::steady_clock;
+
+struct Shape {
+  const char* name;
+  std::int64_t k, n;
+  WeightLayout layout;  // as the checkpoint stores it
+};
+
+// gpt2 (124M): hidden 768, Conv1D weights [K, N]; the tied lm head is wte [V, C].
+const std::vector<Shape> kGpt2 = {
+    {"gpt2 attn.c_attn", 768, 2304, WeightLayout::InOut},
+    {"gpt2 attn.c_proj", 768, 768, WeightLayout::InOut},
+    {"gpt2 mlp.c_fc", 768, 3072, WeightLayout::InOut},
+    {"gpt2 mlp.c_proj", 3072, 768, WeightLayout::InOut},
+    {"gpt2 lm_head", 768, 50257, WeightLayout::OutIn},
+};
+// ~1B Llama: hidden 2048, ffn 8192, 32 heads, 8 kv heads (k/v 2048 -> 512), vocab 32000.
+const std::vector<Shape> kLlama1b = {
+    {"llama q/o_proj", 2048, 2048, WeightLayout::OutIn},
+    {"llama k/v_proj", 2048, 512, WeightLayout::OutIn},
+    {"llama gate/up", 2048, 8192, WeightLayout::OutIn},
+    {"llama down_proj", 8192, 2048, WeightLayout::OutIn},
+    {"llama lm_head", 2048, 32000, WeightLayout::OutIn},
+};
+
+struct Stats {
+  double median, min, max;
+};
+
+// Calls `once` repeatedly: each run lasts at least `min_run_s`; returns `work / seconds` per run.
+Stats measure(const std::function<void(int)>& once, double work, int runs, double min_run_s) {
+  once(0);  // warm-up: page faults, library start-up, thread wake-up
+  const auto t0 = Clock::now();
+  once(1);
+  const double single = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int reps = std::max(1, static_cast<int>(min_run_s / std::max(single, 1e-9)));
+  std::vector<double> rates;
+  int call = 2;
+  for (int r = 0; r < runs; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < reps; ++i) once(call++);
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    rates.push_back(work * reps / s);
+  }
+  std::sort(rates.begin(), rates.end());
+  return {rates[rates.size() / 2], rates.front(), rates.back()};
+}
+
+std::string fmt_stats(const Stats& s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%7.1f [%6.1f, %6.1f]", s.median, s.min, s.max);
+  return buf;
+}
+
+huddle::Tensor filled(huddle::Shape shape, float value) {
+  huddle::Tensor t = huddle::Tensor::empty(huddle::DType::F32, std::move(shape));
+  std::fill(t.f32(), t.f32() + t.numel(), value);
+  return t;
+}
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+void bench_shape(const Shape& s, int runs) {
+  constexpr std::int64_t kM = 128;
+  const bool out_in = s.layout == WeightLayout::OutIn;
+  const huddle::Shape w_shape = out_in ? huddle::Shape{s.n, s.k} : huddle::Shape{s.k, s.n};
+
+  // sgemm at M = 128.
+  const huddle::Tensor a = filled({kM, s.k}, 0.01f);
+  const huddle::Tensor w = filled(w_shape, 0.02f);
+  huddle::Tensor c = filled({kM, s.n}, 0.0f);
+  const double flop = 2.0 * kM * s.k * s.n;
+  const Stats gemm = measure(
+      [&](int) {
+        huddle::kernels::raw_sgemm(Trans::No, out_in ? Trans::Yes : Trans::No, kM, s.n, s.k, 1.0f,
+                                   a.f32(), s.k, w.f32(), out_in ? s.k : s.n, 0.0f, c.f32(), s.n);
+      },
+      flop * 1e-9, runs, 0.05);
+
+  // GEMV at M = 1 over rotating weight copies (>= 256 MB in all).
+  const double bytes = 4.0 * s.k * s.n;
+  const int copies = std::max(1, static_cast<int>((256e6 + bytes - 1) / bytes));
+  std::vector<huddle::Tensor> ws;
+  for (int i = 0; i < copies; ++i) ws.push_back(filled(w_shape, 0.02f));
+  const huddle::Tensor x = filled({1, s.k}, 0.01f);
+  huddle::Tensor y = filled({1, s.n}, 0.0f);
+  const Stats sgemv = measure(
+      [&](int call) {
+        const huddle::Tensor& wi = ws[static_cast<std::size_t>(call % copies)];
+        // Row-major A [rows, cols] with y = op(A)·x: OutIn stores [N, K] (no transpose),
+        // InOut stores [K, N] (transpose).
+        huddle::kernels::raw_sgemv(out_in ? Trans::No : Trans::Yes, wi.dim(0), wi.dim(1), 1.0f,
+                                   wi.f32(), wi.dim(1), x.f32(), 0.0f, y.f32());
+      },
+      bytes * 1e-9, runs, 0.05);
+  const Stats ours = measure(
+      [&](int call) {
+        huddle::kernels::linear(x, ws[static_cast<std::size_t>(call % copies)], s.layout, nullptr,
+                                y);
+      },
+      bytes * 1e-9, runs, 0.05);
+
+  std::printf("%-18s %6lld %6lld %-5s | %s | %s | %s\n", s.name, static_cast<long long>(s.k),
+              static_cast<long long>(s.n), out_in ? "OutIn" : "InOut", fmt_stats(gemm).c_str(),
+              fmt_stats(sgemv).c_str(), fmt_stats(ours).c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"GEMM (M=128) and GEMV (M=1) throughput for the gpt2 and llama1b linear layers"};
+  std::vector<int> threads{1, 2};
+  std::string shapes = "all";
+  int runs = 7;
+  app.add_option("--threads", threads, "thread counts to measure")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shapes", shapes, "gpt2, llama1b or all")
+      ->check(CLI::IsMember({"gpt2", "llama1b", "all"}));
+  app.add_option("--runs", runs, "runs per point (>= 5)")->check(CLI::Range(5, 1000));
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<Shape> selected;
+  if (shapes == "gpt2" || shapes == "all")
+    selected.insert(selected.end(), kGpt2.begin(), kGpt2.end());
+  if (shapes == "llama1b" || shapes == "all") {
+    selected.insert(selected.end(), kLlama1b.begin(), kLlama1b.end());
+  }
+
+  std::ostringstream command;
+  for (int i = 0; i < argc; ++i) command << (i ? " " : "") << argv[i];
+  try {
+    std::printf("# command: %s\n", command.str().c_str());
+    std::printf("# cpu: %s, %u hardware threads\n", cpu_name().c_str(),
+                std::thread::hardware_concurrency());
+    std::printf("# blas: %s\n", huddle::kernels::blas_description().c_str());
+    std::printf("# %d runs per point, each >= 50 ms; median [min, max]\n", runs);
+    std::printf("# GEMV streams >= 256 MB of weight copies per pass (DRAM, not cache)\n");
+    for (int t : threads) {
+      huddle::kernels::set_num_threads(t);
+      std::printf("\nthreads = %d\n", t);
+      std::printf("%-18s %6s %6s %-5s | %-23s | %-23s | %-23s\n", "layer", "K", "N", "W",
+                  "sgemm M=128 GFLOP/s", "cblas_sgemv M=1 GB/s", "huddle linear M=1 GB/s");
+      for (const Shape& s : selected) bench_shape(s, runs);
+    }
+  } catch (const huddle::Error& e) {
+    std::fprintf(stderr, "bench_sgemm: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
