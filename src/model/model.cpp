@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <set>
+
 namespace huddle {
 
 Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
@@ -30,25 +33,28 @@ Model Model::load(const std::filesystem::path& dir) {
   Model m;
   m.dir_ = dir;
   const std::filesystem::path config_path = dir / "config.json";
-  const nlohmann::json config_json = read_json_file(config_path);
-  m.architecture_ = &architecture_for_config(config_json, config_path.string());
-  m.config_ = m.architecture_->parse_config(ConfigReader(config_json, config_path.string()));
-  m.config_.validate(config_path.string());
+  m.config_text_ = read_json_file(config_path).dump();
 
+  // The architecture is needed to map names; describe_model() below checks the config fully.
+  const Architecture& arch = architecture_for_config(nlohmann::json::parse(m.config_text_), config_path.string());
   const io::Checkpoint checkpoint = io::Checkpoint::open(dir);
   // Canonical name -> name in the checkpoint ("transformer.h.0..." -> "h.0...").
   std::unordered_map<std::string, std::string> stored_name;
   for (const std::string& name : checkpoint.names()) {
-    const std::optional<std::string> canonical = m.architecture_->canonical_name(name);
+    const std::optional<std::string> canonical = arch.canonical_name(name);
     if (!canonical) continue;
     const auto [it, inserted] = stored_name.emplace(*canonical, name);
     if (!inserted) {
       throw LoadError(fmt::format("{}: tensors '{}' and '{}' both provide '{}'", dir.string(),
                                   it->second, name, *canonical));
     }
+    m.tensor_names_.push_back(*canonical);
   }
-  m.graph_ = m.architecture_->build_graph(
-      m.config_, [&](const std::string& canonical) { return stored_name.contains(canonical); });
+  std::sort(m.tensor_names_.begin(), m.tensor_names_.end());
+  ModelDescription description = describe_model(m.config_text_, m.tensor_names_, config_path.string());
+  m.architecture_ = description.architecture;
+  m.config_ = description.config;
+  m.graph_ = std::move(description.graph);
 
   for (const Value& v : m.graph_.values()) {
     if (v.kind != ValueKind::Weight || m.weights_.contains(v.weight.tensor)) continue;
@@ -66,6 +72,23 @@ Model Model::load(const std::filesystem::path& dir) {
     m.weights_.emplace(v.weight.tensor, checkpoint.load_f32(it->second));
   }
   return m;
+}
+
+ModelDescription describe_model(const std::string& config_text, const std::vector<std::string>& tensor_names,
+                                const std::string& source) {
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(config_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw LoadError(fmt::format("{}: config is not valid JSON: {}", source, e.what()));
+  }
+  ModelDescription d;
+  d.architecture = &architecture_for_config(config, source);
+  d.config = d.architecture->parse_config(ConfigReader(config, source));
+  d.config.validate(source);
+  const std::set<std::string> names(tensor_names.begin(), tensor_names.end());
+  d.graph = d.architecture->build_graph(d.config, [&](const std::string& n) { return names.contains(n); });
+  return d;
 }
 
 std::size_t Model::weight_bytes() const {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace huddle {
 
@@ -33,6 +34,10 @@ class Model {
   const WeightMap& weights() const { return weights_; }
   // Bytes of F32 weight data the graph uses.
   std::size_t weight_bytes() const;
+  // config.json as read (so another device can rebuild the same graph).
+  const std::string& config_text() const { return config_text_; }
+  // Canonical names of every tensor the checkpoint provides (whether the graph uses it or not).
+  const std::vector<std::string>& tensor_names() const { return tensor_names_; }
 
  private:
   std::filesystem::path dir_;
@@ -40,6 +45,18 @@ class Model {
   ModelConfig config_;
   Graph graph_;
   WeightMap weights_;
+  std::string config_text_;
+  std::vector<std::string> tensor_names_;
 };
+
+// Builds a model's graph from its config.json text and the canonical tensor names its checkpoint
+// provides — what a worker does with the primary's description. LoadError naming `source`.
+struct ModelDescription {
+  const Architecture* architecture = nullptr;
+  ModelConfig config;
+  Graph graph;
+};
+ModelDescription describe_model(const std::string& config_text, const std::vector<std::string>& tensor_names,
+                                const std::string& source);
 
 }  // namespace huddle
