@@ -16,6 +16,10 @@
 //   reduce_scatter:  sends sum_{p != r} B(p),   receives sum_{p != r-1} B(p)
 //   all_reduce:      both of the above with an even split of all elements: about
 //                    2 (n-1)/n * bytes(data) sent and received.
+// Links: while a collective runs it is the only user of the link from rank r-1 (receive) and
+// the link to rank r+1 (send); do not use them from other threads meanwhile.
+// Timeouts: a rank waits at most the transport's timeout for each chunk, and a chunk may wait
+// on a neighbour's hook (a GEMM tile): set the timeout above the slowest tile's compute time.
 // Errors: a transport failure (dead or silent peer) throws its TransportError, naming the peer.
 // Hooks that throw abort the collective; the exception is rethrown after the helper threads
 // have finished (they finish within the transport timeout).

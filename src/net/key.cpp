@@ -102,19 +102,21 @@ PresharedKey generate_key_file(const std::filesystem::path& path) {
     throw LoadError(
         fmt::format("key file {}: cannot create: {}", path.string(), std::strerror(errno)));
   }
-  const std::string text = key.to_hex() + "\n";
+  std::string text = key.to_hex() + "\n";
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = errno;
+      sodium_memzero(text.data(), text.size());
       ::close(fd);
       throw LoadError(
           fmt::format("key file {}: write failed: {}", path.string(), std::strerror(err)));
     }
     written += static_cast<std::size_t>(n);
   }
+  sodium_memzero(text.data(), text.size());
   if (::close(fd) != 0) {
     throw LoadError(
         fmt::format("key file {}: close failed: {}", path.string(), std::strerror(errno)));

@@ -176,6 +176,8 @@ SecureChannel::FrameIn SecureChannel::read_header(std::string_view expecting) {
     fail(fmt::format("frame of {} bytes exceeds the limit of {} bytes", h.length,
                      options_.max_frame_bytes));
   }
+  // The sender never marks an empty frame "more": refusing it bounds every message's frames.
+  if ((h.flags & wire::kFlagMore) != 0 && h.length == 0) fail("empty frame marked 'more'");
   if (h.kind == static_cast<std::uint16_t>(wire::FrameKind::kClose) &&
       (h.length > wire::kMaxCloseReason || h.flags != 0)) {
     fail(fmt::format("close frame of {} bytes is malformed", h.length));

@@ -81,6 +81,7 @@ void Server::handle(Socket socket) {
         session_active_ = true;
         session_id_ = open.session_id;
         session_world_ = 0;
+        pending_links_.clear();
         session_channel_ = channel.get();
         ++stats_.sessions_started;
         lock.unlock();
@@ -104,8 +105,11 @@ void Server::handle(Socket socket) {
       lock.unlock();
       ack_open(*channel);
       lock.lock();
-      pending_links_.emplace(open.rank, std::move(channel));
-      links_cv_.notify_all();
+      // The session may have ended while we acknowledged; then the link is dropped.
+      if (session_active_ && session_id_ == open.session_id) {
+        pending_links_.emplace(open.rank, std::move(channel));
+        links_cv_.notify_all();
+      }
       return;
     }
     ++stats_.connections_refused;

@@ -66,10 +66,11 @@ void TcpTransport::close() {
 
 namespace {
 
+// Retrying cannot fix a key or version mismatch; anything else (not listening yet, busy, no
+// such session yet) may pass, so it is retried until the deadline.
 bool is_permanent(const std::string& error) {
   return error.find("bad key") != std::string::npos ||
-         error.find("protocol version") != std::string::npos ||
-         error.find("peer closed the connection:") != std::string::npos;
+         error.find("protocol version") != std::string::npos;
 }
 
 std::unique_ptr<SecureChannel> open_with_retry(const MeshConfig& cfg, const PresharedKey& key,

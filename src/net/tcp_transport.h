@@ -3,7 +3,7 @@
 // Build one from channels the caller already opened, or with connect_mesh(): rank i opens a
 // link to every rank j < i (retrying until the deadline, since processes start at different
 // times) and takes the links of ranks j > i from a LinkAcceptor, concurrently. A link refused
-// for a bad key or protocol version is not retried.
+// for a bad key or protocol version is not retried; other failures are, until the deadline.
 #pragma once
 
 #include "net/session.h"

@@ -379,6 +379,17 @@ TEST(Tampering, UnknownFrameKindIsRefused) {
   EXPECT_THAT(line, HasSubstr("unknown kind 77"));
 }
 
+TEST(Tampering, EmptyFrameMarkedMoreIsRefused) {
+  const std::string line = server_error_through_relay([](int i, std::vector<std::byte> f) {
+    if (i == 1) {
+      wire::store_le<std::uint32_t>(f.data(), 0);
+      wire::store_le<std::uint16_t>(f.data() + 6, wire::kFlagMore);
+    }
+    return pass(std::move(f));
+  });
+  EXPECT_THAT(line, HasSubstr("empty frame marked 'more'"));
+}
+
 TEST(Tampering, TruncatedFrameThenCloseIsAnError) {
   const std::string line = server_error_through_relay([](int i, std::vector<std::byte> f) {
     if (i == 1) {
