@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
+#include <vector>
 
 namespace huddle::kernels {
 namespace {
@@ -108,6 +110,40 @@ TEST(Attention, OneAndTwoThreadsAgree) {
     attention(q, k, v, 8, 2, 32, 10, true, two);
     EXPECT_TRUE(close(two, one));
   }
+  set_num_threads(saved);
+}
+
+TEST(Attention, ConcurrentCallersWithBlas) {
+  // Several threads (in-process "devices") run prompt-sized linear() and attention() at once,
+  // each of which uses BLAS and the pool; results must match the single-caller ones.
+  const int saved = num_threads();
+  set_num_threads(2);
+  std::mt19937 rng(99);
+  const Tensor x = testing::random_tensor(rng, {70, 96});
+  const Tensor w = testing::random_tensor(rng, {96, 3 * 96});
+  const Tensor k = testing::random_tensor(rng, {80, 2 * 16});
+  const Tensor v = testing::random_tensor(rng, {80, 2 * 16});
+  Tensor qkv = Tensor::empty(DType::F32, {70, 3 * 96});
+  linear(x, w, WeightLayout::InOut, nullptr, qkv);
+  const Tensor q = qkv.cols(0, 96);
+  Tensor expected = Tensor::empty(DType::F32, {70, 96});
+  attention(q, k, v, 6, 2, 16, 10, true, expected);
+
+  std::vector<Tensor> results(3);
+  std::vector<std::thread> callers;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    callers.emplace_back([&, i] {
+      Tensor mine = Tensor::empty(DType::F32, {70, 3 * 96});
+      Tensor out = Tensor::empty(DType::F32, {70, 96});
+      for (int r = 0; r < 10; ++r) {
+        linear(x, w, WeightLayout::InOut, nullptr, mine);
+        attention(mine.cols(0, 96), k, v, 6, 2, 16, 10, true, out);
+      }
+      results[i] = out;
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  for (const Tensor& r : results) EXPECT_TRUE(close(r, expected));
   set_num_threads(saved);
 }
 
