@@ -90,6 +90,14 @@ huddle::Tensor filled(huddle::Shape shape, float value) {
   return t;
 }
 
+// Other processes skew the figures on a shared machine; the report says how busy it was.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five;
+  in >> one >> five;
+  return in ? one + " (1 min), " + five + " (5 min)" : "unknown";
+}
+
 std::string cpu_name() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -176,6 +184,7 @@ int main(int argc, char** argv) {
     std::printf("# blas: %s\n", huddle::kernels::blas_description().c_str());
     std::printf("# %d runs per point, each >= 50 ms; median [min, max]\n", runs);
     std::printf("# GEMV streams >= 256 MB of weight copies per pass (DRAM, not cache)\n");
+    std::printf("# load average before: %s\n", load_average().c_str());
     for (int t : threads) {
       huddle::kernels::set_num_threads(t);
       std::printf("\nthreads = %d\n", t);
@@ -183,6 +192,7 @@ int main(int argc, char** argv) {
                   "sgemm M=128 GFLOP/s", "cblas_sgemv M=1 GB/s", "huddle linear M=1 GB/s");
       for (const Shape& s : selected) bench_shape(s, runs);
     }
+    std::printf("\n# load average after: %s\n", load_average().c_str());
   } catch (const huddle::Error& e) {
     std::fprintf(stderr, "bench_sgemm: %s\n", e.what());
     return 1;

@@ -1,5 +1,6 @@
 // linear(): fast path (sgemm, and the GEMV loops at T = 1) against the reference over a grid of
 // shapes, both weight layouts, bias or not, contiguous or strided (column-view) operands.
+#include "kernels/blas.h"
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
 #include "test_util.h"
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 #include <tuple>
 
 namespace huddle::kernels {
@@ -104,6 +106,54 @@ TEST(Linear, OneAndTwoThreadsAgree) {
     }
   }
   set_num_threads(saved);
+}
+
+TEST(Blas, RawWrappersMatchReferenceForAllTransposes) {
+  // C[m,n] = op(A)·op(B) with A, B stored transposed or not, row strides wider than the rows.
+  std::mt19937 rng(21);
+  const std::int64_t m = 5, n = 7, k = 9, pad = 3;
+  for (Trans ta : {Trans::No, Trans::Yes}) {
+    for (Trans tb : {Trans::No, Trans::Yes}) {
+      const std::int64_t a_rows = ta == Trans::No ? m : k, a_cols = ta == Trans::No ? k : m;
+      const std::int64_t b_rows = tb == Trans::No ? k : n, b_cols = tb == Trans::No ? n : k;
+      const Tensor a = testing::random_strided(rng, a_rows, a_cols, pad);
+      const Tensor b = testing::random_strided(rng, b_rows, b_cols, pad);
+      Tensor c = Tensor::zeros(DType::F32, {m, n});
+      raw_sgemm(ta, tb, m, n, k, 1.0f, a.f32(), a.row_stride(), b.f32(), b.row_stride(), 0.0f,
+                c.f32(), n);
+      for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          double acc = 0.0;
+          for (std::int64_t p = 0; p < k; ++p) {
+            const float av =
+                ta == Trans::No ? a.f32()[i * a.row_stride() + p] : a.f32()[p * a.row_stride() + i];
+            const float bv =
+                tb == Trans::No ? b.f32()[p * b.row_stride() + j] : b.f32()[j * b.row_stride() + p];
+            acc += static_cast<double>(av) * bv;
+          }
+          EXPECT_NEAR(c.f32()[i * n + j], acc, 1e-5) << i << "," << j;
+        }
+      }
+    }
+  }
+  // y = 2·A·x + y and y = Aᵀ·x for A [3, 4].
+  const Tensor a = testing::random_tensor(rng, {3, 4});
+  const std::vector<float> x4{1, -2, 3, 0.5f}, x3{2, 0, -1};
+  std::vector<float> y3{1, 1, 1}, y4(4, 0.0f);
+  raw_sgemv(Trans::No, 3, 4, 2.0f, a.f32(), 4, x4.data(), 1.0f, y3.data());
+  raw_sgemv(Trans::Yes, 3, 4, 1.0f, a.f32(), 4, x3.data(), 0.0f, y4.data());
+  for (int i = 0; i < 3; ++i) {
+    double acc = 1.0;
+    for (int j = 0; j < 4; ++j) acc += 2.0 * a.f32()[i * 4 + j] * x4[j];
+    EXPECT_NEAR(y3[i], acc, 1e-5);
+  }
+  for (int j = 0; j < 4; ++j) {
+    double acc = 0.0;
+    for (int i = 0; i < 3; ++i) acc += static_cast<double>(a.f32()[i * 4 + j]) * x3[i];
+    EXPECT_NEAR(y4[j], acc, 1e-5);
+  }
+  const std::string description = blas_description();
+  EXPECT_NE(description.find("core="), std::string::npos) << description;
 }
 
 }  // namespace
