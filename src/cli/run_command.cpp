@@ -1,11 +1,17 @@
-// `huddle run`: load a model, run a prompt (and optionally generate), print results.
+// `huddle run`: load a model, run a prompt (and optionally generate) on this device or across
+// several, print results.
 #include "cli/command.h"
+#include "cli/local_workers.h"
 #include "core/error.h"
 #include "io/npy.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "net/key.h"
+#include "planner/strategies.h"
+#include "runtime/cluster.h"
 #include "runtime/executor.h"
 #include "runtime/generate.h"
+#include "runtime/trace.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 namespace huddle::cli {
@@ -26,7 +33,40 @@ struct RunOptions {
   std::string dump_logits;
   int threads = 0;
   bool json = false;
+  // Distribution.
+  std::string workers;
+  std::string key_file;
+  std::string strategy;
+  std::string shares;
+  std::string plan_file;
+  std::string save_plan;
+  std::string trace;
+  int local_devices = 1;
+  double timeout_s = 10;
 };
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<double> parse_shares(const std::string& text) {
+  std::vector<double> shares;
+  for (const std::string& item : split_list(text)) {
+    try {
+      std::size_t used = 0;
+      shares.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("--shares: '{}' is not a number (expected e.g. 5,3,1)", item));
+    }
+  }
+  return shares;
+}
 
 void check_ids(const std::vector<std::int32_t>& ids, const ModelConfig& config) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -37,10 +77,18 @@ void check_ids(const std::vector<std::int32_t>& ids, const ModelConfig& config) 
   }
 }
 
+struct Outcome {
+  GenerationResult result;
+  std::string strategy = "local";
+  std::vector<DeviceReport> devices;
+};
+
 void run(const RunOptions& o) {
   const std::vector<std::int32_t> prompt = parse_id_list(o.ids, "--ids");
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   kernels::set_num_threads(threads);
+  if (!o.workers.empty() && o.local_devices > 1) throw UsageError("give --workers or --local-devices, not both");
+  if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
 
   const auto load_start = std::chrono::steady_clock::now();
   const Model model = Model::load(o.model_dir);
@@ -51,18 +99,62 @@ void run(const RunOptions& o) {
     throw UsageError(fmt::format("--n-predict: {} is an encoder ({}); it does not generate tokens",
                                  o.model_dir, model.architecture().name));
   }
-
-  Executor executor(model.graph(), model.weights(), model.config().max_positions);
   GenerationOptions options;
   options.n_predict = o.n_predict;
   options.keep_prompt_output = !o.dump_logits.empty();
-  const GenerationResult result = generate(executor, prompt, options);
+
+  std::unique_ptr<LocalWorkers> local;
+  std::vector<std::string> workers = split_list(o.workers);
+  if (o.local_devices > 1) {
+    local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s);
+    workers = local->addresses();
+  }
+  std::vector<std::string> devices = {"primary"};
+  devices.insert(devices.end(), workers.begin(), workers.end());
+  Plan plan = o.plan_file.empty()
+                  ? make_plan(o.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : o.strategy,
+                              model.config(), devices, parse_shares(o.shares))
+                  : Plan::load(o.plan_file);
+  plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
+  if (!o.save_plan.empty()) plan.save(o.save_plan);
+
+  Outcome outcome;
+  outcome.strategy = plan.strategy;
+  if (plan.num_devices() == 1) {
+    Executor executor(model.graph(), model.weights(), model.config().max_positions);
+    TraceRecorder recorder;
+    if (!o.trace.empty()) executor.set_observer(recorder.observer());
+    outcome.result = generate(executor, prompt, options);
+    if (!o.trace.empty()) write_chrome_trace(o.trace, {"primary"}, {recorder.spans()});
+  } else {
+    if (plan.num_devices() != static_cast<int>(devices.size())) {
+      throw UsageError(fmt::format("the plan has {} devices but {} are given (this primary and {} workers)",
+                                   plan.num_devices(), devices.size(), workers.size()));
+    }
+    ClusterOptions cluster_options;
+    cluster_options.workers = workers;
+    cluster_options.key = net::load_key_file(local ? local->key_file().string() : o.key_file);
+    cluster_options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
+    cluster_options.trace = !o.trace.empty();
+    Cluster cluster(model, plan, std::move(cluster_options));
+    outcome.result = generate(cluster.runner(), prompt, options);
+    outcome.devices = cluster.devices();
+    const auto spans = cluster.finish();
+    if (!o.trace.empty()) write_chrome_trace(o.trace, devices, spans);
+  }
+  const GenerationResult& result = outcome.result;
 
   if (!o.dump_logits.empty()) io::write_npy(o.dump_logits, result.prompt_output);
 
   if (o.json) {
+    nlohmann::json device_list = nlohmann::json::array();
+    for (const DeviceReport& d : outcome.devices) {
+      device_list.push_back({{"name", d.name}, {"weight_bytes", d.weight_bytes}, {"rss_bytes", d.rss_bytes}});
+    }
     const nlohmann::json j = {{"model", o.model_dir},
                               {"architecture", model.architecture().name},
+                              {"strategy", outcome.strategy},
+                              {"devices", device_list},
                               {"prompt_tokens", prompt.size()},
                               {"generated", result.generated},
                               {"load_ms", load_ms},
@@ -73,10 +165,10 @@ void run(const RunOptions& o) {
   } else {
     if (!result.generated.empty()) std::printf("%s\n", fmt::format("{}", fmt::join(result.generated, ",")).c_str());
     std::fprintf(stderr, "%s\n",
-                 fmt::format("huddle: {} ({}), {} prompt tokens, prefill {:.2f} ms, decode {:.2f} ms/token, "
-                             "{} threads",
-                             o.model_dir, model.architecture().name, prompt.size(), result.prefill_ms,
-                             result.decode_ms_per_token(), threads)
+                 fmt::format("huddle: {} ({}), {} on {} device(s), {} prompt tokens, prefill {:.2f} ms, decode "
+                             "{:.2f} ms/token, {} threads",
+                             o.model_dir, model.architecture().name, outcome.strategy, plan.num_devices(),
+                             prompt.size(), result.prefill_ms, result.decode_ms_per_token(), threads)
                      .c_str());
   }
 }
@@ -94,6 +186,25 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--threads", options->threads, "Compute threads (default: all cores)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", options->json, "Print one JSON object with the results on stdout");
+  auto* dist = "Distribution";
+  cmd->add_option("--workers", options->workers, "Workers HOST:PORT,... (devices 1..n after this primary)")
+      ->group(dist);
+  cmd->add_option("--key-file", options->key_file, "Pre-shared key file of the cluster")->group(dist);
+  cmd->add_option("--local-devices", options->local_devices,
+                  "Start N-1 workers on 127.0.0.1 and run on N devices")
+      ->check(CLI::PositiveNumber)
+      ->group(dist);
+  cmd->add_option("--strategy", options->strategy,
+                  "local, megatron, sp or galaxy (default: galaxy with workers, else local)")
+      ->group(dist);
+  cmd->add_option("--shares", options->shares, "Relative device speeds, primary first (e.g. 5,3,1)")->group(dist);
+  cmd->add_option("--plan", options->plan_file, "Run a saved plan (JSON) instead of --strategy")->group(dist);
+  cmd->add_option("--save-plan", options->save_plan, "Write the plan used to this file")->group(dist);
+  cmd->add_option("--trace", options->trace, "Write Chrome trace events (per device, per op) to this file")
+      ->group(dist);
+  cmd->add_option("--timeout-s", options->timeout_s, "Seconds a silent peer is waited for")
+      ->check(CLI::PositiveNumber)
+      ->group(dist);
   cmd->callback([options] { run(*options); });
 }
 

@@ -1,0 +1,109 @@
+#include "cli/local_workers.h"
+
+#include "core/error.h"
+#include "net/key.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace huddle::cli {
+namespace {
+
+// Reads one line from `fd` within `timeout_s`; empty on timeout or end of file.
+std::string read_line(int fd, double timeout_s) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char c = 0;
+    if (::read(fd, &c, 1) != 1) break;
+    if (c == '\n') return line;
+    line += c;
+  }
+  return {};
+}
+
+}  // namespace
+
+LocalWorkers::LocalWorkers(int count, double peer_timeout_s, double start_timeout_s) {
+  try {
+    start(count, peer_timeout_s, start_timeout_s);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void LocalWorkers::start(int count, double peer_timeout_s, double start_timeout_s) {
+  char pattern[] = "/tmp/huddle-local-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) throw Error(fmt::format("cannot create a temporary directory: {}", std::strerror(errno)));
+  dir_ = pattern;
+  key_file_ = dir_ / "cluster.key";
+  net::generate_key_file(key_file_);
+  const std::string timeout = fmt::format("{}", peer_timeout_s);
+  for (int i = 0; i < count; ++i) {
+    int out[2];
+    if (::pipe(out) != 0) throw Error(fmt::format("pipe: {}", std::strerror(errno)));
+    std::vector<std::string> args = {"/proc/self/exe", "worker", "--listen", "127.0.0.1:0", "--key-file",
+                                     key_file_.string(), "--timeout-s", timeout};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error(fmt::format("fork: {}", std::strerror(errno)));
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      const int devnull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devnull, 0);
+      ::execv("/proc/self/exe", argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    pids_.push_back(pid);
+    // "huddle worker listening on 127.0.0.1:PORT (key ...)"
+    const std::string line = read_line(out[0], start_timeout_s);
+    ::close(out[0]);
+    constexpr std::string_view marker = "listening on ";
+    const auto at = line.find(marker);
+    if (at == std::string::npos) {
+      throw Error(fmt::format("local worker {} (pid {}) did not start: '{}'", i + 1, pid, line));
+    }
+    const auto begin = at + marker.size();
+    addresses_.push_back(line.substr(begin, line.find(' ', begin) - begin));
+  }
+}
+
+LocalWorkers::~LocalWorkers() { stop(); }
+
+void LocalWorkers::stop() {
+  for (pid_t pid : pids_) ::kill(pid, SIGTERM);
+  for (pid_t pid : pids_) {
+    int status = 0;
+    for (int tries = 0; tries < 50; ++tries) {  // up to 5 s, then force
+      if (::waitpid(pid, &status, WNOHANG) == pid) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (tries == 49) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+      }
+    }
+  }
+  pids_.clear();
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+}  // namespace huddle::cli

@@ -1,0 +1,85 @@
+// `huddle worker`: serve distributed sessions until SIGINT or SIGTERM; `huddle keygen`: make a
+// pre-shared key file.
+#include "cli/command.h"
+#include "core/error.h"
+#include "net/key.h"
+#include "net/server.h"
+#include "runtime/worker.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+
+namespace huddle::cli {
+namespace {
+
+struct WorkerArgs {
+  std::string listen;
+  std::string key_file;
+  std::string model_dir;
+  double timeout_s = 10;
+};
+
+void log_line(const std::string& line) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%H:%M:%S", std::localtime(&now));
+  std::fprintf(stderr, "%s huddle worker: %s\n", stamp, line.c_str());
+}
+
+void run_worker(const WorkerArgs& a) {
+  WorkerOptions options;
+  options.key = net::load_key_file(a.key_file);
+  options.channel.io_timeout = net::Duration(static_cast<std::int64_t>(a.timeout_s * 1000));
+  options.channel.handshake_timeout = options.channel.io_timeout;
+  if (!a.model_dir.empty()) options.model_dir = a.model_dir;
+  options.log = log_line;
+
+  // Block the stop signals in every thread; the main thread waits for them below.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  net::ServerOptions server_options;
+  server_options.channel = options.channel;
+  server_options.log = log_line;
+  const std::string fingerprint = options.key.fingerprint();
+  net::Server server(net::Listener::bind(net::parse_endpoint(a.listen)), options.key, server_options,
+                     make_worker_handler(std::move(options)));
+  server.start();
+  std::printf("huddle worker listening on %s (key %s)\n", server.address().c_str(), fingerprint.c_str());
+  std::fflush(stdout);
+  int signal = 0;
+  sigwait(&stop, &signal);
+  log_line(fmt::format("stopping on signal {}", signal));
+  server.stop();
+}
+
+}  // namespace
+
+void add_worker_command(CLI::App& app) {
+  auto a = std::make_shared<WorkerArgs>();
+  CLI::App* cmd = app.add_subcommand("worker", "Serve distributed inference sessions (one at a time)");
+  cmd->add_option("--listen", a->listen, "Address to listen on, HOST:PORT (port 0: any free port)")->required();
+  cmd->add_option("--key-file", a->key_file, "Pre-shared key file (64 hex characters, mode 0600)")->required();
+  cmd->add_option("--model", a->model_dir, "Local copy of the model: map weights instead of receiving them");
+  cmd->add_option("--timeout-s", a->timeout_s, "Seconds a silent peer is waited for")->check(CLI::PositiveNumber);
+  cmd->callback([a] { run_worker(*a); });
+
+  auto key_out = std::make_shared<std::string>();
+  CLI::App* keygen = app.add_subcommand("keygen", "Write a new random pre-shared key file (mode 0600)");
+  keygen->add_option("-o,--output", *key_out, "Key file to create (never overwritten)")->required();
+  keygen->callback([key_out] {
+    const net::PresharedKey key = net::generate_key_file(*key_out);
+    std::printf("wrote %s (key %s)\n", key_out->c_str(), key.fingerprint().c_str());
+  });
+}
+
+}  // namespace huddle::cli

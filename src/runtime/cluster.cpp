@@ -1,0 +1,148 @@
+#include "runtime/cluster.h"
+
+#include "collectives/p2p.h"
+#include "core/error.h"
+#include "core/process_memory.h"
+#include "net/session.h"
+#include "runtime/cluster_protocol.h"
+#include "runtime/fingerprint.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sodium.h>
+
+#include <exception>
+#include <thread>
+
+namespace huddle {
+namespace {
+
+std::string payload_text(const net::Message& m) {
+  return std::string(reinterpret_cast<const char*>(m.payload.data()), m.payload.size());
+}
+
+}  // namespace
+
+Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
+    : model_(model), plan_(plan), options_(std::move(options)) {
+  const int world = plan_.num_devices();
+  if (static_cast<int>(options_.workers.size()) != world - 1) {
+    throw UsageError(fmt::format("the plan has {} devices but {} workers were given (plus this primary)", world,
+                                 options_.workers.size()));
+  }
+  net::ensure_sodium();
+  std::uint64_t session_id = 0;
+  randombytes_buf(&session_id, sizeof session_id);
+  net::ChannelOptions channel;
+  channel.io_timeout = options_.timeout;
+  channel.handshake_timeout = options_.timeout;
+
+  // 1. Open the session on every worker (the control channels stay open until the end).
+  std::vector<net::Endpoint> worker_endpoints;
+  std::vector<std::string> endpoints = {"primary"};
+  for (int r = 1; r < world; ++r) {
+    worker_endpoints.push_back(net::parse_endpoint(options_.workers[static_cast<std::size_t>(r - 1)]));
+    endpoints.push_back(worker_endpoints.back().str());
+    controls_.push_back(net::open_session(worker_endpoints.back(), options_.key, channel, session_id));
+  }
+  // 2. Describe the session to each worker.
+  const std::string fingerprint = options_.workers_have_model ? model_fingerprint(model_) : "";
+  for (int r = 1; r < world; ++r) {
+    const nlohmann::json setup = {{"rank", r},
+                                  {"world", world},
+                                  {"session_id", session_id},
+                                  {"endpoints", endpoints},
+                                  {"config", model_.config_text()},
+                                  {"tensors", model_.tensor_names()},
+                                  {"plan", plan_.to_json()},
+                                  {"timeout_ms", options_.timeout.count()},
+                                  {"weights", options_.workers_have_model ? "local" : "sent"},
+                                  {"fingerprint", fingerprint},
+                                  {"trace", options_.trace}};
+    const std::string text = setup.dump();
+    controls_[static_cast<std::size_t>(r - 1)]->send(kSetupTag, std::as_bytes(std::span(text)));
+  }
+  // 3. Rank 0's mesh links: one more channel to each worker, opened as session links.
+  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(world));
+  for (int r = 1; r < world; ++r) {
+    links[static_cast<std::size_t>(r)] = net::open_link(worker_endpoints[static_cast<std::size_t>(r - 1)], options_.key,
+                                                        channel, session_id, 0, world);
+  }
+  transport_ = std::make_unique<net::TcpTransport>(0, std::move(links), options_.timeout);
+
+  // 4. Ship every worker its weights, one thread per worker so the links work in parallel.
+  if (!options_.workers_have_model) {
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
+    std::vector<std::thread> senders;
+    for (int r = 1; r < world; ++r) {
+      senders.emplace_back([&, r] {
+        try {
+          const Program program = lower(model_.graph(), model_.config(), plan_, r);
+          for (const Value& v : program.graph.values()) {
+            if (v.kind == ValueKind::Weight) {
+              collectives::send_tensor(*transport_, r, resolve_weight(model_.weights(), v.weight));
+            }
+          }
+        } catch (...) {
+          errors[static_cast<std::size_t>(r)] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : senders) t.join();
+    for (auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+  }
+  // 5. Wait until every worker is ready.
+  program_ = lower(model_.graph(), model_.config(), plan_, 0);
+  devices_.push_back({plan_.devices.front(), program_weight_bytes(program_), resident_bytes()});
+  for (int r = 1; r < world; ++r) {
+    const net::Message m = transport_->recv(r);
+    if (m.tag != kReadyTag) {
+      throw TransportError(fmt::format("{}: expected ready, got tag {:#x}", transport_->peer_name(r), m.tag));
+    }
+    try {
+      const nlohmann::json ready = nlohmann::json::parse(payload_text(m));
+      devices_.push_back({endpoints[static_cast<std::size_t>(r)], ready.at("weight_bytes").get<std::size_t>(),
+                          ready.at("rss_bytes").get<std::size_t>()});
+    } catch (const nlohmann::json::exception& e) {
+      throw TransportError(fmt::format("{}: malformed ready message: {}", transport_->peer_name(r), e.what()));
+    }
+  }
+  // Device 0 binds the model's own (memory-mapped) weights: no copy.
+  executor_ = std::make_unique<Executor>(program_.graph, model_.weights(), model_.config().max_positions,
+                                         DeviceGroup{transport_.get(), plan_.token_shares});
+  if (options_.trace) executor_->set_observer(recorder_.observer());
+  session_ = std::make_unique<PrimarySession>(*transport_, *executor_);
+}
+
+Cluster::~Cluster() {
+  try {
+    finish();
+  } catch (const Error&) {
+    // Best effort: the workers may already be gone.
+  }
+}
+
+std::vector<std::vector<Span>> Cluster::finish() {
+  std::vector<std::vector<Span>> spans;
+  if (finished_) return spans;
+  finished_ = true;
+  session_->end();
+  if (!options_.trace) return spans;
+  spans.push_back(recorder_.spans());
+  for (int r = 1; r < transport_->size(); ++r) {
+    const net::Message m = transport_->recv(r);
+    if (m.tag != kTraceTag) {
+      throw TransportError(fmt::format("{}: expected its trace, got tag {:#x}", transport_->peer_name(r), m.tag));
+    }
+    try {
+      spans.push_back(TraceRecorder::from_json(nlohmann::json::parse(payload_text(m))));
+    } catch (const nlohmann::json::exception& e) {
+      throw TransportError(fmt::format("{}: malformed trace: {}", transport_->peer_name(r), e.what()));
+    }
+  }
+  return spans;
+}
+
+}  // namespace huddle

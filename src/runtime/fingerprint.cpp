@@ -1,0 +1,40 @@
+#include "runtime/fingerprint.h"
+
+#include "net/key.h"
+
+#include <fmt/format.h>
+#include <sodium.h>
+
+#include <algorithm>
+#include <map>
+
+namespace huddle {
+
+std::string model_fingerprint(const Model& model) {
+  net::ensure_sodium();
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, nullptr, 0, 32);
+  auto feed = [&](const void* data, std::size_t bytes) {
+    crypto_generichash_update(&state, static_cast<const unsigned char*>(data), bytes);
+  };
+  feed(model.config_text().data(), model.config_text().size());
+  // Sorted, so the hash does not depend on hash-map order.
+  const std::map<std::string, Tensor> sorted(model.weights().begin(), model.weights().end());
+  for (const auto& [name, t] : sorted) {
+    feed(name.data(), name.size() + 1);
+    feed(t.shape().data(), t.shape().size() * sizeof(std::int64_t));
+    // Samples of the values: 64 floats at the start, the middle and the end.
+    const std::int64_t n = t.numel();
+    for (const std::int64_t at : {std::int64_t{0}, n / 2, std::max<std::int64_t>(0, n - 64)}) {
+      const std::int64_t count = std::min<std::int64_t>(64, n - at);
+      if (count > 0) feed(t.f32() + at, static_cast<std::size_t>(count) * sizeof(float));
+    }
+  }
+  unsigned char hash[32];
+  crypto_generichash_final(&state, hash, sizeof hash);
+  std::string hex;
+  for (unsigned char b : hash) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+}  // namespace huddle

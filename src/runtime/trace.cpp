@@ -1,0 +1,88 @@
+#include "runtime/trace.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+
+namespace huddle {
+namespace {
+
+bool is_comm(OpKind kind) {
+  return kind == OpKind::AllGather || kind == OpKind::ReduceScatter || kind == OpKind::AllReduce ||
+         kind == OpKind::GatherToPrimary;
+}
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+OpObserver TraceRecorder::observer() {
+  return [this](const Op& op, const Tensor&, std::chrono::nanoseconds elapsed) {
+    const double duration = std::chrono::duration<double, std::micro>(elapsed).count();
+    spans_.push_back({op.name, is_comm(op.kind) ? "comm" : "compute", op.layer, now_us() - duration, duration});
+  };
+}
+
+nlohmann::json TraceRecorder::to_json() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Span& s : spans_) list.push_back({s.name, s.category, s.layer, s.start_us, s.duration_us});
+  return list;
+}
+
+std::vector<Span> TraceRecorder::from_json(const nlohmann::json& j) {
+  std::vector<Span> spans;
+  if (!j.is_array()) throw TransportError("trace: expected a list of spans");
+  for (const auto& e : j) {
+    if (!e.is_array() || e.size() != 5 || !e[0].is_string() || !e[1].is_string() || !e[2].is_number_integer() ||
+        !e[3].is_number() || !e[4].is_number()) {
+      throw TransportError("trace: malformed span");
+    }
+    spans.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<int>(), e[3].get<double>(),
+                     e[4].get<double>()});
+  }
+  return spans;
+}
+
+void write_chrome_trace(const std::string& path, const std::vector<std::string>& device_names,
+                        const std::vector<std::vector<Span>>& spans) {
+  double origin = INFINITY;
+  for (const auto& device : spans) {
+    for (const Span& s : device) origin = std::min(origin, s.start_us);
+  }
+  nlohmann::json events = nlohmann::json::array();
+  for (std::size_t d = 0; d < spans.size(); ++d) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", d},
+                      {"args", {{"name", fmt::format("device {} ({})", d, device_names[d])}}}});
+    for (const Span& s : spans[d]) {
+      events.push_back({{"name", s.name},
+                        {"cat", s.category},
+                        {"ph", "X"},
+                        {"pid", d},
+                        {"tid", s.category == "comm" ? 1 : 0},
+                        {"ts", s.start_us - origin},
+                        {"dur", s.duration_us},
+                        {"args", {{"layer", s.layer}}}});
+    }
+  }
+  std::ofstream out(path);
+  out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  if (!out) throw Error(fmt::format("{}: cannot write the trace", path));
+}
+
+double exposed_comm_us(const std::vector<Span>& spans) {
+  double total = 0;
+  for (const Span& s : spans) {
+    if (s.category == "comm") total += s.duration_us;
+  }
+  return total;
+}
+
+}  // namespace huddle

@@ -1,0 +1,42 @@
+// Trace: per-op spans of compute and communication, written as Chrome trace events (open the file
+// in Perfetto or chrome://tracing): one process per device, one complete ("X") event per op.
+#pragma once
+
+#include "runtime/executor.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace huddle {
+
+struct Span {
+  std::string name;      // op name, e.g. "blk.3.attn_out"
+  std::string category;  // "compute" or "comm"
+  int layer = -1;
+  double start_us = 0;  // steady clock, microseconds (one clock per machine)
+  double duration_us = 0;
+};
+
+class TraceRecorder {
+ public:
+  // An observer to install with Executor::set_observer.
+  OpObserver observer();
+  const std::vector<Span>& spans() const { return spans_; }
+  nlohmann::json to_json() const;
+  static std::vector<Span> from_json(const nlohmann::json& j);
+
+ private:
+  std::vector<Span> spans_;
+};
+
+// Writes Chrome trace JSON; spans[d] are device d's, named device_names[d].
+void write_chrome_trace(const std::string& path, const std::vector<std::string>& device_names,
+                        const std::vector<std::vector<Span>>& spans);
+
+// Communication time per device that no compute overlapped: the total length of comm spans.
+// (Ops run one at a time on a device, so a comm span is time the device waited on the network.)
+double exposed_comm_us(const std::vector<Span>& spans);
+
+}  // namespace huddle

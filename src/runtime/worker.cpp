@@ -1,0 +1,171 @@
+#include "runtime/worker.h"
+
+#include "collectives/p2p.h"
+#include "core/error.h"
+#include "core/process_memory.h"
+#include "net/session.h"
+#include "net/tcp_transport.h"
+#include "plan/lowering.h"
+#include "runtime/cluster_protocol.h"
+#include "runtime/executor.h"
+#include "runtime/fingerprint.h"
+#include "runtime/session.h"
+#include "runtime/trace.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <exception>
+#include <thread>
+
+namespace huddle {
+namespace {
+
+struct Setup {
+  int rank = 0;
+  int world = 0;
+  std::uint64_t session_id = 0;
+  std::vector<std::string> endpoints;
+  std::string config;
+  std::vector<std::string> tensors;
+  nlohmann::json plan;
+  int timeout_ms = 0;
+  bool weights_sent = true;
+  std::string fingerprint;
+  bool trace = false;
+};
+
+Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std::string& peer) {
+  if (m.tag != kSetupTag) {
+    throw TransportError(fmt::format("{}: expected the session setup, got tag {:#x}", peer, m.tag));
+  }
+  try {
+    const nlohmann::json j =
+        nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(m.payload.data()), m.payload.size()));
+    Setup s;
+    s.rank = j.at("rank").get<int>();
+    s.world = j.at("world").get<int>();
+    s.session_id = j.at("session_id").get<std::uint64_t>();
+    s.endpoints = j.at("endpoints").get<std::vector<std::string>>();
+    s.config = j.at("config").get<std::string>();
+    s.tensors = j.at("tensors").get<std::vector<std::string>>();
+    s.plan = j.at("plan");
+    s.timeout_ms = j.at("timeout_ms").get<int>();
+    s.weights_sent = j.at("weights").get<std::string>() == "sent";
+    s.fingerprint = j.at("fingerprint").get<std::string>();
+    s.trace = j.at("trace").get<bool>();
+    if (s.world < 2 || s.rank < 1 || s.rank >= s.world || static_cast<int>(s.endpoints.size()) != s.world ||
+        s.session_id != open.session_id || s.timeout_ms <= 0) {
+      throw TransportError("inconsistent rank, world, endpoints, session or timeout");
+    }
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw TransportError(fmt::format("{}: malformed session setup: {}", peer, e.what()));
+  } catch (const TransportError& e) {
+    throw TransportError(fmt::format("{}: bad session setup: {}", peer, e.what()));
+  }
+}
+
+// Takes the primary's link and those of higher-ranked workers while opening links to the
+// lower-ranked ones (concurrently, since they open theirs to us at the same time).
+std::unique_ptr<net::TcpTransport> build_mesh(const Setup& s, net::LinkAcceptor& acceptor,
+                                              const WorkerOptions& options) {
+  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(s.world));
+  const net::Duration timeout(s.timeout_ms);
+  std::exception_ptr accept_error;
+  std::thread taker([&] {
+    try {
+      links[0] = acceptor.take_link(s.session_id, 0, s.world, timeout);
+      for (int p = s.rank + 1; p < s.world; ++p) {
+        links[static_cast<std::size_t>(p)] = acceptor.take_link(s.session_id, p, s.world, timeout);
+      }
+    } catch (...) {
+      accept_error = std::current_exception();
+    }
+  });
+  std::exception_ptr open_error;
+  try {
+    for (int p = 1; p < s.rank; ++p) {
+      links[static_cast<std::size_t>(p)] =
+          net::open_link(net::parse_endpoint(s.endpoints[static_cast<std::size_t>(p)]), options.key, options.channel,
+                         s.session_id, s.rank, s.world);
+    }
+  } catch (...) {
+    open_error = std::current_exception();
+  }
+  taker.join();
+  if (open_error) std::rethrow_exception(open_error);
+  if (accept_error) std::rethrow_exception(accept_error);
+  return std::make_unique<net::TcpTransport>(s.rank, std::move(links), timeout);
+}
+
+void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTransport>& transport,
+                   const net::OpenRequest& open, net::LinkAcceptor& acceptor, const WorkerOptions& options) {
+  const std::string primary = control.name();
+  const Setup s = parse_setup(control.recv(), open, primary);
+  const std::string source = fmt::format("session {} from {}", s.session_id, primary);
+  ModelDescription model = describe_model(s.config, s.tensors, source);
+  const Plan plan = Plan::from_json(s.plan, source);
+  plan.validate(model.config, source);
+  if (plan.num_devices() != s.world) throw PlanError(fmt::format("{}: plan for {} devices", source, plan.num_devices()));
+  Program program = lower(model.graph, model.config, plan, s.rank);
+
+  transport = build_mesh(s, acceptor, options);
+  WeightMap weights;
+  if (s.weights_sent) {
+    for (const Value& v : program.graph.values()) {
+      if (v.kind != ValueKind::Weight) continue;
+      Tensor t = Tensor::empty(DType::F32, v.shape);
+      collectives::recv_tensor_into(*transport, 0, t);
+      weights.emplace(v.name, std::move(t));
+    }
+  } else {
+    if (!options.model_dir) throw PlanError(fmt::format("{}: asked to use a local model, but none was given", source));
+    const Model local = Model::load(*options.model_dir);
+    const std::string mine = model_fingerprint(local);
+    if (mine != s.fingerprint) {
+      throw PlanError(fmt::format("{}: the local model {} (fingerprint {}) differs from the primary's ({})", source,
+                                  options.model_dir->string(), mine.substr(0, 16), s.fingerprint.substr(0, 16)));
+    }
+    weights = extract_weights(program, local.weights());
+  }
+  localize_weights(program);
+  Executor executor(program.graph, weights, model.config.max_positions, DeviceGroup{transport.get(), plan.token_shares});
+  TraceRecorder recorder;
+  if (s.trace) executor.set_observer(recorder.observer());
+  const std::string ready =
+      nlohmann::json{{"weight_bytes", program_weight_bytes(program)}, {"rss_bytes", resident_bytes()}}.dump();
+  transport->send(0, kReadyTag, std::as_bytes(std::span(ready)));
+  if (options.log) {
+    options.log(fmt::format("session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank,
+                            s.world, static_cast<double>(program_weight_bytes(program)) / 1e6,
+                            program.graph.ops().size()));
+  }
+  follow_primary(*transport, executor);
+  if (s.trace) {
+    const std::string spans = recorder.to_json().dump();
+    transport->send(0, kTraceTag, std::as_bytes(std::span(spans)));
+  }
+  if (options.log) options.log(fmt::format("session {}: ended", s.session_id));
+}
+
+// Runs a session; on failure tells the primary why (on its data link too) before links close.
+void serve(net::SecureChannel& control, const net::OpenRequest& open, net::LinkAcceptor& acceptor,
+           const WorkerOptions& options) {
+  std::unique_ptr<net::TcpTransport> transport;
+  try {
+    serve_session(control, transport, open, acceptor, options);
+  } catch (const std::exception& e) {
+    if (transport) transport->link(0).close(e.what());
+    throw;
+  }
+}
+
+}  // namespace
+
+net::Server::SessionHandler make_worker_handler(WorkerOptions options) {
+  return [options = std::move(options)](net::SecureChannel& control, const net::OpenRequest& open,
+                                        net::LinkAcceptor& acceptor) { serve(control, open, acceptor, options); };
+}
+
+}  // namespace huddle
