@@ -132,6 +132,83 @@ ProcessResult run_huddle(const std::vector<std::string>& args, double timeout_s)
   return result;
 }
 
+BackgroundHuddle::BackgroundHuddle(const std::vector<std::string>& args) {
+  int out[2], err[2];
+  HUDDLE_CHECK(::pipe(out) == 0 && ::pipe(err) == 0);
+  std::vector<std::string> storage = {HUDDLE_BINARY};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_ = ::fork();
+  HUDDLE_CHECK(pid_ >= 0);
+  if (pid_ == 0) {
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::close(out[0]);
+    ::close(err[0]);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  out_ = out[0];
+  err_ = err[0];
+}
+
+BackgroundHuddle::~BackgroundHuddle() {
+  if (alive()) kill(SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  ::close(out_);
+  ::close(err_);
+}
+
+std::string BackgroundHuddle::wait_for_line(const std::string& needle, double timeout_s, bool from_stderr) {
+  const int fd = from_stderr ? err_ : out_;
+  std::string& buffer = from_stderr ? err_buffer_ : out_buffer_;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    for (std::size_t nl; (nl = buffer.find('\n')) != std::string::npos;) {
+      std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      if (line.find(needle) != std::string::npos) return line;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return {};
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n <= 0) return {};
+    buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+std::string BackgroundHuddle::worker_address(double timeout_s) {
+  const std::string line = wait_for_line("listening on ", timeout_s);
+  if (line.empty()) return {};
+  const auto begin = line.find("listening on ") + 13;
+  return line.substr(begin, line.find(' ', begin) - begin);
+}
+
+bool BackgroundHuddle::alive() {
+  int status = 0;
+  return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
+}
+
+void BackgroundHuddle::kill(int signal) { ::kill(pid_, signal); }
+
+std::filesystem::path make_key_file(const std::filesystem::path& dir, const std::string& name) {
+  const std::filesystem::path path = dir / name;
+  const ProcessResult r = run_huddle({"keygen", "-o", path.string()});
+  HUDDLE_CHECK(r.exit_code == 0, "keygen failed: {}", r.err);
+  return path;
+}
+
 double relative_error(const Tensor& a, const Tensor& b) {
   HUDDLE_CHECK(a.shape() == b.shape(), "{} vs {}", shape_str(a.shape()), shape_str(b.shape()));
   const std::vector<float> x = a.to_vector(), y = b.to_vector();

@@ -52,6 +52,31 @@ struct ProcessResult {
 // Runs build/huddle with `args` (no shell), stdin closed; kills it after `timeout_s`.
 ProcessResult run_huddle(const std::vector<std::string>& args, double timeout_s = 60);
 
+// A `huddle` process running in the background (a worker), killed when the object dies.
+class BackgroundHuddle {
+ public:
+  explicit BackgroundHuddle(const std::vector<std::string>& args);
+  ~BackgroundHuddle();
+  BackgroundHuddle(const BackgroundHuddle&) = delete;
+  BackgroundHuddle& operator=(const BackgroundHuddle&) = delete;
+
+  // Reads stdout (or stderr) lines until one contains `needle`; returns it ("" on timeout).
+  std::string wait_for_line(const std::string& needle, double timeout_s, bool from_stderr = false);
+  // For a worker: waits for "listening on HOST:PORT" and returns HOST:PORT.
+  std::string worker_address(double timeout_s = 20);
+  bool alive();
+  void kill(int signal);
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int out_ = -1, err_ = -1;
+  std::string out_buffer_, err_buffer_;
+};
+
+// A fresh pre-shared key file (mode 0600) in `dir`.
+std::filesystem::path make_key_file(const std::filesystem::path& dir, const std::string& name = "cluster.key");
+
 // max |a - b| / max |b|, over equal shapes (b is the reference).
 double relative_error(const Tensor& a, const Tensor& b);
 // Row-wise argmax of a [R, C] tensor.

@@ -25,25 +25,25 @@ std::unique_ptr<tok::HfTokenizer> bpe(json merges, json extra = json::object()) 
   return tok::tokenizer_from_json(json{{"model", model}});
 }
 
-TEST(BpeTest, MergesApplyLowestRankFirst) {
+TEST(TokBpeTest, MergesApplyLowestRankFirst) {
   EXPECT_EQ(bpe({"b c", "a b"})->encode("abc"), (Ids{0, 4}));  // bc first, then no a+bc
   EXPECT_EQ(bpe({"a b", "b c"})->encode("abc"), (Ids{3, 2}));  // ab first
   EXPECT_EQ(bpe({"b c", "a bc"})->encode("abc"), (Ids{5}));    // bc, then a+bc
   EXPECT_EQ(bpe(json::array({{"a", "b"}, {"ab", "c"}}))->encode("abc"), (Ids{5}));  // pair form
 }
 
-TEST(BpeTest, EqualRanksMergeLeftmostFirst) {
+TEST(TokBpeTest, EqualRanksMergeLeftmostFirst) {
   EXPECT_EQ(bpe({"a a"})->encode("aaa"), (Ids{6, 0}));
   EXPECT_EQ(bpe({"a a"})->encode("aaaa"), (Ids{6, 6}));
 }
 
-TEST(BpeTest, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
+TEST(TokBpeTest, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
   // No merge can build "abc" from "a b" alone, but the word is in the vocabulary.
   EXPECT_EQ(bpe({"a b"})->encode("abc"), (Ids{3, 2}));
   EXPECT_EQ(bpe({"a b"}, {{"ignore_merges", true}})->encode("abc"), (Ids{5}));
 }
 
-TEST(BpeTest, UnknownCharactersUseUnkOrAreDropped) {
+TEST(TokBpeTest, UnknownCharactersUseUnkOrAreDropped) {
   json model = {{"type", "BPE"},
                 {"vocab", {{"<unk>", 0}, {"a", 1}, {"b", 2}}},
                 {"merges", json::array()},
@@ -55,7 +55,7 @@ TEST(BpeTest, UnknownCharactersUseUnkOrAreDropped) {
   EXPECT_EQ(tok::tokenizer_from_json({{"model", model}})->encode("axxb"), (Ids{1, 2}));
 }
 
-TEST(BpeTest, ByteFallbackSpellsUnknownCharactersInBytes) {
+TEST(TokBpeTest, ByteFallbackSpellsUnknownCharactersInBytes) {
   // "é" is C3 A9 in UTF-8. Llama 2 style: Metaspace-free normalizer, ByteFallback + Fuse decoder.
   const json spec = {
       {"normalizer",
@@ -87,7 +87,7 @@ TEST(BpeTest, ByteFallbackSpellsUnknownCharactersInBytes) {
   EXPECT_TRUE(t->passes_raw_bytes());
 }
 
-TEST(SplitBehaviorTest, EachBehaviorOnADashedText) {
+TEST(TokSplitBehaviorTest, EachBehaviorOnADashedText) {
   // "a-b--c": gap a, match -, gap b, match -, match -, gap c.
   const std::vector<tok::Segment> segments = {{0, 1, false}, {1, 2, true}, {2, 3, false},
                                               {3, 4, true},  {4, 5, true}, {5, 6, false}};
@@ -113,7 +113,7 @@ std::vector<std::string> pre_tokenize(const json& spec, std::string text) {
   return out;
 }
 
-TEST(PreTokenizerTest, Gpt2ByteLevelRegex) {
+TEST(TokPreTokenizerTest, Gpt2ByteLevelRegex) {
   const json spec = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
   // 'Ġ' (U+0120) is the byte-level form of a space, 'Ċ' (U+010A) of a newline.
   EXPECT_EQ(pre_tokenize(spec, "Hello world's  end\n"),
@@ -122,7 +122,7 @@ TEST(PreTokenizerTest, Gpt2ByteLevelRegex) {
   EXPECT_EQ(pre_tokenize(prefixed, "Hi"), (std::vector<std::string>{"ĠHi"}));
 }
 
-TEST(PreTokenizerTest, Llama3SplitRegexKeepsDigitTriplesAndContractions) {
+TEST(TokPreTokenizerTest, Llama3SplitRegexKeepsDigitTriplesAndContractions) {
   const json spec = {
       {"type", "Split"},
       {"pattern",
@@ -135,7 +135,7 @@ TEST(PreTokenizerTest, Llama3SplitRegexKeepsDigitTriplesAndContractions) {
                                       "Ok"}));
 }
 
-TEST(PreTokenizerTest, MetaspacePrependSchemes) {
+TEST(TokPreTokenizerTest, MetaspacePrependSchemes) {
   const json always = {
       {"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "always"}, {"split", true}};
   EXPECT_EQ(pre_tokenize(always, "Hey  friend"),
@@ -149,7 +149,7 @@ TEST(PreTokenizerTest, MetaspacePrependSchemes) {
   EXPECT_EQ(later.at(0).text, "a▁b");
 }
 
-TEST(PreTokenizerTest, DigitsAndPunctuationAndWhitespace) {
+TEST(TokPreTokenizerTest, DigitsAndPunctuationAndWhitespace) {
   EXPECT_EQ(pre_tokenize({{"type", "Digits"}, {"individual_digits", true}}, "ab12c"),
             (std::vector<std::string>{"ab", "1", "2", "c"}));
   EXPECT_EQ(pre_tokenize({{"type", "Digits"}, {"individual_digits", false}}, "ab12c"),
@@ -169,7 +169,7 @@ std::string decode_tokens(const json& spec, std::vector<std::string> tokens) {
   return out;
 }
 
-TEST(DecoderTest, HuggingFaceDecoderSemantics) {
+TEST(TokDecoderTest, HuggingFaceDecoderSemantics) {
   EXPECT_EQ(
       decode_tokens({{"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "always"}},
                     {"▁Hey", "▁friend", "!"}),
@@ -193,7 +193,7 @@ TEST(DecoderTest, HuggingFaceDecoderSemantics) {
       "hello you");
 }
 
-TEST(NormalizerTest, UnicodeForms) {
+TEST(TokNormalizerTest, UnicodeForms) {
   const std::string decomposed = "e\xCC\x81";  // e + COMBINING ACUTE
   const std::string composed = "\xC3\xA9";     // é
   EXPECT_EQ(tok::make_normalizer({{"type", "NFC"}}, "n")->normalize(decomposed), composed);

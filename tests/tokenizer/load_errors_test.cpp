@@ -27,7 +27,7 @@ std::string load_error(const std::filesystem::path& dir) {
   return "";
 }
 
-class LoadErrorTest : public ::testing::Test {
+class TokLoadErrorTest : public ::testing::Test {
  protected:
   // gpt2-tiny's tokenizer.json with `edit` applied, written to a temp model dir.
   std::string error_after(const std::function<void(json&)>& edit) {
@@ -39,7 +39,7 @@ class LoadErrorTest : public ::testing::Test {
   test::TempDir dir_{"load_errors"};
 };
 
-TEST_F(LoadErrorTest, MissingDirectoryAndMissingFiles) {
+TEST_F(TokLoadErrorTest, MissingDirectoryAndMissingFiles) {
   EXPECT_THAT(load_error(dir_.path() / "nope"),
               AllOf(HasSubstr("nope"), HasSubstr("does not exist")));
   EXPECT_THAT(load_error(dir_.path()),
@@ -47,7 +47,7 @@ TEST_F(LoadErrorTest, MissingDirectoryAndMissingFiles) {
                     HasSubstr("tokenizer.model")));
 }
 
-TEST_F(LoadErrorTest, MalformedJson) {
+TEST_F(TokLoadErrorTest, MalformedJson) {
   std::ifstream in(test::fixture_model("gpt2-tiny") / "tokenizer.json");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   test::write_file(dir_.path() / "tokenizer.json", text.substr(0, text.size() / 2));
@@ -59,7 +59,7 @@ TEST_F(LoadErrorTest, MalformedJson) {
   EXPECT_THAT(load_error(dir_.path()), HasSubstr("tokenizer.json"));
 }
 
-TEST_F(LoadErrorTest, UnsupportedComponentTypesAreNamed) {
+TEST_F(TokLoadErrorTest, UnsupportedComponentTypesAreNamed) {
   EXPECT_THAT(error_after([](json& j) { j["model"]["type"] = "Unigram"; }),
               AllOf(HasSubstr("tokenizer.json"), HasSubstr("model"), HasSubstr("'Unigram'")));
   EXPECT_THAT(error_after([](json& j) {
@@ -86,7 +86,7 @@ TEST_F(LoadErrorTest, UnsupportedComponentTypesAreNamed) {
               AllOf(HasSubstr("normalizer.normalizers[1]"), HasSubstr("'Nope'")));
 }
 
-TEST_F(LoadErrorTest, MalformedFieldsAreNamed) {
+TEST_F(TokLoadErrorTest, MalformedFieldsAreNamed) {
   EXPECT_THAT(error_after([](json& j) { j.erase("model"); }), HasSubstr("model: missing field"));
   EXPECT_THAT(error_after([](json& j) { j["model"]["vocab"]["Ā"] = -3; }),
               AllOf(HasSubstr("model.vocab.Ā"), HasSubstr("out of range")));
@@ -118,12 +118,12 @@ TEST_F(LoadErrorTest, MalformedFieldsAreNamed) {
       AllOf(HasSubstr("post_processor.single[0]"), HasSubstr("'<s>'")));
 }
 
-TEST_F(LoadErrorTest, GarbageSentencePieceModel) {
+TEST_F(TokLoadErrorTest, GarbageSentencePieceModel) {
   test::write_file(dir_.path() / "tokenizer.model", "definitely not a protobuf \x01\x02\x03");
   EXPECT_THAT(load_error(dir_.path()), HasSubstr("tokenizer.model"));
 }
 
-class ModelInfoTest : public ::testing::Test {
+class TokModelInfoTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::filesystem::copy_file(test::fixture_model("llama-tiny") / "tokenizer.json",
@@ -132,7 +132,7 @@ class ModelInfoTest : public ::testing::Test {
   test::TempDir dir_{"model_info"};
 };
 
-TEST_F(ModelInfoTest, EosIdsFromGenerationConfigIntOrList) {
+TEST_F(TokModelInfoTest, EosIdsFromGenerationConfigIntOrList) {
   test::write_file(dir_.path() / "config.json",
                    R"({"eos_token_id": 510, "max_position_embeddings": 64})");
   auto t = Tokenizer::load(dir_.path());
@@ -144,7 +144,7 @@ TEST_F(ModelInfoTest, EosIdsFromGenerationConfigIntOrList) {
   EXPECT_EQ(t->eos_id(), 510);
 }
 
-TEST_F(ModelInfoTest, EosFromTokenizerConfigWhenConfigsAreSilent) {
+TEST_F(TokModelInfoTest, EosFromTokenizerConfigWhenConfigsAreSilent) {
   test::write_file(dir_.path() / "tokenizer_config.json",
                    R"({"eos_token": {"content": "<|pad|>"}, "bos_token": "<|end_of_text|>"})");
   const auto t = Tokenizer::load(dir_.path());
@@ -153,7 +153,7 @@ TEST_F(ModelInfoTest, EosFromTokenizerConfigWhenConfigsAreSilent) {
   EXPECT_FALSE(t->context_length().has_value());
 }
 
-TEST_F(ModelInfoTest, BadConfigsAreLoadErrorsNamingFileAndField) {
+TEST_F(TokModelInfoTest, BadConfigsAreLoadErrorsNamingFileAndField) {
   test::write_file(dir_.path() / "generation_config.json", R"({"eos_token_id": "two"})");
   EXPECT_THAT(load_error(dir_.path()),
               AllOf(HasSubstr("generation_config.json"), HasSubstr("eos_token_id")));

@@ -9,9 +9,9 @@
 namespace huddle {
 namespace {
 
-class ReferenceTest : public ::testing::TestWithParam<std::string> {};
+class TokReferenceTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ReferenceTest, IdsMatchReferenceExactly) {
+TEST_P(TokReferenceTest, IdsMatchReferenceExactly) {
   const std::string model = GetParam();
   const auto tokenizer = Tokenizer::load(test::fixture_model(model));
   const auto cases = test::read_json(std::filesystem::path(HUDDLE_FIXTURES_DIR) / "references" /
@@ -24,13 +24,13 @@ TEST_P(ReferenceTest, IdsMatchReferenceExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,
+INSTANTIATE_TEST_SUITE_P(Fixtures, TokReferenceTest,
                          ::testing::Values("gpt2-tiny", "llama-tiny", "bert-tiny"));
 
 // Byte-level BPE is lossless; WordPiece is not (lowercase, accents, [UNK]).
-class ByteLevelReferenceTest : public ::testing::TestWithParam<std::string> {};
+class TokByteLevelReferenceTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ByteLevelReferenceTest, ReferenceIdsDecodeBackToTheText) {
+TEST_P(TokByteLevelReferenceTest, ReferenceIdsDecodeBackToTheText) {
   const std::string model = GetParam();
   const auto tokenizer = Tokenizer::load(test::fixture_model(model));
   const auto cases = test::read_json(std::filesystem::path(HUDDLE_FIXTURES_DIR) / "references" /
@@ -41,10 +41,10 @@ TEST_P(ByteLevelReferenceTest, ReferenceIdsDecodeBackToTheText) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ByteLevelReferenceTest,
+INSTANTIATE_TEST_SUITE_P(Fixtures, TokByteLevelReferenceTest,
                          ::testing::Values("gpt2-tiny", "llama-tiny"));
 
-TEST(BertReferenceTest, DecodeJoinsWordPiecesAndDropsSpecials) {
+TEST(TokBertReferenceTest, DecodeJoinsWordPiecesAndDropsSpecials) {
   const auto bert = Tokenizer::load(test::fixture_model("bert-tiny"));
   const auto cases = test::read_json(std::filesystem::path(HUDDLE_FIXTURES_DIR) / "references" /
                                      "bert-tiny.tokenizer.json");
@@ -57,7 +57,7 @@ TEST(BertReferenceTest, DecodeJoinsWordPiecesAndDropsSpecials) {
   EXPECT_EQ(bert->decode(ids5, true), "a naive cafe owner.");
 }
 
-TEST(ReferenceTest, SpecialIdsComeFromTheModelDirectory) {
+TEST(TokReferenceTest, SpecialIdsComeFromTheModelDirectory) {
   // Values from each fixture's config.json (README: llama BOS 509 / EOS 510, gpt2 511 for both).
   const auto llama = Tokenizer::load(test::fixture_model("llama-tiny"));
   EXPECT_EQ(llama->bos_id(), 509);

@@ -10,9 +10,9 @@
 namespace huddle {
 namespace {
 
-class RoundTripTest : public ::testing::TestWithParam<std::string> {};
+class TokRoundTripTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(RoundTripTest, RandomMixedTextSurvivesEncodeDecode) {
+TEST_P(TokRoundTripTest, RandomMixedTextSurvivesEncodeDecode) {
   const auto tokenizer = Tokenizer::load(test::fixture_model(GetParam()));
   test::TextGenerator gen(20240611);
   int checked = 0;
@@ -29,7 +29,7 @@ TEST_P(RoundTripTest, RandomMixedTextSurvivesEncodeDecode) {
   EXPECT_EQ(checked, 600);
 }
 
-TEST_P(RoundTripTest, HandPickedHardCases) {
+TEST_P(TokRoundTripTest, HandPickedHardCases) {
   const auto tokenizer = Tokenizer::load(test::fixture_model(GetParam()));
   const std::vector<std::string> texts = {
       "",
@@ -51,9 +51,9 @@ TEST_P(RoundTripTest, HandPickedHardCases) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ByteLevel, RoundTripTest, ::testing::Values("gpt2-tiny", "llama-tiny"));
+INSTANTIATE_TEST_SUITE_P(ByteLevel, TokRoundTripTest, ::testing::Values("gpt2-tiny", "llama-tiny"));
 
-TEST(RoundTripTest, LlamaPrependsBosAndGpt2AddsNothing) {
+TEST(TokRoundTripTest, LlamaPrependsBosAndGpt2AddsNothing) {
   const auto llama = Tokenizer::load(test::fixture_model("llama-tiny"));
   const auto gpt2 = Tokenizer::load(test::fixture_model("gpt2-tiny"));
   const std::string text = "Hello world";
@@ -65,7 +65,7 @@ TEST(RoundTripTest, LlamaPrependsBosAndGpt2AddsNothing) {
   EXPECT_EQ(gpt2->encode(text), gpt2->encode(text, false));
 }
 
-TEST(RoundTripTest, ConcurrentEncodingGivesTheSameIds) {
+TEST(TokRoundTripTest, ConcurrentEncodingGivesTheSameIds) {
   const auto tokenizer = Tokenizer::load(test::fixture_model("llama-tiny"));
   test::TextGenerator gen(7);
   std::vector<std::string> texts;

@@ -22,7 +22,7 @@ const std::vector<std::string> kCorpus = {
     "Emoji 🙂 and symbols like → and ∑ show up sometimes.",
 };
 
-class SentencePieceTest : public ::testing::Test {
+class TokSentencePieceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = std::make_unique<test::TempDir>("sentencepiece");
@@ -49,9 +49,9 @@ class SentencePieceTest : public ::testing::Test {
   static std::unique_ptr<test::TempDir> dir_;
 };
 
-std::unique_ptr<test::TempDir> SentencePieceTest::dir_;
+std::unique_ptr<test::TempDir> TokSentencePieceTest::dir_;
 
-TEST_F(SentencePieceTest, LoadsTokenizerModelWhenThereIsNoTokenizerJson) {
+TEST_F(TokSentencePieceTest, LoadsTokenizerModelWhenThereIsNoTokenizerJson) {
   ASSERT_TRUE(std::filesystem::exists(dir_->path() / "tokenizer.model"));
   const auto t = Tokenizer::load(dir_->path());
   EXPECT_EQ(t->kind(), "SentencePiece");
@@ -65,7 +65,7 @@ TEST_F(SentencePieceTest, LoadsTokenizerModelWhenThereIsNoTokenizerJson) {
   EXPECT_TRUE(t->is_special(1));
 }
 
-TEST_F(SentencePieceTest, RoundTripsTrainingAndRandomText) {
+TEST_F(TokSentencePieceTest, RoundTripsTrainingAndRandomText) {
   const auto t = Tokenizer::load(dir_->path());
   for (const auto& line : kCorpus) {
     const auto ids = t->encode(line);
@@ -83,7 +83,7 @@ TEST_F(SentencePieceTest, RoundTripsTrainingAndRandomText) {
   }
 }
 
-TEST_F(SentencePieceTest, ControlPiecesInTextAndDecodeOfSpecials) {
+TEST_F(TokSentencePieceTest, ControlPiecesInTextAndDecodeOfSpecials) {
   const auto t = Tokenizer::load(dir_->path());
   const auto ids = t->encode("hello</s>world", false);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);
@@ -91,7 +91,7 @@ TEST_F(SentencePieceTest, ControlPiecesInTextAndDecodeOfSpecials) {
   EXPECT_EQ(t->decode(ids, true), "helloworld");
 }
 
-TEST_F(SentencePieceTest, StreamingMatchesFullDecode) {
+TEST_F(TokSentencePieceTest, StreamingMatchesFullDecode) {
   const auto t = Tokenizer::load(dir_->path());
   test::TextGenerator gen(8);
   for (int i = 0; i < 100; ++i) {
@@ -110,7 +110,7 @@ TEST_F(SentencePieceTest, StreamingMatchesFullDecode) {
   }
 }
 
-TEST_F(SentencePieceTest, AddBosFollowsTokenizerConfig) {
+TEST_F(TokSentencePieceTest, AddBosFollowsTokenizerConfig) {
   test::TempDir other("sentencepiece_config");
   std::filesystem::copy_file(dir_->path() / "tokenizer.model", other.path() / "tokenizer.model");
   test::write_file(other.path() / "tokenizer_config.json",

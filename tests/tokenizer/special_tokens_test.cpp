@@ -16,7 +16,7 @@ std::vector<std::int32_t> concat(std::initializer_list<std::vector<std::int32_t>
   return all;
 }
 
-TEST(SpecialTokensTest, Gpt2EndOfTextInsideTextIsOneToken) {
+TEST(TokSpecialTokensTest, Gpt2EndOfTextInsideTextIsOneToken) {
   const auto t = Tokenizer::load(test::fixture_model("gpt2-tiny"));
   const auto ids = t->encode("hello<|endoftext|>world", false);
   EXPECT_EQ(ids, concat({t->encode("hello", false), {511}, t->encode("world", false)}));
@@ -24,7 +24,7 @@ TEST(SpecialTokensTest, Gpt2EndOfTextInsideTextIsOneToken) {
   EXPECT_EQ(t->decode(ids, /*skip_special=*/true), "helloworld");
 }
 
-TEST(SpecialTokensTest, LlamaSpecialsInTextAndTemplateBos) {
+TEST(TokSpecialTokensTest, LlamaSpecialsInTextAndTemplateBos) {
   const auto t = Tokenizer::load(test::fixture_model("llama-tiny"));
   const auto ids = t->encode("<|begin_of_text|>Hi<|end_of_text|>");
   EXPECT_EQ(ids, concat({{509, 509}, t->encode("Hi", false), {510}}));
@@ -35,7 +35,7 @@ TEST(SpecialTokensTest, LlamaSpecialsInTextAndTemplateBos) {
   EXPECT_EQ(std::count(partial.begin(), partial.end(), 510), 0);
 }
 
-TEST(SpecialTokensTest, BertSepIsNotSplitOnPunctuationButLowercaseIs) {
+TEST(TokSpecialTokensTest, BertSepIsNotSplitOnPunctuationButLowercaseIs) {
   const auto t = Tokenizer::load(test::fixture_model("bert-tiny"));
   const std::int32_t cls = 2, sep = 3;
   const std::int32_t hello = t->token_to_id("hello").value();
@@ -69,7 +69,7 @@ json added(std::string content, int id, bool special, json extra = json::object(
   return t;
 }
 
-TEST(SpecialTokensTest, LeftmostLongestMatchWins) {
+TEST(TokSpecialTokensTest, LeftmostLongestMatchWins) {
   auto t = tok::tokenizer_from_json(toy_bpe(
       json::array({added("<a>", 10, true), added("<a><b>", 11, true), added("b>", 12, true)})));
   // At position 0 both "<a>" and "<a><b>" match: the longer one wins.
@@ -79,7 +79,7 @@ TEST(SpecialTokensTest, LeftmostLongestMatchWins) {
   EXPECT_EQ(t->encode("<a>b>", false), (std::vector<std::int32_t>{10, 12}));
 }
 
-TEST(SpecialTokensTest, LstripAndRstripAbsorbWhitespace) {
+TEST(TokSpecialTokensTest, LstripAndRstripAbsorbWhitespace) {
   auto plain = tok::tokenizer_from_json(toy_bpe(json::array({added("<m>", 10, true)})));
   auto stripping = tok::tokenizer_from_json(
       toy_bpe(json::array({added("<m>", 10, true, {{"lstrip", true}, {"rstrip", true}})})));
@@ -87,7 +87,7 @@ TEST(SpecialTokensTest, LstripAndRstripAbsorbWhitespace) {
   EXPECT_EQ(stripping->encode("a  <m> b", false), (std::vector<std::int32_t>{0, 10, 1}));
 }
 
-TEST(SpecialTokensTest, SingleWordTokensNeedWordBoundaries) {
+TEST(TokSpecialTokensTest, SingleWordTokensNeedWordBoundaries) {
   auto t = tok::tokenizer_from_json(
       toy_bpe(json::array({added("cx", 10, false, {{"single_word", true}})})));
   EXPECT_EQ(t->encode("cx", false), (std::vector<std::int32_t>{10}));
@@ -96,7 +96,7 @@ TEST(SpecialTokensTest, SingleWordTokensNeedWordBoundaries) {
   EXPECT_EQ(t->encode("acxb", false), (std::vector<std::int32_t>{0, 2, 3, 1}));
 }
 
-TEST(SpecialTokensTest, NormalizedAddedTokensMatchAfterNormalization) {
+TEST(TokSpecialTokensTest, NormalizedAddedTokensMatchAfterNormalization) {
   json token = added("AB", 10, false);
   token["normalized"] = true;
   auto t = tok::tokenizer_from_json(toy_bpe(json::array({token}), {{"type", "Lowercase"}}));

@@ -26,9 +26,9 @@ std::string join(const std::vector<std::string>& chunks) {
   return all;
 }
 
-class StreamDecoderTest : public ::testing::TestWithParam<std::string> {};
+class TokStreamDecoderTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(StreamDecoderTest, ChunksConcatenateToTheFullDecode) {
+TEST_P(TokStreamDecoderTest, ChunksConcatenateToTheFullDecode) {
   const auto tokenizer = Tokenizer::load(test::fixture_model(GetParam()));
   test::TextGenerator gen(99);
   for (int i = 0; i < 300; ++i) {
@@ -40,7 +40,7 @@ TEST_P(StreamDecoderTest, ChunksConcatenateToTheFullDecode) {
   }
 }
 
-TEST_P(StreamDecoderTest, RandomIdSequencesAlsoMatch) {
+TEST_P(TokStreamDecoderTest, RandomIdSequencesAlsoMatch) {
   // Generated ids need not form valid UTF-8; the stream must still equal the full decode.
   const auto tokenizer = Tokenizer::load(test::fixture_model(GetParam()));
   test::TextGenerator gen(5);
@@ -53,10 +53,10 @@ TEST_P(StreamDecoderTest, RandomIdSequencesAlsoMatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, StreamDecoderTest,
+INSTANTIATE_TEST_SUITE_P(Fixtures, TokStreamDecoderTest,
                          ::testing::Values("gpt2-tiny", "llama-tiny", "bert-tiny"));
 
-TEST(StreamDecoderTest, HoldsBackAnEmojiUntilItsLastByte) {
+TEST(TokStreamDecoderTest, HoldsBackAnEmojiUntilItsLastByte) {
   const auto tokenizer = Tokenizer::load(test::fixture_model("gpt2-tiny"));
   const std::string emoji = "\xF0\x9F\x98\x80";  // U+1F600, four bytes
   const auto ids = tokenizer->encode("a" + emoji + "b");
@@ -72,7 +72,7 @@ TEST(StreamDecoderTest, HoldsBackAnEmojiUntilItsLastByte) {
   EXPECT_EQ(decoder.finish(), "");
 }
 
-TEST(StreamDecoderTest, AnUnfinishedCharacterIsFlushedAsReplacement) {
+TEST(TokStreamDecoderTest, AnUnfinishedCharacterIsFlushedAsReplacement) {
   const auto tokenizer = Tokenizer::load(test::fixture_model("gpt2-tiny"));
   const auto ids = tokenizer->encode("x\xF0\x9F");  // first two bytes of an emoji
   StreamDecoder decoder(*tokenizer);
@@ -83,7 +83,7 @@ TEST(StreamDecoderTest, AnUnfinishedCharacterIsFlushedAsReplacement) {
   EXPECT_EQ(tokenizer->decode(ids), "x\xEF\xBF\xBD");
 }
 
-TEST(StreamDecoderTest, BadIdThrowsAndLeavesTheStreamUsable) {
+TEST(TokStreamDecoderTest, BadIdThrowsAndLeavesTheStreamUsable) {
   const auto tokenizer = Tokenizer::load(test::fixture_model("llama-tiny"));
   const auto ids = tokenizer->encode("hi there", false);
   StreamDecoder decoder(*tokenizer);

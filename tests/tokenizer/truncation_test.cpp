@@ -12,7 +12,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-TEST(TruncationTest, TooLongTextIsAnErrorStatingBothLengths) {
+TEST(TokTruncationTest, TooLongTextIsAnErrorStatingBothLengths) {
   const auto t = Tokenizer::load(test::fixture_model("llama-tiny"));
   const std::string text = "one two three four five six seven eight nine ten";
   const std::size_t n = t->encode(text).size();  // BOS included
@@ -27,7 +27,7 @@ TEST(TruncationTest, TooLongTextIsAnErrorStatingBothLengths) {
   }
 }
 
-TEST(TruncationTest, KeepStartAndKeepEndKeepTheSpecialTokens) {
+TEST(TokTruncationTest, KeepStartAndKeepEndKeepTheSpecialTokens) {
   const auto t = Tokenizer::load(test::fixture_model("bert-tiny"));
   const std::string text = "hello world there and tokens become vectors";
   const auto plain = t->encode(text, false);
@@ -42,7 +42,7 @@ TEST(TruncationTest, KeepStartAndKeepEndKeepTheSpecialTokens) {
             (std::vector<std::int32_t>{plain[0], plain[1], plain[2]}));
 }
 
-TEST(TruncationTest, FixtureContextLengthIsTheModelsPositions) {
+TEST(TokTruncationTest, FixtureContextLengthIsTheModelsPositions) {
   const auto t = Tokenizer::load(test::fixture_model("gpt2-tiny"));
   ASSERT_EQ(t->context_length(), 128u);  // n_positions in config.json
   std::string long_text;

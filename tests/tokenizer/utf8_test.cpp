@@ -11,7 +11,7 @@ namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-TEST(Utf8Test, RepairReplacesMaximalSubparts) {
+TEST(TokUtf8Test, RepairReplacesMaximalSubparts) {
   // The example of Unicode 15, section 3.9 ("U+FFFD Substitution of Maximal Subparts").
   EXPECT_EQ(tok::repair_utf8("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64"),
             "a" + kFffd + kFffd + kFffd + "b" + kFffd + "c" + kFffd + kFffd + "d");
@@ -21,7 +21,7 @@ TEST(Utf8Test, RepairReplacesMaximalSubparts) {
   EXPECT_EQ(tok::repair_utf8("ok \xE2\x82\xAC"), "ok \xE2\x82\xAC");
 }
 
-TEST(Utf8Test, IncompleteSuffixLengths) {
+TEST(TokUtf8Test, IncompleteSuffixLengths) {
   EXPECT_EQ(tok::incomplete_utf8_suffix("a\xF0\x9F"), 2u);
   EXPECT_EQ(tok::incomplete_utf8_suffix("a\xF0\x9F\x98"), 3u);
   EXPECT_EQ(tok::incomplete_utf8_suffix("a\xF0\x9F\x98\x80"), 0u);
@@ -31,7 +31,7 @@ TEST(Utf8Test, IncompleteSuffixLengths) {
   EXPECT_EQ(tok::incomplete_utf8_suffix(""), 0u);
 }
 
-TEST(Utf8Test, ByteLevelBpeEncodesInvalidBytesUnchanged) {
+TEST(TokUtf8Test, ByteLevelBpeEncodesInvalidBytesUnchanged) {
   const auto t = Tokenizer::load(test::fixture_model("gpt2-tiny"));
   const std::string bytes = "\xFF\xFE\x80";
   std::vector<std::int32_t> expected;
@@ -43,12 +43,12 @@ TEST(Utf8Test, ByteLevelBpeEncodesInvalidBytesUnchanged) {
   EXPECT_EQ(t->decode(expected), kFffd + kFffd + kFffd);
 }
 
-TEST(Utf8Test, BertReplacesInvalidBytesWhichCleanTextThenDrops) {
+TEST(TokUtf8Test, BertReplacesInvalidBytesWhichCleanTextThenDrops) {
   const auto t = Tokenizer::load(test::fixture_model("bert-tiny"));
   EXPECT_EQ(t->encode("hello\xFF world\xC3"), t->encode("hello world"));
 }
 
-TEST(Utf8Test, ArbitraryBytesNeverBreakAnyTokenizer) {
+TEST(TokUtf8Test, ArbitraryBytesNeverBreakAnyTokenizer) {
   test::TextGenerator gen(31337);
   for (const char* model : {"gpt2-tiny", "llama-tiny", "bert-tiny"}) {
     const auto t = Tokenizer::load(test::fixture_model(model));
@@ -67,7 +67,7 @@ TEST(Utf8Test, ArbitraryBytesNeverBreakAnyTokenizer) {
   }
 }
 
-TEST(Utf8Test, DecodingArbitraryIdsGivesValidUtf8) {
+TEST(TokUtf8Test, DecodingArbitraryIdsGivesValidUtf8) {
   test::TextGenerator gen(4);
   for (const char* model : {"gpt2-tiny", "llama-tiny", "bert-tiny"}) {
     const auto t = Tokenizer::load(test::fixture_model(model));

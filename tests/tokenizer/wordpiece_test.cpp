@@ -10,7 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-class BertTest : public ::testing::Test {
+class TokBertTest : public ::testing::Test {
  protected:
   void SetUp() override { bert_ = Tokenizer::load(test::fixture_model("bert-tiny")); }
   std::vector<std::int32_t> enc(std::string_view text) const { return bert_->encode(text, false); }
@@ -18,24 +18,24 @@ class BertTest : public ::testing::Test {
   std::unique_ptr<Tokenizer> bert_;
 };
 
-TEST_F(BertTest, LowercasesAndStripsAccents) {
+TEST_F(TokBertTest, LowercasesAndStripsAccents) {
   EXPECT_EQ(enc("NAÏVE CAFÉ"), enc("naive cafe"));
   EXPECT_EQ(enc("Hello World"), (std::vector<std::int32_t>{id("hello"), id("world")}));
 }
 
-TEST_F(BertTest, StripsDecomposedCombiningMarksLikeHuggingFace) {
+TEST_F(TokBertTest, StripsDecomposedCombiningMarksLikeHuggingFace) {
   // "e" + U+0301 COMBINING ACUTE: the mark is removed (llama.cpp keeps it; the README says the
   // references follow Hugging Face).
   EXPECT_EQ(enc("cafe\xCC\x81"), enc("cafe"));
 }
 
-TEST_F(BertTest, CleanTextDropsControlsAndMapsWhitespace) {
+TEST_F(TokBertTest, CleanTextDropsControlsAndMapsWhitespace) {
   EXPECT_EQ(enc("hel\x01lo"), enc("hello"));
   EXPECT_EQ(enc("hello\tworld\xC2\xA0there\r\nnow"), enc("hello world there now"));
   EXPECT_EQ(enc(std::string("a\0b", 3)), enc("ab"));
 }
 
-TEST_F(BertTest, CjkIdeographsAreSeparateWords) {
+TEST_F(TokBertTest, CjkIdeographsAreSeparateWords) {
   // Each ideograph is its own word; the tiny vocabulary knows neither, so each is one [UNK].
   const std::int32_t unk = id("[UNK]");
   EXPECT_EQ(enc("你好"), (std::vector<std::int32_t>{unk, unk}));
@@ -44,24 +44,24 @@ TEST_F(BertTest, CjkIdeographsAreSeparateWords) {
   EXPECT_EQ(enc("ひらがな"), (std::vector<std::int32_t>{unk}));
 }
 
-TEST_F(BertTest, PunctuationIsSplitOff) {
+TEST_F(TokBertTest, PunctuationIsSplitOff) {
   EXPECT_EQ(enc("hello,world!"), enc("hello , world !"));
   EXPECT_EQ(enc("hello,world!"),
             (std::vector<std::int32_t>{id("hello"), id(","), id("world"), id("!")}));
 }
 
-TEST_F(BertTest, OverlongWordIsOneUnknown) {
+TEST_F(TokBertTest, OverlongWordIsOneUnknown) {
   EXPECT_EQ(enc(std::string(100, 'a')).size(), 100u);  // a ##a ##a ...: exactly at the limit
   EXPECT_EQ(enc(std::string(101, 'a')), (std::vector<std::int32_t>{id("[UNK]")}));
 }
 
-TEST_F(BertTest, DecodeJoinsContinuationPieces) {
+TEST_F(TokBertTest, DecodeJoinsContinuationPieces) {
   const std::vector<std::int32_t> ids = {id("the"), id("s"), id("##e"), id("##p"), id(".")};
   EXPECT_EQ(bert_->decode(ids), "the sep.");
 }
 
 // The textbook example (BERT paper, Wu et al. 2016): "unaffable" -> un ##aff ##able.
-TEST(WordPieceTest, GreedyLongestMatchFirst) {
+TEST(TokWordPieceTest, GreedyLongestMatchFirst) {
   const json spec = {{"model",
                       {{"type", "WordPiece"},
                        {"unk_token", "[UNK]"},

@@ -1,0 +1,201 @@
+// `huddle run` across real processes on 127.0.0.1: every strategy gives the single-device
+// answer; saved plans replay; hostile peers and dead workers get clear errors while workers
+// keep serving.
+#include "io/npy.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace huddle {
+namespace {
+
+using testing::fixture;
+using testing::fixture_model;
+using testing::run_huddle;
+
+std::string ids_arg(const std::vector<std::int32_t>& ids) {
+  std::string s;
+  for (std::int32_t id : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(id);
+  }
+  return s;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+struct Case {
+  std::string model;
+  std::string strategy;
+  std::string devices;
+  std::string shares;
+};
+
+class DistributedCli : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DistributedCli, MatchesReferenceAcrossProcesses) {
+  const Case& c = GetParam();
+  testing::TempDir dir;
+  const auto ids = testing::read_ids(fixture("references/" + c.model + ".16.ids.json"));
+  const auto r = run_huddle({"run", "--model", fixture_model(c.model), "--ids", ids_arg(ids), "--local-devices",
+                             c.devices, "--strategy", c.strategy, "--shares", c.shares, "--dump-logits",
+                             dir / "out.npy", "--threads", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor out = io::read_npy(dir / "out.npy");
+  const Tensor ref = io::read_npy(fixture("references/" + c.model + ".16.npy"));
+  ASSERT_EQ(out.shape(), ref.shape());
+  EXPECT_LE(testing::relative_error(out, ref), 1e-4);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["strategy"], c.strategy);
+  ASSERT_EQ(j["devices"].size(), static_cast<std::size_t>(std::stoi(c.devices)));
+  // With tensor parallelism each worker holds only its share of the weights (sp replicates them).
+  for (std::size_t d = 1; c.strategy != "sp" && d < j["devices"].size(); ++d) {
+    EXPECT_LT(j["devices"][d]["weight_bytes"].get<double>(), 0.9 * 2.7e6) << j.dump();
+  }
+
+  if (c.model == "bert-tiny") return;
+  std::ifstream in(fixture("references/" + c.model + ".generate.json"));
+  const nlohmann::json ref_gen = nlohmann::json::parse(in);
+  const auto g = run_huddle({"run", "--model", fixture_model(c.model), "--ids",
+                             ids_arg(ref_gen["prompt"].get<std::vector<std::int32_t>>()), "--n-predict", "16",
+                             "--local-devices", c.devices, "--strategy", c.strategy, "--shares", c.shares, "--json"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["generated"], ref_gen["greedy"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, DistributedCli,
+                         ::testing::Values(Case{"gpt2-tiny", "galaxy", "3", "5,3,1"},
+                                           Case{"gpt2-tiny", "megatron", "2", "5,3"},
+                                           Case{"llama-tiny", "sp", "3", "5,3,1"},
+                                           Case{"llama-tiny", "galaxy", "4", "4,1,2,3"},
+                                           Case{"bert-tiny", "megatron", "3", "5,3,1"},
+                                           Case{"bert-tiny", "galaxy", "2", "1,1"}),
+                         [](const auto& p) {
+                           std::string name = p.param.model + "_" + p.param.strategy + "_" + p.param.devices;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(DistributedCli, SavedPlanReplaysAndBadPlansAreRefused) {
+  testing::TempDir dir;
+  const std::string model = fixture_model("gpt2-tiny");
+  const auto first = run_huddle({"run", "--model", model, "--ids", "5,6,7,8", "--local-devices", "2", "--strategy",
+                                 "galaxy", "--shares", "3,1", "--save-plan", dir / "plan.json", "--dump-logits",
+                                 dir / "a.npy"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto replay = run_huddle({"run", "--model", model, "--ids", "5,6,7,8", "--local-devices", "2", "--plan",
+                                  dir / "plan.json", "--dump-logits", dir / "b.npy"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_EQ(testing::relative_error(io::read_npy(dir / "b.npy"), io::read_npy(dir / "a.npy")), 0.0);
+
+  std::ifstream in(dir / "plan.json");
+  nlohmann::json plan = nlohmann::json::parse(in);
+  nlohmann::json broken = plan;
+  broken["layers"][1]["heads"][0] = {0, 5};  // overlaps device 1's range
+  std::ofstream(dir / "broken.json") << broken.dump();
+  auto r = run_huddle({"run", "--model", model, "--ids", "5,6", "--local-devices", "2", "--plan", dir / "broken.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "layers[1].heads")) << r.err;
+
+  std::ofstream(dir / "garbage.json") << "{\"version\": 1, \"strategy\": ";
+  r = run_huddle({"run", "--model", model, "--ids", "5,6", "--plan", dir / "garbage.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "garbage.json")) << r.err;
+
+  // A plan for another model.
+  r = run_huddle({"run", "--model", fixture_model("llama-tiny"), "--ids", "5,6", "--local-devices", "2", "--plan",
+                  dir / "plan.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "the plan is for a gpt2")) << r.err;
+}
+
+TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
+  testing::TempDir dir;
+  const auto good = testing::make_key_file(dir.path(), "good.key");
+  const auto bad = testing::make_key_file(dir.path(), "bad.key");
+  testing::BackgroundHuddle worker({"worker", "--listen", "127.0.0.1:0", "--key-file", good.string()});
+  const std::string address = worker.worker_address();
+  ASSERT_FALSE(address.empty());
+  const std::string model = fixture_model("gpt2-tiny");
+
+  auto r = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--workers", address, "--key-file", bad.string(),
+                       "--timeout-s", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, address)) << r.err;
+
+  // Random bytes, then a connection that says nothing and goes away.
+  const auto port = static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    if (attempt == 0) {
+      const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n\xff\xfe\x00\x01 random bytes";
+      ASSERT_GT(::write(fd, junk, sizeof junk), 0);
+    }
+    ::close(fd);
+  }
+  EXPECT_TRUE(worker.alive());
+
+  r = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--n-predict", "4", "--workers", address, "--key-file",
+                  good.string(), "--strategy", "megatron", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto local = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--n-predict", "4", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.out)["generated"], nlohmann::json::parse(local.out)["generated"]);
+  EXPECT_TRUE(worker.alive());
+}
+
+TEST(DistributedCli, KilledWorkerIsNamedWithinTheTimeout) {
+  testing::TempDir dir;
+  // A model big enough that a session lasts long enough to kill a worker in the middle of it.
+  const nlohmann::json config = {{"model_type", "gpt2"}, {"vocab_size", 1000}, {"n_embd", 256},
+                                 {"n_layer", 4},         {"n_head", 4},        {"n_positions", 1024}};
+  std::ofstream(dir / "config.json") << config.dump();
+  ASSERT_EQ(run_huddle({"synth", "--arch", "gpt2", "--config", dir / "config.json", "-o", dir / "model"}).exit_code, 0);
+  const auto key = testing::make_key_file(dir.path());
+  testing::BackgroundHuddle w1({"worker", "--listen", "127.0.0.1:0", "--key-file", key.string()});
+  testing::BackgroundHuddle w2({"worker", "--listen", "127.0.0.1:0", "--key-file", key.string()});
+  const std::string a1 = w1.worker_address(), a2 = w2.worker_address();
+  ASSERT_FALSE(a1.empty());
+  ASSERT_FALSE(a2.empty());
+
+  std::vector<std::int32_t> prompt(16, 7);
+  testing::ProcessResult result;
+  std::thread primary([&] {
+    result = run_huddle({"run", "--model", dir / "model", "--ids", ids_arg(prompt), "--n-predict", "1000",
+                         "--workers", a1 + "," + a2, "--key-file", key.string(), "--timeout-s", "3"},
+                        60);
+  });
+  // Kill worker 2 once its session is running.
+  const std::string started = w2.wait_for_line("session", 30, /*from_stderr=*/true);
+  const auto killed_at = std::chrono::steady_clock::now();
+  w2.kill(SIGKILL);
+  primary.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  ASSERT_FALSE(started.empty());
+  EXPECT_EQ(result.exit_code, 1) << result.out;
+  EXPECT_TRUE(contains(result.err, a2)) << result.err;
+  EXPECT_LT(seconds, 20.0);  // generous bound: the limit under test is the 3 s peer timeout
+  // The surviving worker serves the next session.
+  const auto next = run_huddle({"run", "--model", dir / "model", "--ids", "1,2", "--workers", a1, "--key-file",
+                                key.string(), "--json"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+}
+
+}  // namespace
+}  // namespace huddle
