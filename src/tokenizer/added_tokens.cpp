@@ -1,5 +1,6 @@
 #include "tokenizer/added_tokens.h"
 
+#include <array>
 #include <map>
 
 #include "core/error.h"
@@ -59,6 +60,7 @@ class AddedVocabulary::Matcher {
  public:
   void add(std::string_view pattern, std::size_t token_index) {
     if (pattern.empty()) return;
+    first_bytes_[static_cast<unsigned char>(pattern[0])] = true;
     std::size_t node = 0;
     for (const char c : pattern) {
       const auto key = std::make_pair(node, static_cast<unsigned char>(c));
@@ -87,12 +89,13 @@ class AddedVocabulary::Matcher {
     return best;
   }
   // Bytes that can start a pattern, to skip most positions quickly.
-  bool may_start(unsigned char c) const { return edges_.contains({0, c}); }
+  bool may_start(unsigned char c) const { return first_bytes_[c]; }
 
  private:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::map<std::pair<std::size_t, unsigned char>, std::size_t> edges_;
   std::vector<std::size_t> terminal_{kNone};  // node 0 is the root
+  std::array<bool, 256> first_bytes_{};
 };
 
 namespace {
