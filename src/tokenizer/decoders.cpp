@@ -118,7 +118,11 @@ class ReplaceDecoder final : public Decoder {
   std::string content_;
 };
 
-// Runs of <0xXX> tokens become the text they encode, or one U+FFFD per byte if it is not UTF-8.
+// Runs of <0xXX> tokens become the text they encode, character by character; each byte that does
+// not begin a well-formed character becomes one U+FFFD. This is SentencePiece's rule (the decoder
+// Llama 2's authors use). Hugging Face's ByteFallback instead turns every byte of a run into U+FFFD
+// when the run as a whole is not UTF-8; the two agree on valid text, and only the per-character
+// rule lets a streamed decode equal the full one (StreamDecoder).
 class ByteFallbackDecoder final : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override {
@@ -127,11 +131,18 @@ class ByteFallbackDecoder final : public Decoder {
     std::string run;
     auto flush = [&] {
       if (run.empty()) return;
-      if (is_valid_utf8(run)) {
-        out.push_back(run);
-      } else {
-        for (std::size_t i = 0; i < run.size(); ++i) out.emplace_back(kReplacementUtf8);
+      std::string text;
+      for (std::size_t pos = 0; pos < run.size();) {
+        const Utf8Step step = utf8_next(run, pos);
+        if (step.valid) {
+          text.append(run, pos, step.len);
+          pos += step.len;
+        } else {
+          text.append(kReplacementUtf8);
+          ++pos;
+        }
       }
+      out.push_back(std::move(text));
       run.clear();
     };
     for (std::string& token : tokens) {

@@ -185,6 +185,10 @@ TEST(TokDecoderTest, HuggingFaceDecoderSemantics) {
   EXPECT_EQ(decode_tokens({{"type", "ByteFallback"}}, {"<0xE5>", "<0x8F>", "a"}),
             "\xEF\xBF\xBD\xEF\xBF\xBD"
             "a");
+  // A run that is not UTF-8 as a whole keeps its valid characters (SentencePiece's rule, see
+  // decoders.cpp; Hugging Face would give three U+FFFD here).
+  EXPECT_EQ(decode_tokens({{"type", "ByteFallback"}}, {"<0xC3>", "<0xA9>", "<0x9F>"}),
+            "\xC3\xA9\xEF\xBF\xBD");
   EXPECT_EQ(decode_tokens({{"type", "Strip"}, {"content", "H"}, {"start", 1}, {"stop", 0}},
                           {"Hey", " friend!", "HHH"}),
             "ey friend!HH");

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "test_util.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -93,6 +94,50 @@ TEST(TokStreamDecoderTest, BadIdThrowsAndLeavesTheStreamUsable) {
   for (std::size_t i = 1; i < ids.size(); ++i) out += decoder.push(ids[i]);
   out += decoder.finish();
   EXPECT_EQ(out, "hi there");
+}
+
+// Decoders that treat the first token specially (Llama 2's Replace/ByteFallback/Fuse/Strip chain,
+// Metaspace) must still stream to exactly the full decode, over random id sequences.
+TEST(TokStreamDecoderTest, FirstTokenSensitiveDecodersStreamExactly) {
+  using nlohmann::json;
+  const json vocab = {{"<unk>", 0},  {"<s>", 1},    {"<0xC3>", 2},   {"<0xA9>", 3},
+                      {"<0xF0>", 4}, {"<0x9F>", 5}, {"<0x99>", 6},   {"<0x82>", 7},
+                      {"\u2581", 8}, {"a", 9},      {"\u2581a", 10}, {"\u2581\u2581", 11},
+                      {"b", 12}};
+  json fixed_vocab;
+  for (auto& [k, v] : vocab.items())
+    fixed_vocab[json::parse("\"" + k + "\"").get<std::string>()] = v;
+  const json model = {{"type", "BPE"},
+                      {"vocab", fixed_vocab},
+                      {"merges", json::array()},
+                      {"unk_token", "<unk>"},
+                      {"byte_fallback", true}};
+  const json added =
+      json::array({{{"id", 1}, {"content", "<s>"}, {"special", true}, {"normalized", false}}});
+  const json llama2_decoder = {
+      {"type", "Sequence"},
+      {"decoders",
+       {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+        {{"type", "ByteFallback"}},
+        {{"type", "Fuse"}},
+        {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
+  const json metaspace_decoder = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}};
+  for (const json& decoder : {llama2_decoder, metaspace_decoder}) {
+    json spec = {{"model", model}, {"added_tokens", added}, {"decoder", decoder}};
+    spec = json::parse(spec.dump());  // \u escapes above are JSON text, as in a tokenizer.json
+    const auto t = tok::tokenizer_from_json(spec);
+    test::TextGenerator gen(11);
+    for (int i = 0; i < 400; ++i) {
+      std::vector<std::int32_t> ids;
+      for (std::size_t k = 0, n = gen.pick(10); k < n; ++k) {
+        ids.push_back(static_cast<std::int32_t>(gen.pick(13)));
+      }
+      for (const bool skip : {false, true}) {
+        ASSERT_EQ(join(stream(*t, ids, skip)), t->decode(ids, skip)) << decoder.dump();
+      }
+    }
+  }
 }
 
 }  // namespace
