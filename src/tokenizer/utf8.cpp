@@ -94,22 +94,6 @@ std::string repair_utf8(std::string_view s) {
   return out;
 }
 
-std::size_t incomplete_utf8_suffix(std::string_view s) {
-  // A truncated sequence is at most 3 bytes long; look for its lead byte.
-  const std::size_t lookback = s.size() < 3 ? s.size() : 3;
-  for (std::size_t back = 1; back <= lookback; ++back) {
-    const std::size_t pos = s.size() - back;
-    const auto b = static_cast<unsigned char>(s[pos]);
-    if (b >= 0x80 && b <= 0xBF) continue;  // continuation byte: keep looking for the lead
-    const std::size_t need = sequence_length(b);
-    if (need <= back) return 0;
-    const Utf8Step step = utf8_next(s, pos);
-    // Incomplete (not ill-formed) iff every byte present was acceptable.
-    return (!step.valid && step.len == back) ? back : 0;
-  }
-  return 0;
-}
-
 std::size_t utf8_length(std::string_view s) {
   std::size_t n = 0;
   for (std::size_t pos = 0; pos < s.size(); ++n) pos += utf8_next(s, pos).len;

@@ -34,10 +34,6 @@ bool is_valid_utf8(std::string_view s);
 // s with every ill-formed subsequence replaced by one U+FFFD (from_utf8_lossy semantics).
 std::string repair_utf8(std::string_view s);
 
-// Number of bytes at the end of s that form the start of a well-formed sequence still missing
-// its continuation bytes (0..3). Used to hold back a character that is not complete yet.
-std::size_t incomplete_utf8_suffix(std::string_view s);
-
 // Number of code points, counting each ill-formed subpart as one.
 std::size_t utf8_length(std::string_view s);
 

@@ -21,16 +21,6 @@ TEST(TokUtf8Test, RepairReplacesMaximalSubparts) {
   EXPECT_EQ(tok::repair_utf8("ok \xE2\x82\xAC"), "ok \xE2\x82\xAC");
 }
 
-TEST(TokUtf8Test, IncompleteSuffixLengths) {
-  EXPECT_EQ(tok::incomplete_utf8_suffix("a\xF0\x9F"), 2u);
-  EXPECT_EQ(tok::incomplete_utf8_suffix("a\xF0\x9F\x98"), 3u);
-  EXPECT_EQ(tok::incomplete_utf8_suffix("a\xF0\x9F\x98\x80"), 0u);
-  EXPECT_EQ(tok::incomplete_utf8_suffix("\xC3"), 1u);
-  EXPECT_EQ(tok::incomplete_utf8_suffix("a\x80"), 0u);     // stray continuation: invalid
-  EXPECT_EQ(tok::incomplete_utf8_suffix("\xED\xA0"), 0u);  // surrogate prefix: invalid
-  EXPECT_EQ(tok::incomplete_utf8_suffix(""), 0u);
-}
-
 TEST(TokUtf8Test, ByteLevelBpeEncodesInvalidBytesUnchanged) {
   const auto t = Tokenizer::load(test::fixture_model("gpt2-tiny"));
   const std::string bytes = "\xFF\xFE\x80";
