@@ -6,9 +6,9 @@
 //   - raw cblas_sgemm at M = 128 (a 128-token prompt), GFLOP/s = 2·M·K·N / time;
 //   - GEMV at M = 1 (one decode step), GB/s = weight bytes / time, for cblas_sgemv and for
 //     kernels::linear() at T = 1 (huddle's own GEMV loops), in the layout the model stores;
-// as the median and [min, max] over --runs runs. A GEMV run streams a rotating set of weight
-// copies totalling >= 256 MB, so weights come from DRAM as in real decoding (every layer's weights
-// are read once per token), not from the 32 MB L3.
+// as the median and [min, max] over --runs runs (the two GEMVs alternate run by run). A GEMV run
+// streams a rotating set of weight copies totalling >= 256 MB, so weights come from DRAM as in real
+// decoding (every layer's weights are read once per token), not from the 32 MB L3.
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/blas.h"
@@ -59,23 +59,35 @@ struct Stats {
   double median, min, max;
 };
 
-// Calls `once` repeatedly: each run lasts at least `min_run_s`; returns `work / seconds` per run.
-Stats measure(const std::function<void(int)>& once, double work, int runs, double min_run_s) {
-  once(0);  // warm-up: page faults, library start-up, thread wake-up
-  const auto t0 = Clock::now();
-  once(1);
-  const double single = std::chrono::duration<double>(Clock::now() - t0).count();
-  const int reps = std::max(1, static_cast<int>(min_run_s / std::max(single, 1e-9)));
-  std::vector<double> rates;
+// Times each of `fns` (fn(call) does one unit of `work`) over `runs` runs, alternating between
+// them run by run so that a change in machine load affects all alike. A run repeats fn for at
+// least `min_run_s`. Returns work / second per run as median [min, max], one per fn.
+std::vector<Stats> measure(const std::vector<std::function<void(int)>>& fns, double work, int runs,
+                           double min_run_s) {
+  std::vector<int> reps;
+  for (const auto& fn : fns) {
+    fn(0);  // warm-up: page faults, library start-up, thread wake-up
+    const auto t0 = Clock::now();
+    fn(1);
+    const double single = std::chrono::duration<double>(Clock::now() - t0).count();
+    reps.push_back(std::max(1, static_cast<int>(min_run_s / std::max(single, 1e-9))));
+  }
+  std::vector<std::vector<double>> rates(fns.size());
   int call = 2;
   for (int r = 0; r < runs; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < reps; ++i) once(call++);
-    const double s = std::chrono::duration<double>(Clock::now() - start).count();
-    rates.push_back(work * reps / s);
+    for (std::size_t f = 0; f < fns.size(); ++f) {
+      const auto start = Clock::now();
+      for (int i = 0; i < reps[f]; ++i) fns[f](call++);
+      const double s = std::chrono::duration<double>(Clock::now() - start).count();
+      rates[f].push_back(work * reps[f] / s);
+    }
   }
-  std::sort(rates.begin(), rates.end());
-  return {rates[rates.size() / 2], rates.front(), rates.back()};
+  std::vector<Stats> out;
+  for (auto& v : rates) {
+    std::sort(v.begin(), v.end());
+    out.push_back({v[v.size() / 2], v.front(), v.back()});
+  }
+  return out;
 }
 
 std::string fmt_stats(const Stats& s) {
@@ -117,12 +129,12 @@ void bench_shape(const Shape& s, int runs) {
   const huddle::Tensor w = filled(w_shape, 0.02f);
   huddle::Tensor c = filled({kM, s.n}, 0.0f);
   const double flop = 2.0 * kM * s.k * s.n;
-  const Stats gemm = measure(
-      [&](int) {
-        huddle::kernels::raw_sgemm(Trans::No, out_in ? Trans::Yes : Trans::No, kM, s.n, s.k, 1.0f,
+  const Stats gemm = measure({[&](int) {
+                               huddle::kernels::raw_sgemm(
+                                   Trans::No, out_in ? Trans::Yes : Trans::No, kM, s.n, s.k, 1.0f,
                                    a.f32(), s.k, w.f32(), out_in ? s.k : s.n, 0.0f, c.f32(), s.n);
-      },
-      flop * 1e-9, runs, 0.05);
+                             }},
+                             flop * 1e-9, runs, 0.05)[0];
 
   // GEMV at M = 1 over rotating weight copies (>= 256 MB in all).
   const double bytes = 4.0 * s.k * s.n;
@@ -131,25 +143,21 @@ void bench_shape(const Shape& s, int runs) {
   for (int i = 0; i < copies; ++i) ws.push_back(filled(w_shape, 0.02f));
   const huddle::Tensor x = filled({1, s.k}, 0.01f);
   huddle::Tensor y = filled({1, s.n}, 0.0f);
-  const Stats sgemv = measure(
-      [&](int call) {
-        const huddle::Tensor& wi = ws[static_cast<std::size_t>(call % copies)];
-        // Row-major A [rows, cols] with y = op(A)·x: OutIn stores [N, K] (no transpose),
-        // InOut stores [K, N] (transpose).
-        huddle::kernels::raw_sgemv(out_in ? Trans::No : Trans::Yes, wi.dim(0), wi.dim(1), 1.0f,
-                                   wi.f32(), wi.dim(1), x.f32(), 0.0f, y.f32());
-      },
-      bytes * 1e-9, runs, 0.05);
-  const Stats ours = measure(
-      [&](int call) {
-        huddle::kernels::linear(x, ws[static_cast<std::size_t>(call % copies)], s.layout, nullptr,
-                                y);
-      },
-      bytes * 1e-9, runs, 0.05);
+  const auto sgemv = [&](int call) {
+    const huddle::Tensor& wi = ws[static_cast<std::size_t>(call % copies)];
+    // Row-major A [rows, cols] with y = op(A)·x: OutIn stores [N, K] (no transpose), InOut
+    // stores [K, N] (transpose).
+    huddle::kernels::raw_sgemv(out_in ? Trans::No : Trans::Yes, wi.dim(0), wi.dim(1), 1.0f,
+                               wi.f32(), wi.dim(1), x.f32(), 0.0f, y.f32());
+  };
+  const auto ours = [&](int call) {
+    huddle::kernels::linear(x, ws[static_cast<std::size_t>(call % copies)], s.layout, nullptr, y);
+  };
+  const std::vector<Stats> gemv = measure({sgemv, ours}, bytes * 1e-9, runs, 0.05);
 
   std::printf("%-18s %6lld %6lld %-5s | %s | %s | %s\n", s.name, static_cast<long long>(s.k),
               static_cast<long long>(s.n), out_in ? "OutIn" : "InOut", fmt_stats(gemm).c_str(),
-              fmt_stats(sgemv).c_str(), fmt_stats(ours).c_str());
+              fmt_stats(gemv[0]).c_str(), fmt_stats(gemv[1]).c_str());
   std::fflush(stdout);
 }
 

@@ -52,8 +52,14 @@ class Blas {
     const char* coretype = choose_coretype();
     bool preloaded = false;
     for (const char* name : kLibraries) {
-      if (dlopen(name, RTLD_NOW | RTLD_NOLOAD) != nullptr) preloaded = true;
+      if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
+        preloaded = true;
+        dlclose(h);
+      }
     }
+    // Before any BLAS thread exists; setenv() is not safe against concurrent getenv(), so this
+    // runs once, on the first BLAS call.
+
     if (coretype != nullptr) setenv("OPENBLAS_CORETYPE", coretype, /*overwrite=*/0);
 
     std::string errors;

@@ -3,6 +3,7 @@
 #include "kernels/thread_pool.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace huddle::kernels::detail {
 namespace {
@@ -11,28 +12,22 @@ namespace {
 // much as it saves.
 constexpr std::int64_t kMinChunkBytes = 1 << 20;
 
-// out[r] = Σ_k w_r[k]·x[k] for R rows at once, so that each load of x feeds R multiply-adds. The
-// arithmetic of a row does not depend on R, so results do not depend on how rows are grouped
-// or split across threads.
-template <int R>
-void dot_rows(const float* __restrict x, const float* const* w, std::int64_t k, float* out) {
+// Σ_k w[k]·x[k] with 16 partial sums. One row at a time measured faster than 2, 4 or 8 rows
+// sharing each load of x (768x50257, one thread, shared machine: median 21-22 GB/s against 15 for
+// four rows, 4 for two, and 16-19 for cblas_sgemv).
+float row_dot(const float* __restrict x, const float* __restrict w, std::int64_t k) {
   constexpr int kW = 16;
-  float acc[R][kW] = {};
+  float acc[kW] = {};
   std::int64_t i = 0;
   for (; i + kW <= k; i += kW) {
-    for (int j = 0; j < kW; ++j) {
-      const float xv = x[i + j];
-      for (int r = 0; r < R; ++r) acc[r][j] += w[r][i + j] * xv;
-    }
+    for (int j = 0; j < kW; ++j) acc[j] += w[i + j] * x[i + j];
   }
-  for (int r = 0; r < R; ++r) {
-    float tail = 0.0f;
-    for (std::int64_t t = i; t < k; ++t) tail += w[r][t] * x[t];
-    for (int width = kW / 2; width > 0; width /= 2) {
-      for (int j = 0; j < width; ++j) acc[r][j] += acc[r][j + width];
-    }
-    out[r] = acc[r][0] + tail;
+  float tail = 0.0f;
+  for (; i < k; ++i) tail += w[i] * x[i];
+  for (int width = kW / 2; width > 0; width /= 2) {
+    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
   }
+  return acc[0] + tail;
 }
 
 }  // namespace
@@ -43,54 +38,66 @@ void gemv_out_in(const float* x, ConstMat w, const float* bias, float* y) {
   parallel_for(
       0, w.rows,
       [&](std::int64_t b, std::int64_t e) {
-        std::int64_t n = b;
-        for (; n + 4 <= e; n += 4) {
-          const float* rows[4] = {w.row(n), w.row(n + 1), w.row(n + 2), w.row(n + 3)};
-          dot_rows<4>(x, rows, w.cols, y + n);
-        }
-        for (; n < e; ++n) {
-          const float* row = w.row(n);
-          dot_rows<1>(x, &row, w.cols, y + n);
-        }
+        for (std::int64_t n = b; n < e; ++n) y[n] = row_dot(x, w.row(n), w.cols);
         if (bias != nullptr) {
-          for (n = b; n < e; ++n) y[n] += bias[n];
+          for (std::int64_t n = b; n < e; ++n) y[n] += bias[n];
         }
       },
       grain);
 }
 
 void gemv_in_out(const float* x, ConstMat w, const float* bias, float* y) {
-  // Columns are processed in tiles that stay in L1 while every weight row streams past.
-  constexpr std::int64_t kTile = 1024;
-  const std::int64_t col_bytes = std::max<std::int64_t>(w.rows * 4, 1);
-  const std::int64_t grain = std::max<std::int64_t>(64, kMinChunkBytes / col_bytes);
+  // Split over K in fixed blocks of whole rows: each block streams contiguous rows and writes a
+  // partial sum of y, and the partials are added in block order. Splitting over columns instead
+  // makes every thread read a short piece of each row (measured 2 threads, 768x2304: 22.5 vs
+  // 27 GB/s). Block boundaries depend only on K, so results do not depend on the thread count.
+  constexpr std::int64_t kBlockRows = 128;
+  constexpr std::int64_t kTile = 2048;  // columns of a partial kept in L1 while rows stream
+  const std::int64_t k_count = w.rows;
+  const std::int64_t n = w.cols;
+  const std::int64_t blocks = std::max<std::int64_t>(1, (k_count + kBlockRows - 1) / kBlockRows);
+  thread_local std::vector<float> partials;
+  if (blocks > 1) partials.resize(static_cast<std::size_t>(blocks * n));
+  float* const part = blocks > 1 ? partials.data() : y;
+  const std::int64_t block_bytes = kBlockRows * n * 4;
   parallel_for(
-      0, w.cols,
-      [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t c0 = b; c0 < e; c0 += kTile) {
-          const std::int64_t c1 = std::min(e, c0 + kTile);
-          float* __restrict out = y + c0;
-          const std::int64_t width = c1 - c0;
-          for (std::int64_t c = 0; c < width; ++c) out[c] = bias != nullptr ? bias[c0 + c] : 0.0f;
-          std::int64_t k = 0;
-          for (; k + 4 <= w.rows; k += 4) {
-            const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
-            const float* __restrict w0 = w.row(k) + c0;
-            const float* __restrict w1 = w.row(k + 1) + c0;
-            const float* __restrict w2 = w.row(k + 2) + c0;
-            const float* __restrict w3 = w.row(k + 3) + c0;
-            for (std::int64_t c = 0; c < width; ++c) {
-              out[c] += x0 * w0[c] + x1 * w1[c] + x2 * w2[c] + x3 * w3[c];
+      0, blocks,
+      [&](std::int64_t b0, std::int64_t b1) {
+        for (std::int64_t blk = b0; blk < b1; ++blk) {
+          const std::int64_t k0 = blk * kBlockRows;
+          const std::int64_t k1 = std::min(k_count, k0 + kBlockRows);
+          for (std::int64_t c0 = 0; c0 < n; c0 += kTile) {
+            const std::int64_t width = std::min(kTile, n - c0);
+            float* __restrict out = part + blk * n + c0;
+            std::fill(out, out + width, 0.0f);
+            std::int64_t k = k0;
+            for (; k + 4 <= k1; k += 4) {
+              const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
+              const float* __restrict w0 = w.row(k) + c0;
+              const float* __restrict w1 = w.row(k + 1) + c0;
+              const float* __restrict w2 = w.row(k + 2) + c0;
+              const float* __restrict w3 = w.row(k + 3) + c0;
+              for (std::int64_t c = 0; c < width; ++c) {
+                out[c] += x0 * w0[c] + x1 * w1[c] + x2 * w2[c] + x3 * w3[c];
+              }
             }
-          }
-          for (; k < w.rows; ++k) {
-            const float xk = x[k];
-            const float* __restrict wk = w.row(k) + c0;
-            for (std::int64_t c = 0; c < width; ++c) out[c] += xk * wk[c];
+            for (; k < k1; ++k) {
+              const float xk = x[k];
+              const float* __restrict wk = w.row(k) + c0;
+              for (std::int64_t c = 0; c < width; ++c) out[c] += xk * wk[c];
+            }
           }
         }
       },
-      grain);
+      std::max<std::int64_t>(1, kMinChunkBytes / std::max<std::int64_t>(block_bytes, 1)));
+  if (blocks > 1) std::copy(part, part + n, y);
+  for (std::int64_t blk = 1; blk < blocks; ++blk) {
+    const float* __restrict p = part + blk * n;
+    for (std::int64_t c = 0; c < n; ++c) y[c] += p[c];
+  }
+  if (bias != nullptr) {
+    for (std::int64_t c = 0; c < n; ++c) y[c] += bias[c];
+  }
 }
 
 }  // namespace huddle::kernels::detail

@@ -3,7 +3,12 @@
 // Every function here has a plain twin with the same signature in kernels/reference.h;
 // tests/kernels compares the two over odd shapes. Shapes are stated per function as [rows, cols]
 // (T = tokens, C = channels). 2-D inputs may be strided views (row_stride() >= cols); outputs are
-// caller-allocated, contiguous, of the stated shape.
+// caller-allocated, of the stated shape, and may be strided views too (e.g. one head's columns).
+//
+// Threads: large calls are split over the kernels' thread pool and OpenBLAS (set_num_threads).
+// Except where BLAS computes the result (linear at T > 1, attention at T > 4), every output
+// element is computed the same way whatever the thread count, so results are reproducible bit
+// for bit. The functions may be called from several threads at once.
 //
 // Errors: shape mismatches are programmer errors (HUDDLE_CHECK). Data that comes from users (token
 // ids) is checked and reported with InputError.
