@@ -55,6 +55,55 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
   }
   for (ValueId id : graph.outputs()) is_output_[static_cast<std::size_t>(id)] = true;
   caches_.resize(static_cast<std::size_t>(graph.num_cache_slots()));
+  plan_overlap();
+}
+
+void Executor::plan_overlap() {
+  const auto& ops = graph_.ops();
+  gather_consumers_.assign(ops.size(), {});
+  scatter_producer_.assign(ops.size(), -1);
+  done_inside_collective_.assign(ops.size(), false);
+  std::vector<std::ptrdiff_t> producer(graph_.values().size(), -1);
+  std::vector<int> readers(graph_.values().size(), 0);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    producer[static_cast<std::size_t>(ops[i].output)] = static_cast<std::ptrdiff_t>(i);
+    for (ValueId id : ops[i].inputs) ++readers[static_cast<std::size_t>(id)];
+  }
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == OpKind::Linear) {
+      const std::ptrdiff_t p = producer[static_cast<std::size_t>(op.inputs[0])];
+      if (p >= 0 && ops[static_cast<std::size_t>(p)].kind == OpKind::AllGather) {
+        gather_consumers_[static_cast<std::size_t>(p)].push_back(i);
+        done_inside_collective_[i] = true;
+      }
+    }
+    if (op.kind == OpKind::ReduceScatter) {
+      const auto x = static_cast<std::size_t>(op.inputs[0]);
+      const std::ptrdiff_t p = producer[x];
+      if (p >= 0 && ops[static_cast<std::size_t>(p)].kind == OpKind::Linear && readers[x] == 1 && !is_output_[x] &&
+          !done_inside_collective_[static_cast<std::size_t>(p)]) {
+        scatter_producer_[i] = p;
+        done_inside_collective_[static_cast<std::size_t>(p)] = true;
+        // The deferred linear's inputs must live until the reduce-scatter runs.
+        for (ValueId in : ops[static_cast<std::size_t>(p)].inputs) {
+          last_use_[static_cast<std::size_t>(in)] = std::max(last_use_[static_cast<std::size_t>(in)], i);
+        }
+      }
+    }
+  }
+}
+
+void Executor::linear_rows(std::size_t op_index, const std::vector<Tensor>& values, const Tensor& input,
+                           std::int64_t begin, std::int64_t end, Tensor& out) {
+  if (end <= begin) return;
+  const Op& op = graph_.ops()[op_index];
+  const auto start = std::chrono::steady_clock::now();
+  const Tensor* bias = op.inputs.size() == 3 ? &values[static_cast<std::size_t>(op.inputs[2])] : nullptr;
+  Tensor rows_out = out.rows(begin, end);
+  kernels::linear(input.rows(begin, end), values[static_cast<std::size_t>(op.inputs[1])], op.attrs.weight_layout,
+                  bias, rows_out);
+  if (observer_) observer_(op, rows_out, std::chrono::steady_clock::now() - start);
 }
 
 int Executor::rank() const { return group_.transport ? group_.transport->rank() : 0; }
@@ -104,10 +153,12 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
   const auto& ops = graph_.ops();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    const auto start = std::chrono::steady_clock::now();
-    Tensor out = run_op(op, values, step, i);
-    if (observer_) observer_(op, out, std::chrono::steady_clock::now() - start);
-    values[static_cast<std::size_t>(op.output)] = std::move(out);
+    if (!done_inside_collective_[i]) {
+      const auto start = std::chrono::steady_clock::now();
+      Tensor out = run_op(op, values, step, i);
+      if (observer_) observer_(op, out, std::chrono::steady_clock::now() - start);
+      values[static_cast<std::size_t>(op.output)] = std::move(out);
+    }
     for (ValueId id : op.inputs) {  // free activations nobody reads any more
       const auto u = static_cast<std::size_t>(id);
       if (last_use_[u] == i && !is_output_[u] && graph_.values()[u].kind == ValueKind::Activation) {
@@ -138,12 +189,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     return values[static_cast<std::size_t>(op.inputs[i])];
   };
   const Shape out_shape = resolve(graph_.value(op.output).shape, step);
-  if (is_data_movement(op.kind)) {
-    const auto u = static_cast<std::size_t>(op.inputs[0]);
-    const bool dead = last_use_[u] == op_index && !is_output_[u] &&
-                      graph_.values()[u].kind == ValueKind::Activation;
-    return data_movement(op, in(0), out_shape, step, dead);
-  }
+  if (is_data_movement(op.kind)) return data_movement(op, values, out_shape, step, op_index);
   Tensor out;
   if (is_elementwise(op.kind)) {
     out = reusable_or_new(op, op_index, values, out_shape);
@@ -201,32 +247,72 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   return out;
 }
 
-Tensor Executor::data_movement(const Op& op, const Tensor& x, const Shape& out_shape, const Step& step,
-                               bool input_is_dead) {
-  if (op.kind == OpKind::LocalRows) return x.rows(step.local_begin, step.local_begin + step.local_count);
+Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape, const Step& step,
+                               std::size_t op_index) {
   net::Transport* transport = group_.transport;
   const bool single = transport == nullptr || transport->size() == 1;
+  const auto input_id = static_cast<std::size_t>(op.inputs[0]);
+  const bool input_is_dead =
+      last_use_[input_id] == op_index && !is_output_[input_id] && graph_.values()[input_id].kind == ValueKind::Activation;
   switch (op.kind) {
+    case OpKind::LocalRows: {
+      const Tensor& x = values[input_id];
+      return x.rows(step.local_begin, step.local_begin + step.local_count);
+    }
     case OpKind::AllGather:
     case OpKind::GatherToPrimary: {
-      if (single) return x;
-      Tensor out = Tensor::empty(DType::F32, out_shape);
-      if (step.local_count > 0) {
-        std::memcpy(out.f32() + step.local_begin * out.dim(1), x.clone().f32(), x.nbytes());
+      const Tensor& x = values[input_id];
+      Tensor out = x;
+      if (!single) {
+        out = Tensor::empty(DType::F32, out_shape);
+        if (step.local_count > 0) std::memcpy(out.f32() + step.local_begin * out.dim(1), x.clone().f32(), x.nbytes());
       }
-      if (op.kind == OpKind::AllGather) {
-        collectives::all_gather(*transport, out, step.partition);
+      // Linears reading the gathered rows run on each device's rows as soon as they land.
+      const auto& consumers = gather_consumers_[op_index];
+      std::vector<Tensor> consumer_out;
+      for (std::size_t c : consumers) {
+        const ValueId o = graph_.ops()[c].output;
+        consumer_out.push_back(Tensor::empty(DType::F32, resolve(graph_.value(o).shape, step)));
+      }
+      auto on_part = [&](int /*part*/, std::int64_t begin, std::int64_t end) {
+        for (std::size_t k = 0; k < consumers.size(); ++k) linear_rows(consumers[k], values, out, begin, end, consumer_out[k]);
+      };
+      if (single) {
+        on_part(0, 0, out.dim(0));
+      } else if (op.kind == OpKind::AllGather) {
+        collectives::all_gather(*transport, out, step.partition, on_part);
       } else {
         collectives::gather_rows(*transport, out, step.partition, /*root=*/0);
+      }
+      for (std::size_t k = 0; k < consumers.size(); ++k) {
+        values[static_cast<std::size_t>(graph_.ops()[consumers[k]].output)] = std::move(consumer_out[k]);
       }
       return out;
     }
     case OpKind::ReduceScatter: {
+      const std::ptrdiff_t producer = scatter_producer_[op_index];
+      if (producer >= 0) {
+        // The partial sums are computed tile by tile, each just before the ring needs it.
+        const Op& linear = graph_.ops()[static_cast<std::size_t>(producer)];
+        const Tensor& x = values[static_cast<std::size_t>(linear.inputs[0])];
+        Tensor data = Tensor::empty(DType::F32, resolve(graph_.value(linear.output).shape, step));
+        if (single) {
+          linear_rows(static_cast<std::size_t>(producer), values, x, 0, data.dim(0), data);
+          return data;
+        }
+        // Each tile is rows [offset(part), end(part)) of `data`.
+        return collectives::reduce_scatter(*transport, data, step.partition, [&](int part, const Tensor&) {
+          linear_rows(static_cast<std::size_t>(producer), values, x, step.partition.offset(part),
+                      step.partition.end(part), data);
+        });
+      }
+      const Tensor& x = values[input_id];
       if (single) return x;
       Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
       return collectives::reduce_scatter(*transport, data, step.partition);
     }
     case OpKind::AllReduce: {
+      const Tensor& x = values[input_id];
       if (single) return x;
       Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
       collectives::all_reduce(*transport, data);

@@ -2,6 +2,10 @@
 //
 // Activation buffers live from the op that writes them to their last reader; element-wise ops
 // and RoPE write in place into an input that has no later reader.
+//
+// Overlap (Galaxy): a linear that reads an all-gather's output runs inside the all-gather, on
+// each device's rows as they arrive; a linear whose only reader is a reduce-scatter runs inside
+// the reduce-scatter, producing each destination's rows just before they are sent.
 #pragma once
 
 #include "collectives/partition.h"
@@ -61,8 +65,12 @@ class Executor final : public StepRunner {
   Shape resolve(const Shape& shape, const Step& step) const;
   Tensor run_op(const Op& op, std::vector<Tensor>& values, const Step& step, std::size_t op_index);
   Tensor attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v, const Step& step);
-  Tensor data_movement(const Op& op, const Tensor& x, const Shape& out_shape, const Step& step,
-                       bool input_is_dead);
+  Tensor data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape, const Step& step,
+                       std::size_t op_index);
+  // Runs linear op `op_index` on rows [begin, end) of its input into the same rows of `out`.
+  void linear_rows(std::size_t op_index, const std::vector<Tensor>& values, const Tensor& input, std::int64_t begin,
+                   std::int64_t end, Tensor& out);
+  void plan_overlap();
   int rank() const;
   // Output buffer for an element-wise op: an input's buffer when nothing reads it later.
   Tensor reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values, Shape shape);
@@ -76,6 +84,11 @@ class Executor final : public StepRunner {
   std::vector<KvCache> caches_;           // by cache slot
   OpObserver observer_;
   DeviceGroup group_;
+  // Overlap, by op index: linears run inside an all-gather, the linear a reduce-scatter runs,
+  // and whether an op's work was already done inside a collective.
+  std::vector<std::vector<std::size_t>> gather_consumers_;
+  std::vector<std::ptrdiff_t> scatter_producer_;
+  std::vector<bool> done_inside_collective_;
 };
 
 }  // namespace huddle

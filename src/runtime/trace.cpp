@@ -79,8 +79,17 @@ void write_chrome_trace(const std::string& path, const std::vector<std::string>&
 
 double exposed_comm_us(const std::vector<Span>& spans) {
   double total = 0;
-  for (const Span& s : spans) {
-    if (s.category == "comm") total += s.duration_us;
+  for (const Span& comm : spans) {
+    if (comm.category != "comm") continue;
+    // Compute that ran inside the collective (overlapped GEMM tiles) hid part of it.
+    double hidden = 0;
+    for (const Span& s : spans) {
+      if (s.category == "compute" && s.start_us >= comm.start_us &&
+          s.start_us + s.duration_us <= comm.start_us + comm.duration_us) {
+        hidden += s.duration_us;
+      }
+    }
+    total += std::max(0.0, comm.duration_us - hidden);
   }
   return total;
 }

@@ -35,8 +35,8 @@ class TraceRecorder {
 void write_chrome_trace(const std::string& path, const std::vector<std::string>& device_names,
                         const std::vector<std::vector<Span>>& spans);
 
-// Communication time per device that no compute overlapped: the total length of comm spans.
-// (Ops run one at a time on a device, so a comm span is time the device waited on the network.)
+// Communication time of one device that no compute overlapped: the length of its comm spans
+// less the compute spans (GEMM tiles run inside a collective) that lie within them.
 double exposed_comm_us(const std::vector<Span>& spans);
 
 }  // namespace huddle
