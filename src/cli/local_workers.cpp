@@ -36,16 +36,16 @@ std::string read_line(int fd, double timeout_s) {
 
 }  // namespace
 
-LocalWorkers::LocalWorkers(int count, double peer_timeout_s, double start_timeout_s) {
+LocalWorkers::LocalWorkers(int count, double peer_timeout_s, int threads, double start_timeout_s) {
   try {
-    start(count, peer_timeout_s, start_timeout_s);
+    start(count, peer_timeout_s, threads, start_timeout_s);
   } catch (...) {
     stop();
     throw;
   }
 }
 
-void LocalWorkers::start(int count, double peer_timeout_s, double start_timeout_s) {
+void LocalWorkers::start(int count, double peer_timeout_s, int threads, double start_timeout_s) {
   char pattern[] = "/tmp/huddle-local-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) throw Error(fmt::format("cannot create a temporary directory: {}", std::strerror(errno)));
   dir_ = pattern;
@@ -56,7 +56,8 @@ void LocalWorkers::start(int count, double peer_timeout_s, double start_timeout_
     int out[2];
     if (::pipe(out) != 0) throw Error(fmt::format("pipe: {}", std::strerror(errno)));
     std::vector<std::string> args = {"/proc/self/exe", "worker", "--listen", "127.0.0.1:0", "--key-file",
-                                     key_file_.string(), "--timeout-s", timeout};
+                                     key_file_.string(), "--timeout-s", timeout, "--threads",
+                                     std::to_string(threads)};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -15,7 +15,7 @@ class LocalWorkers {
  public:
   // Starts `count` workers and waits (up to `start_timeout_s`) until each prints its address.
   // Error naming the worker that failed to start.
-  LocalWorkers(int count, double peer_timeout_s, double start_timeout_s = 20);
+  LocalWorkers(int count, double peer_timeout_s, int threads, double start_timeout_s = 20);
   ~LocalWorkers();
   LocalWorkers(const LocalWorkers&) = delete;
   LocalWorkers& operator=(const LocalWorkers&) = delete;
@@ -24,7 +24,7 @@ class LocalWorkers {
   const std::filesystem::path& key_file() const { return key_file_; }
 
  private:
-  void start(int count, double peer_timeout_s, double start_timeout_s);
+  void start(int count, double peer_timeout_s, int threads, double start_timeout_s);
   void stop();
 
   std::filesystem::path dir_;

@@ -81,6 +81,7 @@ struct Outcome {
   GenerationResult result;
   std::string strategy = "local";
   std::vector<DeviceReport> devices;
+  std::vector<double> exposed_comm_ms;  // per device, with --trace
 };
 
 void run(const RunOptions& o) {
@@ -106,7 +107,7 @@ void run(const RunOptions& o) {
   std::unique_ptr<LocalWorkers> local;
   std::vector<std::string> workers = split_list(o.workers);
   if (o.local_devices > 1) {
-    local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s);
+    local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s, threads);
     workers = local->addresses();
   }
   std::vector<std::string> devices = {"primary"};
@@ -141,6 +142,7 @@ void run(const RunOptions& o) {
     outcome.devices = cluster.devices();
     const auto spans = cluster.finish();
     if (!o.trace.empty()) write_chrome_trace(o.trace, devices, spans);
+    for (const auto& device_spans : spans) outcome.exposed_comm_ms.push_back(exposed_comm_us(device_spans) / 1000.0);
   }
   const GenerationResult& result = outcome.result;
 
@@ -151,7 +153,7 @@ void run(const RunOptions& o) {
     for (const DeviceReport& d : outcome.devices) {
       device_list.push_back({{"name", d.name}, {"weight_bytes", d.weight_bytes}, {"rss_bytes", d.rss_bytes}});
     }
-    const nlohmann::json j = {{"model", o.model_dir},
+    nlohmann::json j = {{"model", o.model_dir},
                               {"architecture", model.architecture().name},
                               {"strategy", outcome.strategy},
                               {"devices", device_list},
@@ -161,6 +163,7 @@ void run(const RunOptions& o) {
                               {"prefill_ms", result.prefill_ms},
                               {"decode_ms_per_token", result.decode_ms_per_token()},
                               {"threads", threads}};
+    if (!outcome.exposed_comm_ms.empty()) j["exposed_comm_ms"] = outcome.exposed_comm_ms;
     std::printf("%s\n", j.dump().c_str());
   } else {
     if (!result.generated.empty()) std::printf("%s\n", fmt::format("{}", fmt::join(result.generated, ",")).c_str());

@@ -2,6 +2,7 @@
 // pre-shared key file.
 #include "cli/command.h"
 #include "core/error.h"
+#include "kernels/kernels.h"
 #include "net/key.h"
 #include "net/server.h"
 #include "runtime/worker.h"
@@ -14,6 +15,7 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <thread>
 
 namespace huddle::cli {
 namespace {
@@ -23,6 +25,7 @@ struct WorkerArgs {
   std::string key_file;
   std::string model_dir;
   double timeout_s = 10;
+  int threads = 0;
 };
 
 void log_line(const std::string& line) {
@@ -33,6 +36,7 @@ void log_line(const std::string& line) {
 }
 
 void run_worker(const WorkerArgs& a) {
+  kernels::set_num_threads(a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   WorkerOptions options;
   options.key = net::load_key_file(a.key_file);
   options.channel.io_timeout = net::Duration(static_cast<std::int64_t>(a.timeout_s * 1000));
@@ -71,6 +75,7 @@ void add_worker_command(CLI::App& app) {
   cmd->add_option("--key-file", a->key_file, "Pre-shared key file (64 hex characters, mode 0600)")->required();
   cmd->add_option("--model", a->model_dir, "Local copy of the model: map weights instead of receiving them");
   cmd->add_option("--timeout-s", a->timeout_s, "Seconds a silent peer is waited for")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "Compute threads (default: all cores)")->check(CLI::PositiveNumber);
   cmd->callback([a] { run_worker(*a); });
 
   auto key_out = std::make_shared<std::string>();
