@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <thread>
 #include <vector>
@@ -92,6 +93,23 @@ TEST(Attention, BidirectionalMatchesReference) {
         }
       }
     }
+  }
+}
+
+TEST(Attention, WritesIntoStridedOutputView) {
+  std::mt19937 rng(31);
+  for (std::int64_t t : {2, 40}) {  // direct loop and sgemm path
+    const Tensor q = testing::random_tensor(rng, {t, 4 * 16});
+    const Tensor k = testing::random_tensor(rng, {t + 3, 2 * 16});
+    const Tensor v = testing::random_tensor(rng, {t + 3, 2 * 16});
+    Tensor wide = testing::nan_like(Tensor::empty(DType::F32, {t, 4 * 16 + 9}));
+    Tensor view = wide.cols(4, 4 + 4 * 16);
+    Tensor ref = Tensor::empty(DType::F32, {t, 4 * 16});
+    attention(q, k, v, 4, 2, 16, 3, true, view);
+    reference::attention(q, k, v, 4, 2, 16, 3, true, ref);
+    EXPECT_TRUE(close(view, ref)) << "T=" << t;
+    EXPECT_TRUE(std::isnan(wide.f32()[3]));
+    EXPECT_TRUE(std::isnan(wide.f32()[4 + 4 * 16]));
   }
 }
 

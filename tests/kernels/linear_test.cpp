@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <tuple>
@@ -67,6 +68,32 @@ TEST(Linear, MixedStridesAndLargerGemv) {
     check_linear({1, 1027, 1001, layout, true, false, false}, seed++);
     check_linear({1, 1027, 1001, layout, false, true, true}, seed++);
     check_linear({2, 1027, 301, layout, true, false, true}, seed++);
+  }
+}
+
+TEST(Linear, WritesIntoStridedOutputViews) {
+  // y as columns [2, 2 + N) of a wider matrix (e.g. one block of a packed output); the columns
+  // around it must stay untouched.
+  std::mt19937 rng(5);
+  for (std::int64_t t : {1, 13}) {
+    for (WeightLayout layout : {WeightLayout::OutIn, WeightLayout::InOut}) {
+      const std::int64_t k = 130, n = 127;
+      const Tensor x = random_tensor(rng, {t, k});
+      const Tensor w =
+          layout == WeightLayout::OutIn ? random_tensor(rng, {n, k}) : random_tensor(rng, {k, n});
+      const Tensor b = random_tensor(rng, {n});
+      Tensor wide = testing::nan_like(Tensor::empty(DType::F32, {t, n + 5}));
+      Tensor view = wide.cols(2, 2 + n);
+      Tensor ref = Tensor::empty(DType::F32, {t, n});
+      linear(x, w, layout, &b, view);
+      reference::linear(x, w, layout, &b, ref);
+      EXPECT_TRUE(close(view, ref)) << "T=" << t;
+      for (std::int64_t r = 0; r < t; ++r) {
+        for (std::int64_t c : {std::int64_t{0}, std::int64_t{1}, 2 + n, 3 + n, 4 + n}) {
+          EXPECT_TRUE(std::isnan(wide.f32()[r * (n + 5) + c])) << r << "," << c;
+        }
+      }
+    }
   }
 }
 
