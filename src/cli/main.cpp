@@ -1,4 +1,5 @@
 #include "cli/command.h"
+#include "cli/tokenize_command.h"
 #include "core/error.h"
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   huddle::cli::add_run_command(app);
   huddle::cli::add_synth_command(app);
   huddle::cli::add_worker_command(app);
+  huddle::cli::add_tokenize_commands(app);
 
   try {
     app.parse(argc, argv);

@@ -11,7 +11,10 @@
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
 #include "runtime/generate.h"
+#include "runtime/sampling.h"
 #include "runtime/trace.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,6 +22,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -29,7 +34,11 @@ namespace {
 struct RunOptions {
   std::string model_dir;
   std::string ids;
+  std::string prompt;
+  std::string prompt_file;
   int n_predict = 0;
+  bool ignore_eos = false;
+  SamplingOptions sampling;
   std::string dump_logits;
   int threads = 0;
   bool json = false;
@@ -84,8 +93,21 @@ struct Outcome {
   std::vector<double> exposed_comm_ms;  // per device, with --trace
 };
 
+// The prompt's token ids: --ids as given, or --prompt / --prompt-file through the model's tokenizer.
+std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* tokenizer, std::int64_t context) {
+  const int given = !o.ids.empty() + !o.prompt.empty() + !o.prompt_file.empty();
+  if (given != 1) throw UsageError("give exactly one of --ids, --prompt and --prompt-file");
+  if (!o.ids.empty()) return parse_id_list(o.ids, "--ids");
+  std::string text = o.prompt;
+  if (!o.prompt_file.empty()) {
+    std::ifstream in(o.prompt_file, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot read the prompt file", o.prompt_file));
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  return tokenizer->encode_for_context(text, static_cast<std::size_t>(context));
+}
+
 void run(const RunOptions& o) {
-  const std::vector<std::int32_t> prompt = parse_id_list(o.ids, "--ids");
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   kernels::set_num_threads(threads);
   if (!o.workers.empty() && o.local_devices > 1) throw UsageError("give --workers or --local-devices, not both");
@@ -95,6 +117,10 @@ void run(const RunOptions& o) {
   const Model model = Model::load(o.model_dir);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+  const bool text_mode = o.ids.empty();
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (text_mode) tokenizer = Tokenizer::load(o.model_dir);
+  const std::vector<std::int32_t> prompt = prompt_ids(o, tokenizer.get(), model.config().max_positions);
   check_ids(prompt, model.config());
   if (o.n_predict > 0 && !model.config().causal) {
     throw UsageError(fmt::format("--n-predict: {} is an encoder ({}); it does not generate tokens",
@@ -103,6 +129,25 @@ void run(const RunOptions& o) {
   GenerationOptions options;
   options.n_predict = o.n_predict;
   options.keep_prompt_output = !o.dump_logits.empty();
+  if (!o.ignore_eos) {
+    std::set<std::int32_t> stop(model.config().eos_ids.begin(), model.config().eos_ids.end());
+    if (tokenizer) stop.insert(tokenizer->eos_ids().begin(), tokenizer->eos_ids().end());
+    options.stop_ids.assign(stop.begin(), stop.end());
+  }
+  auto sampler = std::make_shared<Sampler>(o.sampling);
+  options.pick = [sampler](std::span<const float> logits, std::span<const std::int32_t> history) {
+    return sampler->pick(logits, history);
+  };
+  // Text mode streams the generated text to stdout as tokens arrive (not with --json).
+  std::unique_ptr<StreamDecoder> stream;
+  if (text_mode && !o.json) {
+    stream = std::make_unique<StreamDecoder>(*tokenizer, /*skip_special=*/true);
+    options.on_token = [&stream](std::int32_t id) {
+      const std::string piece = stream->push(id);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    };
+  }
 
   std::unique_ptr<LocalWorkers> local;
   std::vector<std::string> workers = split_list(o.workers);
@@ -159,14 +204,21 @@ void run(const RunOptions& o) {
                               {"devices", device_list},
                               {"prompt_tokens", prompt.size()},
                               {"generated", result.generated},
+                              {"prompt_ids", prompt},
                               {"load_ms", load_ms},
                               {"prefill_ms", result.prefill_ms},
                               {"decode_ms_per_token", result.decode_ms_per_token()},
                               {"threads", threads}};
     if (!outcome.exposed_comm_ms.empty()) j["exposed_comm_ms"] = outcome.exposed_comm_ms;
+    if (tokenizer) j["text"] = tokenizer->decode(result.generated, /*skip_special=*/true);
     std::printf("%s\n", j.dump().c_str());
   } else {
-    if (!result.generated.empty()) std::printf("%s\n", fmt::format("{}", fmt::join(result.generated, ",")).c_str());
+    if (stream) {
+      const std::string rest = stream->finish();
+      std::printf("%s\n", rest.c_str());
+    } else if (!result.generated.empty()) {
+      std::printf("%s\n", fmt::format("{}", fmt::join(result.generated, ",")).c_str());
+    }
     std::fprintf(stderr, "%s\n",
                  fmt::format("huddle: {} ({}), {} on {} device(s), {} prompt tokens, prefill {:.2f} ms, decode "
                              "{:.2f} ms/token, {} threads",
@@ -182,8 +234,19 @@ void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run a prompt through a model (prefill, then greedy generation)");
   cmd->add_option("--model", options->model_dir, "Hugging Face model directory")->required();
-  cmd->add_option("--ids", options->ids, "Prompt token ids, comma-separated (e.g. 1,2,3)")->required();
-  cmd->add_option("--n-predict", options->n_predict, "Tokens to generate greedily")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--ids", options->ids, "Prompt token ids, comma-separated (e.g. 1,2,3)");
+  cmd->add_option("--prompt", options->prompt, "Prompt text (tokenized with the model's tokenizer)");
+  cmd->add_option("--prompt-file", options->prompt_file, "File holding the prompt text");
+  cmd->add_option("--n-predict", options->n_predict, "Tokens to generate (stops early at an end-of-sequence id)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--ignore-eos", options->ignore_eos, "Do not stop at end-of-sequence ids");
+  auto* sampling = "Sampling (greedy by default)";
+  cmd->add_option("--temperature", options->sampling.temperature, "Sampling temperature; 0 = greedy")->group(sampling);
+  cmd->add_option("--top-k", options->sampling.top_k, "Sample among the k most likely tokens (0: all)")->group(sampling);
+  cmd->add_option("--top-p", options->sampling.top_p, "Nucleus sampling threshold in (0, 1]")->group(sampling);
+  cmd->add_option("--repeat-penalty", options->sampling.repeat_penalty, "Penalty > 1 for tokens already seen")
+      ->group(sampling);
+  cmd->add_option("--seed", options->sampling.seed, "Random seed (same seed, same output)")->group(sampling);
   cmd->add_option("--dump-logits", options->dump_logits,
                   "Write the prompt's logits [T, vocab] (encoders: hidden states [T, hidden]) as .npy");
   cmd->add_option("--threads", options->threads, "Compute threads (default: all cores)")

@@ -39,7 +39,10 @@ GenerationResult generate(StepRunner& runner, std::span<const std::int32_t> prom
                                  "context is {}",
                                  prompt.size(), options.n_predict, needed, runner.max_positions()));
   }
-  const TokenPicker pick = options.pick ? options.pick : TokenPicker(argmax);
+  const TokenPicker pick = options.pick ? options.pick : TokenPicker([](std::span<const float> logits, std::span<const std::int32_t>) {
+    return argmax(logits);
+  });
+  std::vector<std::int32_t> history(prompt.begin(), prompt.end());
   GenerationResult result;
   runner.reset();
 
@@ -50,16 +53,17 @@ GenerationResult generate(StepRunner& runner, std::span<const std::int32_t> prom
 
   auto emit = [&](std::int32_t id) {
     result.generated.push_back(id);
+    history.push_back(id);
     if (options.on_token) options.on_token(id);
     return std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
   };
   if (options.n_predict <= 0) return result;
-  if (emit(pick(last_row(out)))) return result;
+  if (emit(pick(last_row(out), history))) return result;
   while (static_cast<int>(result.generated.size()) < options.n_predict) {
     const std::int32_t previous = result.generated.back();
     start = std::chrono::steady_clock::now();
     out = runner.forward(std::span(&previous, 1), false);
-    const std::int32_t next = pick(last_row(out));
+    const std::int32_t next = pick(last_row(out), history);
     result.decode_ms.push_back(ms_since(start));
     if (emit(next)) break;
   }

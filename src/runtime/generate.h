@@ -10,8 +10,9 @@
 
 namespace huddle {
 
-// Picks the next token from the last position's logits [V]. Greedy (argmax) when not given.
-using TokenPicker = std::function<std::int32_t(std::span<const float> logits)>;
+// Picks the next token from the last position's logits [V], given every id so far (prompt and
+// generated). Greedy (argmax) when not given.
+using TokenPicker = std::function<std::int32_t(std::span<const float> logits, std::span<const std::int32_t> history)>;
 
 // Index of the largest value; the lowest index wins ties.
 std::int32_t argmax(std::span<const float> values);
