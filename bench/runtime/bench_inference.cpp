@@ -120,14 +120,12 @@ double read_bandwidth_gbs(int threads, int runs) {
       pool.emplace_back([&, i] {
         const std::size_t b = n * static_cast<std::size_t>(i) / static_cast<std::size_t>(threads);
         const std::size_t e = n * static_cast<std::size_t>(i + 1) / static_cast<std::size_t>(threads);
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (std::size_t j = b; j + 3 < e; j += 4) {
-          s0 += data[j];
-          s1 += data[j + 1];
-          s2 += data[j + 2];
-          s3 += data[j + 3];
+        // 16 independent lanes: vectorises without reassociating float sums.
+        float lanes[16] = {};
+        for (std::size_t j = b; j + 16 <= e; j += 16) {
+          for (int k = 0; k < 16; ++k) lanes[k] += data[j + static_cast<std::size_t>(k)];
         }
-        partial[static_cast<std::size_t>(i)] = s0 + s1 + s2 + s3;
+        partial[static_cast<std::size_t>(i)] = std::accumulate(lanes, lanes + 16, 0.0);
       });
     }
     for (auto& th : pool) th.join();
