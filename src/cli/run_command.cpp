@@ -52,6 +52,8 @@ struct RunOptions {
   std::string trace;
   int local_devices = 1;
   double timeout_s = 10;
+  int link_latency_ms = 0;
+  double link_mbps = 0;
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -182,6 +184,8 @@ void run(const RunOptions& o) {
     cluster_options.key = net::load_key_file(local ? local->key_file().string() : o.key_file);
     cluster_options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
     cluster_options.trace = !o.trace.empty();
+    cluster_options.link.latency = net::Duration(o.link_latency_ms);
+    cluster_options.link.bytes_per_second = o.link_mbps * 1e6 / 8;
     Cluster cluster(model, plan, std::move(cluster_options));
     outcome.result = generate(cluster.runner(), prompt, options);
     outcome.devices = cluster.devices();
@@ -270,6 +274,14 @@ void add_run_command(CLI::App& app) {
       ->group(dist);
   cmd->add_option("--timeout-s", options->timeout_s, "Seconds a silent peer is waited for")
       ->check(CLI::PositiveNumber)
+      ->group(dist);
+  cmd->add_option("--link-latency-ms", options->link_latency_ms,
+                  "Emulated latency of each mesh message sent (testbed)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(dist);
+  cmd->add_option("--link-mbps", options->link_mbps,
+                  "Emulated send bandwidth, Mbit/s (0: unlimited)")
+      ->check(CLI::NonNegativeNumber)
       ->group(dist);
   cmd->callback([options] { run(*options); });
 }

@@ -26,6 +26,8 @@ struct WorkerArgs {
   std::string model_dir;
   double timeout_s = 10;
   int threads = 0;
+  int link_latency_ms = 0;
+  double link_mbps = 0;
 };
 
 void log_line(const std::string& line) {
@@ -43,6 +45,8 @@ void run_worker(const WorkerArgs& a) {
   options.channel.handshake_timeout = options.channel.io_timeout;
   if (!a.model_dir.empty()) options.model_dir = a.model_dir;
   options.log = log_line;
+  options.link.latency = net::Duration(a.link_latency_ms);
+  options.link.bytes_per_second = a.link_mbps * 1e6 / 8;
 
   // Block the stop signals in every thread; the main thread waits for them below.
   sigset_t stop;
@@ -76,6 +80,11 @@ void add_worker_command(CLI::App& app) {
   cmd->add_option("--model", a->model_dir, "Local copy of the model: map weights instead of receiving them");
   cmd->add_option("--timeout-s", a->timeout_s, "Seconds a silent peer is waited for")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "Compute threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--link-latency-ms", a->link_latency_ms,
+                  "Emulated latency of each mesh message sent (testbed)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--link-mbps", a->link_mbps, "Emulated send bandwidth, Mbit/s (0: unlimited)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([a] { run_worker(*a); });
 
   auto key_out = std::make_shared<std::string>();

@@ -68,7 +68,8 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     links[static_cast<std::size_t>(r)] = net::open_link(worker_endpoints[static_cast<std::size_t>(r - 1)], options_.key,
                                                         channel, session_id, 0, world);
   }
-  transport_ = std::make_unique<net::TcpTransport>(0, std::move(links), options_.timeout);
+  transport_ =
+      std::make_unique<net::TcpTransport>(0, std::move(links), options_.timeout, options_.link);
 
   // 4. Ship every worker its weights, one thread per worker so the links work in parallel.
   if (!options_.workers_have_model) {

@@ -23,6 +23,7 @@ struct ClusterOptions {
   net::PresharedKey key = net::PresharedKey::random();
   net::Duration timeout{10000};  // a peer silent this long is an error
   bool trace = false;            // record per-op spans on every device
+  net::LinkEmulation link;       // delay on every mesh message the primary sends (testbed)
   bool workers_have_model = false;  // workers map weights from their own --model copy
 };
 

@@ -96,7 +96,7 @@ std::unique_ptr<net::TcpTransport> build_mesh(const Setup& s, net::LinkAcceptor&
   taker.join();
   if (open_error) std::rethrow_exception(open_error);
   if (accept_error) std::rethrow_exception(accept_error);
-  return std::make_unique<net::TcpTransport>(s.rank, std::move(links), timeout);
+  return std::make_unique<net::TcpTransport>(s.rank, std::move(links), timeout, options.link);
 }
 
 void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTransport>& transport,

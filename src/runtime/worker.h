@@ -4,6 +4,7 @@
 
 #include "net/key.h"
 #include "net/server.h"
+#include "net/transport.h"
 
 #include <filesystem>
 #include <functional>
@@ -19,6 +20,7 @@ struct WorkerOptions {
   // primary's fingerprint matches.
   std::optional<std::filesystem::path> model_dir;
   std::function<void(const std::string&)> log;  // one line per session event
+  net::LinkEmulation link;  // delay on every mesh message this worker sends (testbed)
 };
 
 // The handler to give net::Server. Each session: set up the mesh and the program, receive (or
