@@ -200,7 +200,10 @@ void run(const RunOptions& o) {
   if (o.json) {
     nlohmann::json device_list = nlohmann::json::array();
     for (const DeviceReport& d : outcome.devices) {
-      device_list.push_back({{"name", d.name}, {"weight_bytes", d.weight_bytes}, {"rss_bytes", d.rss_bytes}});
+      device_list.push_back({{"name", d.name},
+                             {"weight_bytes", d.weight_bytes},
+                             {"rss_bytes", d.rss_bytes},
+                             {"weights_mapped_locally", d.weights_mapped_locally}});
     }
     nlohmann::json j = {{"model", o.model_dir},
                               {"architecture", model.architecture().name},

@@ -46,7 +46,7 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     controls_.push_back(net::open_session(worker_endpoints.back(), options_.key, channel, session_id));
   }
   // 2. Describe the session to each worker.
-  const std::string fingerprint = options_.workers_have_model ? model_fingerprint(model_) : "";
+  const std::string fingerprint = model_fingerprint(model_);
   for (int r = 1; r < world; ++r) {
     const nlohmann::json setup = {{"rank", r},
                                   {"world", world},
@@ -56,7 +56,6 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
                                   {"tensors", model_.tensor_names()},
                                   {"plan", plan_.to_json()},
                                   {"timeout_ms", options_.timeout.count()},
-                                  {"weights", options_.workers_have_model ? "local" : "sent"},
                                   {"fingerprint", fingerprint},
                                   {"trace", options_.trace}};
     const std::string text = setup.dump();
@@ -71,32 +70,44 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
   transport_ =
       std::make_unique<net::TcpTransport>(0, std::move(links), options_.timeout, options_.link);
 
-  // 4. Ship every worker its weights, one thread per worker so the links work in parallel.
-  if (!options_.workers_have_model) {
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
-    std::vector<std::thread> senders;
-    for (int r = 1; r < world; ++r) {
-      senders.emplace_back([&, r] {
-        try {
-          const Program program = lower(model_.graph(), model_.config(), plan_, r);
-          for (const Value& v : program.graph.values()) {
-            if (v.kind == ValueKind::Weight) {
-              collectives::send_tensor(*transport_, r, resolve_weight(model_.weights(), v.weight));
-            }
+  // 4. Ship every worker that has no copy of the model its weights, one thread per worker so the
+  //    links work in parallel.
+  std::vector<bool> mapped_locally(static_cast<std::size_t>(world), true);
+  for (int r = 1; r < world; ++r) {
+    const net::Message m = transport_->recv(r);
+    if (m.tag != kWeightsTag) {
+      throw TransportError(fmt::format("{}: expected its weights mode, got tag {:#x}", transport_->peer_name(r), m.tag));
+    }
+    try {
+      mapped_locally[static_cast<std::size_t>(r)] = nlohmann::json::parse(payload_text(m)).at("local").get<bool>();
+    } catch (const nlohmann::json::exception& e) {
+      throw TransportError(fmt::format("{}: bad weights message: {}", transport_->peer_name(r), e.what()));
+    }
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
+  std::vector<std::thread> senders;
+  for (int r = 1; r < world; ++r) {
+    if (mapped_locally[static_cast<std::size_t>(r)]) continue;
+    senders.emplace_back([&, r] {
+      try {
+        const Program program = lower(model_.graph(), model_.config(), plan_, r);
+        for (const Value& v : program.graph.values()) {
+          if (v.kind == ValueKind::Weight) {
+            collectives::send_tensor(*transport_, r, resolve_weight(model_.weights(), v.weight));
           }
-        } catch (...) {
-          errors[static_cast<std::size_t>(r)] = std::current_exception();
         }
-      });
-    }
-    for (auto& t : senders) t.join();
-    for (auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
   // 5. Wait until every worker is ready.
   program_ = lower(model_.graph(), model_.config(), plan_, 0);
-  devices_.push_back({plan_.devices.front(), program_weight_bytes(program_), resident_bytes()});
+  devices_.push_back({plan_.devices.front(), program_weight_bytes(program_), resident_bytes(), true});
   for (int r = 1; r < world; ++r) {
     const net::Message m = transport_->recv(r);
     if (m.tag != kReadyTag) {
@@ -105,7 +116,7 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     try {
       const nlohmann::json ready = nlohmann::json::parse(payload_text(m));
       devices_.push_back({endpoints[static_cast<std::size_t>(r)], ready.at("weight_bytes").get<std::size_t>(),
-                          ready.at("rss_bytes").get<std::size_t>()});
+                          ready.at("rss_bytes").get<std::size_t>(), mapped_locally[static_cast<std::size_t>(r)]});
     } catch (const nlohmann::json::exception& e) {
       throw TransportError(fmt::format("{}: malformed ready message: {}", transport_->peer_name(r), e.what()));
     }

@@ -24,13 +24,13 @@ struct ClusterOptions {
   net::Duration timeout{10000};  // a peer silent this long is an error
   bool trace = false;            // record per-op spans on every device
   net::LinkEmulation link;       // delay on every mesh message the primary sends (testbed)
-  bool workers_have_model = false;  // workers map weights from their own --model copy
 };
 
 struct DeviceReport {
   std::string name;
   std::size_t weight_bytes = 0;
   std::size_t rss_bytes = 0;  // resident memory once the weights are in place
+  bool weights_mapped_locally = false;  // from the worker's own copy of the model
 };
 
 class Cluster {

@@ -2,13 +2,14 @@
 // session.h). Over the control channel the primary opened (net::open_session):
 //   1. primary -> worker  kSetupTag: JSON {"rank", "world", "session_id", "endpoints": [...],
 //      "config": config.json text, "tensors": [canonical names], "plan": {...},
-//      "timeout_ms", "weights": "sent" | "local", "fingerprint"}
+//      "timeout_ms", "fingerprint", "trace"}
 //   2. mesh: the primary opens a session link (net::open_link, rank 0) to every worker; each
 //      worker opens links to the workers of lower rank and takes those of higher rank: one
 //      persistent channel per pair. The control channel stays open, idle, until the end;
-//   3. primary -> worker: the program's weights, one tensor each (collectives::send_tensor), in
-//      the order of the program's weight values ("weights": "sent"), or nothing ("local": the
-//      worker maps them from its own copy of the model, whose fingerprint must match);
+//   3. worker -> primary kWeightsTag: JSON {"local": true} when it maps the weights from its own
+//      copy of the model (`huddle worker --model DIR`) and that copy's fingerprint equals the
+//      setup's, else {"local": false}; then primary -> worker: the program's weights, one tensor
+//      each (collectives::send_tensor), in the order of the program's weight values;
 //   4. worker -> primary kReadyTag: JSON {"weight_bytes", "rss_bytes"};
 //   5. steps (session.h) until kEndTag; then the worker sends kTraceTag with its op spans when
 //      the setup asked for a trace.
@@ -21,5 +22,6 @@ namespace huddle {
 inline constexpr std::uint32_t kSetupTag = 0x10000010u;
 inline constexpr std::uint32_t kReadyTag = 0x10000011u;
 inline constexpr std::uint32_t kTraceTag = 0x10000012u;
+inline constexpr std::uint32_t kWeightsTag = 0x10000013u;
 
 }  // namespace huddle

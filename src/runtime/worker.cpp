@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <exception>
+#include <optional>
 #include <thread>
 
 namespace huddle {
@@ -30,7 +31,6 @@ struct Setup {
   std::vector<std::string> tensors;
   nlohmann::json plan;
   int timeout_ms = 0;
-  bool weights_sent = true;
   std::string fingerprint;
   bool trace = false;
 };
@@ -51,7 +51,6 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
     s.tensors = j.at("tensors").get<std::vector<std::string>>();
     s.plan = j.at("plan");
     s.timeout_ms = j.at("timeout_ms").get<int>();
-    s.weights_sent = j.at("weights").get<std::string>() == "sent";
     s.fingerprint = j.at("fingerprint").get<std::string>();
     s.trace = j.at("trace").get<bool>();
     if (s.world < 2 || s.rank < 1 || s.rank >= s.world || static_cast<int>(s.endpoints.size()) != s.world ||
@@ -111,23 +110,31 @@ void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTranspor
   Program program = lower(model.graph, model.config, plan, s.rank);
 
   transport = build_mesh(s, acceptor, options);
+  // Map the weights from our own copy of the model when it is the primary's, else receive them.
   WeightMap weights;
-  if (s.weights_sent) {
+  std::optional<Model> local;
+  if (options.model_dir) {
+    local = Model::load(*options.model_dir);
+    if (model_fingerprint(*local) != s.fingerprint) {
+      if (options.log) {
+        options.log(fmt::format("session {}: local model {} differs from the primary's; receiving weights",
+                                s.session_id, options.model_dir->string()));
+      }
+      local.reset();
+    }
+  }
+  const std::string mode = nlohmann::json{{"local", local.has_value()}}.dump();
+  transport->send(0, kWeightsTag, std::as_bytes(std::span(mode)));
+  if (local) {
+    weights = extract_weights(program, local->weights());
+    local.reset();  // unmaps the file: only the program's slices stay resident
+  } else {
     for (const Value& v : program.graph.values()) {
       if (v.kind != ValueKind::Weight) continue;
       Tensor t = Tensor::empty(DType::F32, v.shape);
       collectives::recv_tensor_into(*transport, 0, t);
       weights.emplace(v.name, std::move(t));
     }
-  } else {
-    if (!options.model_dir) throw PlanError(fmt::format("{}: asked to use a local model, but none was given", source));
-    const Model local = Model::load(*options.model_dir);
-    const std::string mine = model_fingerprint(local);
-    if (mine != s.fingerprint) {
-      throw PlanError(fmt::format("{}: the local model {} (fingerprint {}) differs from the primary's ({})", source,
-                                  options.model_dir->string(), mine.substr(0, 16), s.fingerprint.substr(0, 16)));
-    }
-    weights = extract_weights(program, local.weights());
   }
   localize_weights(program);
   Executor executor(program.graph, weights, model.config.max_positions, DeviceGroup{transport.get(), plan.token_shares});

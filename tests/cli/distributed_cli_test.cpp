@@ -9,6 +9,8 @@
 
 #include <csignal>
 #include <fstream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -195,6 +197,52 @@ TEST(DistributedCli, KilledWorkerIsNamedWithinTheTimeout) {
   const auto next = run_huddle({"run", "--model", dir / "model", "--ids", "1,2", "--workers", a1, "--key-file",
                                 key.string(), "--json"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
+}
+
+TEST(DistributedCli, WorkerWithItsOwnCopyMapsWeightsAndAStaleCopyIsNotUsed) {
+  testing::TempDir dir;
+  const auto key = testing::make_key_file(dir.path());
+  const std::string model = fixture_model("llama-tiny");
+  // A copy whose weights differ from the primary's (one tensor zeroed) must not be used.
+  testing::rewrite_checkpoint(model, dir / "stale", [](const std::string& n) {
+    return n == "model.norm.weight" ? "" : n;
+  }, {{"model.norm.weight", Tensor::zeros(DType::F32, {128})}});
+  testing::BackgroundHuddle same({"worker", "--listen", "127.0.0.1:0", "--key-file", key.string(), "--model", model});
+  testing::BackgroundHuddle stale(
+      {"worker", "--listen", "127.0.0.1:0", "--key-file", key.string(), "--model", (dir / "stale").string()});
+  const std::string a = same.worker_address(), b = stale.worker_address();
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  const auto ids = testing::read_ids(fixture("references/llama-tiny.16.ids.json"));
+  const auto r = run_huddle({"run", "--model", model, "--ids", ids_arg(ids), "--workers", a + "," + b, "--key-file",
+                             key.string(), "--strategy", "galaxy", "--dump-logits", dir / "out.npy", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["devices"][1]["weights_mapped_locally"].get<bool>());
+  EXPECT_FALSE(j["devices"][2]["weights_mapped_locally"].get<bool>());
+  EXPECT_LE(testing::relative_error(io::read_npy(dir / "out.npy"), io::read_npy(fixture("references/llama-tiny.16.npy"))),
+            1e-4);
+}
+
+TEST(DistributedCli, TraceHasComputeAndCommunicationPerDevice) {
+  testing::TempDir dir;
+  const auto r = run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", "1,2,3,4,5,6", "--n-predict", "2",
+                             "--local-devices", "3", "--strategy", "galaxy", "--trace", dir / "trace.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(dir / "trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<int, std::set<std::string>> categories;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") {
+      categories[e["pid"].get<int>()].insert(e["cat"].get<std::string>());
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+    }
+  }
+  ASSERT_EQ(categories.size(), 3u);
+  for (const auto& [pid, cats] : categories) {
+    EXPECT_TRUE(cats.contains("compute") && cats.contains("comm")) << pid;
+  }
+  EXPECT_EQ(nlohmann::json::parse(r.out)["exposed_comm_ms"].size(), 3u);
 }
 
 }  // namespace
