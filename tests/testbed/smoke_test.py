@@ -34,7 +34,7 @@ def check(condition, what):
     return condition
 
 
-def run(cmd, timeout=60, **kwargs):
+def run(cmd, timeout=30, **kwargs):
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired as e:
