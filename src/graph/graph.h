@@ -96,6 +96,7 @@ struct OpAttrs {
   int q_head_begin = 0;
   int kv_group = 0;
   bool local_queries = false;  // queries are this device's token rows; keys are all tokens
+  std::int64_t width = 0;      // scatter/broadcast from the primary: columns of the data
 };
 
 struct Op {

@@ -28,7 +28,11 @@ namespace huddle {
   X(AllGather, "all_gather", 1, "x[L,C] -> [T,C]: every device's rows, ring all-gather")        \
   X(ReduceScatter, "reduce_scatter", 1, "partial x[T,C] -> [L,C]: summed, own rows")             \
   X(AllReduce, "all_reduce", 1, "partial x[T,C] -> [T,C]: summed on every device")              \
-  X(GatherToPrimary, "gather_to_primary", 1, "x[L,C] -> [T,C] on device 0 (others: nothing)")
+  X(GatherToPrimary, "gather_to_primary", 1, "x[L,C] -> [T,C] on device 0 (others: nothing)")   \
+  X(ScatterFromPrimary, "scatter_from_primary", 1,                                              \
+    "x[T,C] on device 0 -> [L,C] on every device (elsewhere the input is the ids: rows only)")   \
+  X(BroadcastFromPrimary, "broadcast_from_primary", 1,                                          \
+    "x[T,C] on device 0 -> [T,C] on every device (elsewhere the input is the ids: rows only)")
 
 enum class OpKind : std::uint8_t {
 #define HUDDLE_OP_ENUM(e, name, arity, doc) e,

@@ -117,6 +117,14 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in, s
     case OpKind::AllReduce:
       expect_rank(in[0], 2, op, "x");
       return in[0];
+    case OpKind::ScatterFromPrimary:
+    case OpKind::BroadcastFromPrimary: {
+      if (in[0].empty() || in[0][0] != kTokens) mismatch(op, "needs all tokens' rows (or the ids) as input");
+      if (a.width <= 0 || (in[0].size() == 2 && in[0][1] != a.width)) {
+        mismatch(op, fmt::format("width {} does not match the input {}", a.width, shape_str(in[0])));
+      }
+      return {kind == OpKind::ScatterFromPrimary ? kLocalTokens : kTokens, a.width};
+    }
   }
   mismatch(op, "unknown op kind");
 }

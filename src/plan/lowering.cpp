@@ -101,6 +101,13 @@ class Lowering {
       result = emit(OpKind::GatherToPrimary, name, {have_id}, {}, OpRole::Other);
     } else if (have == Layout::Replicated && want == Layout::Primary) {
       result = have_id;
+    } else if (have == Layout::Primary && (want == Layout::Tokens || want == Layout::Replicated)) {
+      // Only device 0 holds the data; elsewhere the ids stand in, giving the row count.
+      OpAttrs attrs;
+      attrs.width = v.shape.back();
+      const ValueId input = rank_ == 0 ? have_id : get(ids_input(), Layout::Replicated);
+      result = emit(want == Layout::Tokens ? OpKind::ScatterFromPrimary : OpKind::BroadcastFromPrimary, name, {input},
+                    attrs, OpRole::Other);
     } else {
       throw PlanError(fmt::format("cannot move '{}' from {} to {}", v.name, layout_name(have), layout_name(want)));
     }
@@ -158,6 +165,19 @@ class Lowering {
 
   void define(const Op& op, ValueId id, Layout layout) { lowered_[op.output] = {id, layout}; }
 
+  ValueId ids_input() const {
+    const std::optional<ValueId> ids = g_.find("ids");
+    if (!ids) throw PlanError("the model graph has no 'ids' input");
+    return *ids;
+  }
+
+  // With several devices the embedding runs on device 0 only (the tables stay there) and its
+  // result is scattered or broadcast where the first block needs it.
+  void embed_on_primary(const Op& op) {
+    if (rank_ == 0) return same_op(op, Layout::Primary);
+    lowered_[op.output] = {-1, Layout::Primary};
+  }
+
   // Plain re-emission with every activation input in `layout`.
   void same_op(const Op& op, Layout layout) {
     std::vector<ValueId> inputs;
@@ -168,6 +188,7 @@ class Lowering {
   void lower(const Op& op) {
     switch (block_of(op)) {
       case Block::Connection:
+        if (op.role == OpRole::Embed && p_.num_devices() > 1) return embed_on_primary(op);
         return same_op(op, residual_layout(op));
       case Block::Attention:
         return layer_plan(op.layer).attention == BlockSplit::Tokens ? attention_tokens(op) : attention_heads(op);

@@ -22,7 +22,8 @@ bool is_elementwise(OpKind kind) {
 
 bool is_data_movement(OpKind kind) {
   return kind == OpKind::LocalRows || kind == OpKind::AllGather || kind == OpKind::ReduceScatter ||
-         kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary;
+         kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary || kind == OpKind::ScatterFromPrimary ||
+         kind == OpKind::BroadcastFromPrimary;
 }
 
 }  // namespace
@@ -242,6 +243,8 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     case OpKind::ReduceScatter:
     case OpKind::AllReduce:
     case OpKind::GatherToPrimary:
+    case OpKind::ScatterFromPrimary:
+    case OpKind::BroadcastFromPrimary:
       HUDDLE_CHECK(false, "data movement handled above");
   }
   return out;
@@ -310,6 +313,26 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       if (single) return x;
       Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
       return collectives::reduce_scatter(*transport, data, step.partition);
+    }
+    case OpKind::ScatterFromPrimary: {
+      const Tensor& x = values[input_id];
+      if (single) return x;
+      if (rank() == 0) {
+        for (int r = 1; r < transport->size(); ++r) {
+          collectives::send_tensor(*transport, r, x.rows(step.partition.offset(r), step.partition.end(r)));
+        }
+        return x.rows(step.local_begin, step.local_begin + step.local_count);
+      }
+      Tensor out = Tensor::empty(DType::F32, out_shape);
+      collectives::recv_tensor_into(*transport, 0, out);
+      return out;
+    }
+    case OpKind::BroadcastFromPrimary: {
+      const Tensor& x = values[input_id];
+      if (single) return x;
+      Tensor data = rank() == 0 ? (x.contiguous() ? x : x.clone()) : Tensor::empty(DType::F32, out_shape);
+      collectives::broadcast(*transport, data, /*root=*/0);
+      return data;
     }
     case OpKind::AllReduce: {
       const Tensor& x = values[input_id];

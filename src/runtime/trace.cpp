@@ -13,7 +13,7 @@ namespace {
 
 bool is_comm(OpKind kind) {
   return kind == OpKind::AllGather || kind == OpKind::ReduceScatter || kind == OpKind::AllReduce ||
-         kind == OpKind::GatherToPrimary;
+         kind == OpKind::GatherToPrimary || kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary;
 }
 
 double now_us() {
