@@ -14,10 +14,12 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
-std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<double>& shares, const std::string& what) {
+std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<double>& shares,
+                                      const std::string& what) {
   const auto n = static_cast<std::int64_t>(shares.size());
   if (total < n) {
-    throw PlanError(fmt::format("cannot split {} {} over {} devices with at least one each", total, what, n));
+    throw PlanError(
+        fmt::format("cannot split {} {} over {} devices with at least one each", total, what, n));
   }
   std::vector<std::int64_t> counts = split_proportional(total, shares);
   // Devices rounded down to 0 take one unit from the device with the most.
@@ -30,16 +32,18 @@ std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<doub
   return ranges_from_counts(counts);
 }
 
-Plan make_plan(const std::string& strategy, const ModelConfig& config, const std::vector<std::string>& devices,
-               std::vector<double> shares) {
+Plan make_plan(const std::string& strategy, const ModelConfig& config,
+               const std::vector<std::string>& devices, std::vector<double> shares) {
   const auto& names = strategy_names();
   if (std::find(names.begin(), names.end(), strategy) == names.end()) {
-    throw UsageError(fmt::format("unknown strategy '{}' (choose from {})", strategy, fmt::join(names, ", ")));
+    throw UsageError(
+        fmt::format("unknown strategy '{}' (choose from {})", strategy, fmt::join(names, ", ")));
   }
   if (devices.empty()) throw UsageError("a plan needs at least one device");
   if (shares.empty()) shares.assign(devices.size(), 1.0);
   if (shares.size() != devices.size()) {
-    throw UsageError(fmt::format("--shares has {} entries for {} devices", shares.size(), devices.size()));
+    throw UsageError(
+        fmt::format("--shares has {} entries for {} devices", shares.size(), devices.size()));
   }
   for (double s : shares) {
     if (!(s > 0)) throw UsageError(fmt::format("--shares entries must be positive, got {}", s));

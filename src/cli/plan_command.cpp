@@ -1,0 +1,108 @@
+#include "cli/plan_command.h"
+
+#include "core/error.h"
+#include "model/model.h"
+#include "planner/planners.h"
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+namespace huddle::cli {
+namespace {
+
+std::string bytes_text(std::int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+  return fmt::format("{:.1f} kB", b / 1e3);
+}
+
+}  // namespace
+
+std::string plan_to_string(const PlanOptions& o) {
+  const ClusterSpec cluster = ClusterSpec::load(o.cluster_file);
+  const Model model = Model::load(o.model_dir);
+  const CostModel cost(model.config(), model.graph());
+  std::optional<double> deadline;
+  if (o.deadline_ms) deadline = *o.deadline_ms / 1e3;
+  const PlanResult result =
+      run_planner(o.strategy, PlanRequest{cost, cluster, o.seq_len, deadline});
+  if (!o.output.empty()) {
+    std::ofstream out(o.output);
+    out << result.document.dump(1) << "\n";
+    if (!out) throw Error(fmt::format("{}: cannot write plan", o.output));
+  }
+  const Prediction& p = result.prediction;
+  if (o.json) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const DevicePrediction& d : p.devices) {
+      devices.push_back(
+          {{"name", d.name},
+           {"heads", d.heads},
+           {"ffn_columns", d.columns},
+           {"tokens", d.tokens},
+           {"memory_bytes", d.memory.total()},
+           {"memory_budget_bytes", cluster.device(cluster.index_of(d.name)).memory_bytes},
+           {"predicted_ms", d.busy_s() * 1e3},
+           {"compute_ms", d.compute_s * 1e3},
+           {"comm_ms", d.comm_s * 1e3},
+           {"exposed_comm_ms", d.exposed_comm_s * 1e3}});
+    }
+    const nlohmann::json j = {{"strategy", result.strategy},
+                              {"mode", result.mode},
+                              {"predicted_ms", p.latency_s * 1e3},
+                              {"decode_ms", p.decode_s * 1e3},
+                              {"seq_len", o.seq_len},
+                              {"runnable", result.plan.has_value()},
+                              {"devices", devices},
+                              {"notes", result.notes}};
+    return j.dump() + "\n";
+  }
+  std::string text =
+      fmt::format("strategy {} (mode {}), {} device{}, {} tokens\n", result.strategy, result.mode,
+                  p.devices.size(), p.devices.size() == 1 ? "" : "s", o.seq_len);
+  text += fmt::format("{:<16} {:>6} {:>11} {:>7} {:>10} {:>10} {:>11} {:>10}\n", "device", "heads",
+                      "mlp columns", "tokens", "memory", "budget", "compute ms", "comm ms");
+  for (const DevicePrediction& d : p.devices) {
+    text += fmt::format("{:<16} {:>6} {:>11} {:>7} {:>10} {:>10} {:>11.3f} {:>10.3f}\n", d.name,
+                        d.heads, d.columns, d.tokens, bytes_text(d.memory.total()),
+                        bytes_text(cluster.device(cluster.index_of(d.name)).memory_bytes),
+                        d.compute_s * 1e3, d.exposed_comm_s * 1e3);
+  }
+  text += fmt::format("predicted latency: {:.3f} ms (prefill of {} tokens)", p.latency_s * 1e3,
+                      o.seq_len);
+  if (result.plan) text += fmt::format(", {:.3f} ms per decode step", p.decode_s * 1e3);
+  text += "\n";
+  for (const std::string& note : result.notes) text += "  " + note + "\n";
+  if (!result.plan)
+    text += fmt::format("note: {} plans cannot run on this runtime yet\n", result.mode);
+  return text;
+}
+
+void add_plan_command(CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  auto deadline = std::make_shared<double>(0);
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Choose a plan for a model on a cluster and predict its latency");
+  cmd->add_option("--cluster", options->cluster_file, "Cluster file (docs/planner.md)")->required();
+  cmd->add_option("--model", options->model_dir, "Model directory")->required();
+  cmd->add_option("--strategy", options->strategy, "auto, galaxy, hepti, megatron, sp or local")
+      ->capture_default_str();
+  cmd->add_option("--seq-len", options->seq_len, "Tokens of the request to plan for")
+      ->capture_default_str();
+  CLI::Option* deadline_opt =
+      cmd->add_option("--deadline-ms", *deadline, "Latency deadline (Hepti's D)");
+  cmd->add_option("-o,--output", options->output, "Write the plan here (for huddle run --plan)");
+  cmd->add_flag("--json", options->json, "Print one JSON object");
+  cmd->callback([options, deadline, deadline_opt] {
+    if (deadline_opt->count() > 0) options->deadline_ms = *deadline;
+    const std::string text = plan_to_string(*options);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  });
+}
+
+}  // namespace huddle::cli

@@ -1,0 +1,220 @@
+#include "planner/cluster.h"
+
+#include "core/error.h"
+#include "io/strict_json.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace huddle {
+namespace {
+
+// Field access naming the file and the JSON path of what is wrong.
+class Field {
+ public:
+  Field(const nlohmann::json& j, std::string path, const std::string& source)
+      : j_(j), path_(std::move(path)), source_(source) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw LoadError(fmt::format("{}: {}: {}", source_, path_.empty() ? "cluster" : path_, what));
+  }
+  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key); }
+  Field at(const std::string& key) const {
+    if (!j_.is_object()) fail(fmt::format("expected an object, got {}", j_.dump()));
+    const std::string path = path_.empty() ? key : path_ + "." + key;
+    if (!j_.contains(key)) Field(j_, path, source_).fail("missing");
+    return Field(j_.at(key), path, source_);
+  }
+  Field at(std::size_t i) const {
+    return Field(j_.at(i), fmt::format("{}[{}]", path_, i), source_);
+  }
+  std::size_t array_size() const {
+    if (!j_.is_array()) fail(fmt::format("expected an array, got {}", j_.dump()));
+    return j_.size();
+  }
+  std::string str() const {
+    if (!j_.is_string()) fail(fmt::format("expected a string, got {}", j_.dump()));
+    return j_.get<std::string>();
+  }
+  double positive() const {
+    const double v = number();
+    if (!(v > 0)) fail(fmt::format("must be > 0, got {}", v));
+    return v;
+  }
+  double non_negative() const {
+    const double v = number();
+    if (!(v >= 0)) fail(fmt::format("must be >= 0, got {}", v));
+    return v;
+  }
+
+ private:
+  double number() const {
+    if (!j_.is_number()) fail(fmt::format("expected a number, got {}", j_.dump()));
+    const double v = j_.get<double>();
+    if (!std::isfinite(v)) fail("must be finite");
+    return v;
+  }
+  const nlohmann::json& j_;
+  std::string path_;
+  const std::string& source_;
+};
+
+LinkSpec read_link(const Field& f) {
+  return LinkSpec{f.at("bandwidth_bps").positive(), f.at("latency_s").non_negative()};
+}
+
+}  // namespace
+
+double DeviceSpec::speed(BlockType block) const {
+  switch (block) {
+    case BlockType::Attention:
+      return attention_gflops;
+    case BlockType::Mlp:
+      return mlp_gflops;
+    case BlockType::Connection:
+      return connection_gflops;
+  }
+  return gflops;
+}
+
+ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string& source) {
+  const Field root(json, "", source);
+  if (!json.is_object()) root.fail("expected a JSON object");
+  ClusterSpec c;
+  const Field devices = root.at("devices");
+  if (devices.array_size() == 0) devices.fail("a cluster needs at least one device");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < devices.array_size(); ++i) {
+    const Field d = devices.at(i);
+    DeviceSpec spec;
+    spec.name = d.at("name").str();
+    if (spec.name.empty()) d.at("name").fail("must not be empty");
+    if (!names.insert(spec.name).second)
+      d.at("name").fail(fmt::format("device '{}' appears twice", spec.name));
+    spec.gflops = d.at("gflops").positive();
+    const double memory = d.at("memory_bytes").positive();
+    if (memory > 9e18) d.at("memory_bytes").fail("too large");
+    spec.memory_bytes = static_cast<std::int64_t>(memory);
+    spec.attention_gflops = spec.mlp_gflops = spec.connection_gflops = spec.gflops;
+    if (d.has("gflops_by_block")) {
+      const Field by = d.at("gflops_by_block");
+      if (by.has("attention")) spec.attention_gflops = by.at("attention").positive();
+      if (by.has("mlp")) spec.mlp_gflops = by.at("mlp").positive();
+      if (by.has("connection")) spec.connection_gflops = by.at("connection").positive();
+    }
+    c.devices_.push_back(std::move(spec));
+  }
+  if (root.has("default_link")) c.default_link_ = read_link(root.at("default_link"));
+  std::set<std::pair<int, int>> given;
+  if (root.has("links")) {
+    const Field links = root.at("links");
+    for (std::size_t i = 0; i < links.array_size(); ++i) {
+      const Field l = links.at(i);
+      const auto find = [&](const char* key) {
+        const std::string name = l.at(key).str();
+        for (int k = 0; k < c.size(); ++k) {
+          if (c.devices_[static_cast<std::size_t>(k)].name == name) return k;
+        }
+        l.at(key).fail(fmt::format("no device is called '{}'", name));
+      };
+      const int from = find("from"), to = find("to");
+      if (from == to) l.fail(fmt::format("a link from '{}' to itself", l.at("from").str()));
+      if (!given.insert({from, to}).second) l.fail("this link is given twice");
+      const LinkSpec spec = read_link(l);
+      c.links_[{from, to}] = spec;
+      // The reverse direction defaults to the same link unless the file gives it too.
+      if (!given.contains({to, from})) c.links_[{to, from}] = spec;
+    }
+  }
+  return c;
+}
+
+ClusterSpec ClusterSpec::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw LoadError(fmt::format("{}: cannot open cluster file", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return from_json(io::parse_strict_json(buffer.str(), path), path);
+}
+
+ClusterSpec ClusterSpec::uniform(std::vector<DeviceSpec> devices, LinkSpec link) {
+  ClusterSpec c;
+  for (DeviceSpec& d : devices) {
+    HUDDLE_CHECK(d.gflops > 0 && d.memory_bytes > 0, "device '{}' needs speed and memory", d.name);
+    if (!(d.attention_gflops > 0)) d.attention_gflops = d.gflops;
+    if (!(d.mlp_gflops > 0)) d.mlp_gflops = d.gflops;
+    if (!(d.connection_gflops > 0)) d.connection_gflops = d.gflops;
+  }
+  c.devices_ = std::move(devices);
+  c.default_link_ = link;
+  return c;
+}
+
+nlohmann::json ClusterSpec::to_json() const {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceSpec& d : devices_) {
+    devices.push_back({{"name", d.name},
+                       {"gflops", d.gflops},
+                       {"memory_bytes", d.memory_bytes},
+                       {"gflops_by_block",
+                        {{"attention", d.attention_gflops},
+                         {"mlp", d.mlp_gflops},
+                         {"connection", d.connection_gflops}}}});
+  }
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& [pair, l] : links_) {
+    links.push_back({{"from", devices_[static_cast<std::size_t>(pair.first)].name},
+                     {"to", devices_[static_cast<std::size_t>(pair.second)].name},
+                     {"bandwidth_bps", l.bandwidth_bps},
+                     {"latency_s", l.latency_s}});
+  }
+  nlohmann::json j = {{"devices", devices}, {"links", links}};
+  if (default_link_) {
+    j["default_link"] = {{"bandwidth_bps", default_link_->bandwidth_bps},
+                         {"latency_s", default_link_->latency_s}};
+  }
+  return j;
+}
+
+int ClusterSpec::index_of(const std::string& name) const {
+  for (int i = 0; i < size(); ++i) {
+    if (devices_[static_cast<std::size_t>(i)].name == name) return i;
+  }
+  throw PlanError(fmt::format("the cluster has no device called '{}'", name));
+}
+
+LinkSpec ClusterSpec::link(int from, int to) const {
+  HUDDLE_CHECK(from != to && from >= 0 && to >= 0 && from < size() && to < size());
+  if (const auto it = links_.find({from, to}); it != links_.end()) return it->second;
+  if (default_link_) return *default_link_;
+  throw PlanError(
+      fmt::format("the cluster file gives no link from '{}' to '{}' and no default_link",
+                  device(from).name, device(to).name));
+}
+
+void ClusterSpec::set_link(int a, int b, LinkSpec link) {
+  HUDDLE_CHECK(a != b && a >= 0 && b >= 0 && a < size() && b < size());
+  links_[{a, b}] = link;
+  links_[{b, a}] = link;
+}
+
+ClusterSpec ClusterSpec::subset(const std::vector<int>& indices) const {
+  ClusterSpec c;
+  c.default_link_ = default_link_;
+  for (int i : indices) c.devices_.push_back(device(i));
+  for (std::size_t a = 0; a < indices.size(); ++a) {
+    for (std::size_t b = 0; b < indices.size(); ++b) {
+      if (a == b) continue;
+      const auto it = links_.find({indices[a], indices[b]});
+      if (it != links_.end()) c.links_[{static_cast<int>(a), static_cast<int>(b)}] = it->second;
+    }
+  }
+  return c;
+}
+
+}  // namespace huddle

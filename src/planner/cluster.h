@@ -1,0 +1,79 @@
+// Cluster file: the devices a plan may use and the links between them (docs/planner.md).
+//
+// Minimal hand-written form (the first device is the primary):
+//   {"devices": [{"name": "L", "gflops": 40.0, "memory_bytes": 2000000000}, ...],
+//    "links": [{"from": "L", "to": "M", "bandwidth_bps": 1e8, "latency_s": 0.002}, ...],
+//    "default_link": {"bandwidth_bps": 1e9, "latency_s": 0.0005}}
+// Rich form (what a profiler writes) adds, per device, measured speed per block type:
+//   "gflops_by_block": {"attention": 31.0, "mlp": 45.5, "connection": 4.0}
+// (each optional; a missing entry falls back to "gflops"). Other keys are ignored so newer
+// profilers can add fields. Links are symmetric unless both directions are given; a pair with
+// no entry uses "default_link" (an error if a pair is needed and there is none).
+// Bandwidth is in bits per second (the "bps" unit of network specifications).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace huddle {
+
+// The three block types of a transformer layer whose speeds Galaxy measures separately.
+enum class BlockType : std::uint8_t { Attention, Mlp, Connection };
+
+struct DeviceSpec {
+  std::string name;
+  double gflops = 0;              // sustained float32 GFLOP/s
+  std::int64_t memory_bytes = 0;  // memory the device can give to the model
+  double attention_gflops = 0;    // per block type; equal to gflops when not measured
+  double mlp_gflops = 0;
+  double connection_gflops = 0;
+
+  double speed(BlockType block) const;  // GFLOP/s for `block`
+};
+
+struct LinkSpec {
+  double bandwidth_bps = 0;  // bits per second, > 0
+  double latency_s = 0;      // one-way, per message, >= 0
+
+  // Seconds to move `bytes` as one message.
+  double transfer_s(double bytes) const { return latency_s + bytes * 8.0 / bandwidth_bps; }
+};
+
+class ClusterSpec {
+ public:
+  // Parses and checks a cluster object; LoadError naming `source` and the field at fault.
+  static ClusterSpec from_json(const nlohmann::json& json, const std::string& source);
+  // Reads a cluster file; LoadError naming the path when it is missing, not JSON, or malformed.
+  static ClusterSpec load(const std::string& path);
+  // Builds a cluster in code (tests, benchmarks): every pair uses `link`.
+  static ClusterSpec uniform(std::vector<DeviceSpec> devices, LinkSpec link);
+
+  nlohmann::json to_json() const;
+
+  const std::vector<DeviceSpec>& devices() const { return devices_; }
+  const DeviceSpec& device(int i) const { return devices_.at(static_cast<std::size_t>(i)); }
+  int size() const { return static_cast<int>(devices_.size()); }
+  // Index of the device called `name`; PlanError naming it if there is none.
+  int index_of(const std::string& name) const;
+  // The link from device `from` to device `to` (indices, from != to); PlanError naming both
+  // devices when the file gives no link and no default.
+  LinkSpec link(int from, int to) const;
+  // Sets (or overrides) the link between two devices, both directions.
+  void set_link(int a, int b, LinkSpec link);
+
+  // The same cluster restricted to `indices` (order kept as given; the first is the primary).
+  ClusterSpec subset(const std::vector<int>& indices) const;
+
+ private:
+  std::vector<DeviceSpec> devices_;
+  std::map<std::pair<int, int>, LinkSpec> links_;
+  std::optional<LinkSpec> default_link_;
+};
+
+}  // namespace huddle

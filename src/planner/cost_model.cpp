@@ -1,0 +1,355 @@
+#include "planner/cost_model.h"
+
+#include "core/error.h"
+#include "plan/split.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace huddle {
+namespace {
+
+constexpr double kF32 = 4;
+// FLOPs per element of the element-wise ops (norm: mean, variance, scale, shift; GELU/SiLU).
+constexpr double kNormFlops = 8, kResidualFlops = 1, kActivationFlops = 10, kRopeFlops = 6;
+
+double step_time(const ClusterSpec& cluster, const std::vector<int>& ring,
+                 const std::vector<double>& bytes_from) {
+  double worst = 0;
+  const std::size_t n = ring.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    if (bytes_from[r] <= 0) continue;
+    worst = std::max(worst, cluster.link(ring[r], ring[(r + 1) % n]).transfer_s(bytes_from[r]));
+  }
+  return worst;
+}
+
+// Each rank r sends part (r - s - shift) mod n in step s; shift 0: all-gather, 1: reduce-scatter.
+double ring_time(const ClusterSpec& cluster, const std::vector<int>& ring,
+                 const std::vector<double>& part_bytes, int shift) {
+  const auto n = static_cast<int>(ring.size());
+  double total = 0;
+  std::vector<double> sent(ring.size());
+  for (int s = 0; s < n - 1; ++s) {
+    for (int r = 0; r < n; ++r) {
+      sent[static_cast<std::size_t>(r)] =
+          part_bytes[static_cast<std::size_t>(((r - s - shift) % n + n) % n)];
+    }
+    total += step_time(cluster, ring, sent);
+  }
+  return total;
+}
+
+// Bulk-synchronous replay of one step: compute accumulates per device until a collective.
+class Simulator {
+ public:
+  Simulator(const ModelConfig& c, const ModelFootprint& f, const Plan& plan,
+            const ClusterSpec& cluster, std::int64_t tokens, std::int64_t context)
+      : c_(c), f_(f), plan_(plan), cluster_(cluster), tokens_(tokens), context_(context) {
+    n_ = plan.num_devices();
+    for (const std::string& name : plan.devices) ring_.push_back(cluster.index_of(name));
+    rows_ = split_proportional(tokens, plan.token_shares);
+    pending_.assign(static_cast<std::size_t>(n_), 0.0);
+    devices_.resize(static_cast<std::size_t>(n_));
+    for (int d = 0; d < n_; ++d) {
+      devices_[static_cast<std::size_t>(d)].name = plan.devices[static_cast<std::size_t>(d)];
+    }
+  }
+
+  double run(std::vector<DevicePrediction>* out) {
+    const double H = static_cast<double>(c_.hidden);
+    ResidualLayout prev = plan_.layers.front().residual;
+    for (std::size_t l = 0; l < plan_.layers.size(); ++l) {
+      const LayerPlan& lp = plan_.layers[l];
+      const bool tok = lp.residual == ResidualLayout::Tokens;
+      if (l == 0) embedding(tok);
+      if (prev == ResidualLayout::Tokens && !tok) collective(all_gather(H), {});
+      prev = lp.residual;
+      each([&](int d) { return conn(d, tok, H * kNormFlops); });
+      attention(lp, tok);
+      each([&](int d) { return conn(d, tok, H * (kResidualFlops + kNormFlops)); });
+      mlp(lp, tok);
+      each([&](int d) { return conn(d, tok, H * kResidualFlops); });
+    }
+    const bool tok = plan_.layers.back().residual == ResidualLayout::Tokens;
+    each([&](int d) { return conn(d, tok, H * kNormFlops); });
+    if (tok && n_ > 1) {
+      double t = 0;
+      for (int d = 1; d < n_; ++d) {
+        const double bytes = static_cast<double>(rows(d)) * H * kF32;
+        if (bytes > 0)
+          t = std::max(
+              t, cluster_.link(ring_[static_cast<std::size_t>(d)], ring_[0]).transfer_s(bytes));
+      }
+      collective(t, {});
+    }
+    if (f_.head_outputs > 0) {
+      pending_[0] +=
+          flops_time(0, BlockType::Connection, 2 * H * static_cast<double>(f_.head_outputs));
+      devices_[0].compute_s +=
+          flops_time(0, BlockType::Connection, 2 * H * static_cast<double>(f_.head_outputs));
+    }
+    latency_ += *std::max_element(pending_.begin(), pending_.end());
+    bool split = false;
+    for (const LayerPlan& lp : plan_.layers) {
+      split = split || lp.residual == ResidualLayout::Tokens ||
+              lp.attention == BlockSplit::Tokens || lp.mlp == BlockSplit::Tokens;
+    }
+    for (int d = 0; d < n_; ++d)
+      devices_[static_cast<std::size_t>(d)].tokens = split ? rows(d) : tokens_;
+    if (out) *out = devices_;
+    return latency_;
+  }
+
+ private:
+  std::int64_t rows(int d) const { return rows_[static_cast<std::size_t>(d)]; }
+
+  double flops_time(int d, BlockType block, double flops) const {
+    return flops / (cluster_.device(ring_[static_cast<std::size_t>(d)]).speed(block) * 1e9);
+  }
+
+  double conn(int d, bool token_split, double flops_per_row) const {
+    const double r = static_cast<double>(token_split ? rows(d) : tokens_);
+    return flops_time(d, BlockType::Connection, r * flops_per_row);
+  }
+
+  template <typename F>
+  void each(F seconds) {
+    for (int d = 0; d < n_; ++d) {
+      const double t = seconds(d);
+      pending_[static_cast<std::size_t>(d)] += t;
+      devices_[static_cast<std::size_t>(d)].compute_s += t;
+    }
+  }
+
+  std::vector<double> parts(double width) const {
+    std::vector<double> b;
+    for (int d = 0; d < n_; ++d) b.push_back(static_cast<double>(rows(d)) * width * kF32);
+    return b;
+  }
+  double all_gather(double width) const { return ring_all_gather_s(cluster_, ring_, parts(width)); }
+  double reduce_scatter(double width) const {
+    return ring_reduce_scatter_s(cluster_, ring_, parts(width));
+  }
+  double all_reduce(double width) const {
+    return ring_all_reduce_s(cluster_, ring_, static_cast<double>(tokens_) * width * kF32);
+  }
+
+  // A collective taking `comm` seconds; `overlapped[d]` is compute device d runs inside it.
+  void collective(double comm, const std::vector<double>& overlapped) {
+    double phase = 0;
+    for (int d = 0; d < n_; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      const double inside = overlapped.empty() ? 0.0 : overlapped[i];
+      devices_[i].compute_s += inside;
+      devices_[i].comm_s += comm;
+      devices_[i].exposed_comm_s += std::max(0.0, comm - inside);
+      phase = std::max(phase, pending_[i] + std::max(comm, inside));
+      pending_[i] = 0;
+    }
+    latency_ += phase;
+  }
+
+  // Compute of a split block part, per device.
+  template <typename F>
+  std::vector<double> per_device(F seconds) const {
+    std::vector<double> t;
+    for (int d = 0; d < n_; ++d) t.push_back(seconds(d));
+    return t;
+  }
+
+  // With several devices the embedding runs on device 0, which then scatters each device its
+  // rows (token-split residual) or sends every device all rows (replicated), directly.
+  void embedding(bool tok) {
+    const double H = static_cast<double>(c_.hidden);
+    const double flops = static_cast<double>(tokens_) * H * 2;  // token + position rows
+    if (n_ == 1) {
+      each([&](int d) { return flops_time(d, BlockType::Connection, flops); });
+      return;
+    }
+    pending_[0] += flops_time(0, BlockType::Connection, flops);
+    devices_[0].compute_s += flops_time(0, BlockType::Connection, flops);
+    double t = 0;
+    for (int d = 1; d < n_; ++d) {
+      const double bytes = static_cast<double>(tok ? rows(d) : tokens_) * H * kF32;
+      if (bytes > 0)
+        t = std::max(t,
+                     cluster_.link(ring_[0], ring_[static_cast<std::size_t>(d)]).transfer_s(bytes));
+    }
+    collective(t, {});
+  }
+
+  void attention(const LayerPlan& lp, bool tok) {
+    const double H = static_cast<double>(c_.hidden), hd = c_.head_dim;
+    const auto share = [&](int d) { return layer_share(lp, c_, d); };
+    if (lp.attention == BlockSplit::Heads) {
+      const auto qkv = per_device([&](int d) {
+        const LayerShare s = share(d);
+        const double width = static_cast<double>(s.heads + 2 * s.kv_heads) * hd;
+        return flops_time(d, BlockType::Attention, 2.0 * static_cast<double>(tokens_) * H * width);
+      });
+      if (tok) {
+        collective(all_gather(H), qkv);
+      } else {
+        each([&](int d) { return qkv[static_cast<std::size_t>(d)]; });
+      }
+      each([&](int d) {
+        const LayerShare s = share(d);
+        const double T = static_cast<double>(tokens_), h = static_cast<double>(s.heads);
+        return flops_time(d, BlockType::Attention,
+                          4.0 * T * static_cast<double>(context_) * hd * h +
+                              kRopeFlops * T * static_cast<double>(s.heads + s.kv_heads) * hd);
+      });
+      const auto out = per_device([&](int d) {
+        return flops_time(
+            d, BlockType::Attention,
+            2.0 * static_cast<double>(tokens_) * static_cast<double>(share(d).heads) * hd * H);
+      });
+      if (tok) {
+        collective(reduce_scatter(H), out);
+      } else {
+        each([&](int d) { return out[static_cast<std::size_t>(d)]; });
+        collective(all_reduce(H), {});
+      }
+      return;
+    }
+    // Split by tokens: whole weights on own rows, keys and values of every token.
+    const double q_width = c_.heads * hd, kv_width = c_.kv_heads * hd;
+    each([&](int d) {
+      const double r = static_cast<double>(rows(d));
+      return flops_time(
+          d, BlockType::Attention,
+          2.0 * r * H * (q_width + 2 * kv_width) + kRopeFlops * r * (q_width + kv_width));
+    });
+    collective(all_gather(kv_width), {});
+    collective(all_gather(kv_width), {});
+    each([&](int d) {
+      const double r = static_cast<double>(rows(d));
+      return flops_time(d, BlockType::Attention,
+                        4.0 * r * static_cast<double>(context_) * q_width + 2.0 * r * q_width * H);
+    });
+    if (!tok) collective(all_gather(H), {});
+  }
+
+  void mlp(const LayerPlan& lp, bool tok) {
+    const double H = static_cast<double>(c_.hidden);
+    const double in_linears = f_.gated_mlp ? 2.0 : 1.0;
+    if (lp.mlp == BlockSplit::Columns) {
+      const auto cols = [&](int d) { return static_cast<double>(layer_share(lp, c_, d).columns); };
+      const double T = static_cast<double>(tokens_);
+      const auto up = per_device(
+          [&](int d) { return flops_time(d, BlockType::Mlp, 2.0 * T * H * cols(d) * in_linears); });
+      if (tok) {
+        collective(all_gather(H), up);
+      } else {
+        each([&](int d) { return up[static_cast<std::size_t>(d)]; });
+      }
+      each([&](int d) {
+        return flops_time(d, BlockType::Mlp, kActivationFlops * T * cols(d) * in_linears);
+      });
+      const auto down =
+          per_device([&](int d) { return flops_time(d, BlockType::Mlp, 2.0 * T * cols(d) * H); });
+      if (tok) {
+        collective(reduce_scatter(H), down);
+      } else {
+        each([&](int d) { return down[static_cast<std::size_t>(d)]; });
+        collective(all_reduce(H), {});
+      }
+      return;
+    }
+    const double F = static_cast<double>(c_.ffn);
+    each([&](int d) {
+      const double r = static_cast<double>(rows(d));
+      return flops_time(d, BlockType::Mlp,
+                        2.0 * r * H * F * (in_linears + 1) + kActivationFlops * r * F * in_linears);
+    });
+    if (!tok) collective(all_gather(H), {});
+  }
+
+  const ModelConfig& c_;
+  const ModelFootprint& f_;
+  const Plan& plan_;
+  const ClusterSpec& cluster_;
+  std::int64_t tokens_, context_;
+  int n_ = 0;
+  std::vector<int> ring_;
+  std::vector<std::int64_t> rows_;
+  std::vector<double> pending_;
+  std::vector<DevicePrediction> devices_;
+  double latency_ = 0;
+};
+
+}  // namespace
+
+double ring_all_gather_s(const ClusterSpec& cluster, const std::vector<int>& ring,
+                         const std::vector<double>& part_bytes) {
+  return ring_time(cluster, ring, part_bytes, 0);
+}
+
+double ring_reduce_scatter_s(const ClusterSpec& cluster, const std::vector<int>& ring,
+                             const std::vector<double>& part_bytes) {
+  return ring_time(cluster, ring, part_bytes, 1);
+}
+
+double ring_all_reduce_s(const ClusterSpec& cluster, const std::vector<int>& ring,
+                         double total_bytes) {
+  const std::vector<double> parts(ring.size(), total_bytes / static_cast<double>(ring.size()));
+  return ring_time(cluster, ring, parts, 1) + ring_time(cluster, ring, parts, 0);
+}
+
+int Prediction::first_over_budget(const ClusterSpec& cluster) const {
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d].memory.total() >
+        cluster.device(cluster.index_of(devices[d].name)).memory_bytes) {
+      return static_cast<int>(d);
+    }
+  }
+  return -1;
+}
+
+CostModel::CostModel(const ModelConfig& config, const Graph& graph)
+    : config_(config), footprint_(ModelFootprint::of(graph, config)) {}
+
+double CostModel::simulate_step(const Plan& plan, const ClusterSpec& cluster, std::int64_t tokens,
+                                std::int64_t context,
+                                std::vector<DevicePrediction>* devices) const {
+  HUDDLE_CHECK(tokens > 0 && context >= tokens && !plan.layers.empty());
+  return Simulator(config_, footprint_, plan, cluster, tokens, context).run(devices);
+}
+
+CostModel::UnitFlops CostModel::unit_flops(std::int64_t tokens, std::int64_t context) const {
+  const double T = static_cast<double>(tokens), C = static_cast<double>(context);
+  const double H = static_cast<double>(config_.hidden), hd = config_.head_dim,
+               F = static_cast<double>(config_.ffn);
+  const double group = static_cast<double>(config_.heads / config_.kv_heads);
+  const double in_linears = footprint_.gated_mlp ? 2.0 : 1.0;
+  UnitFlops u;
+  u.per_head = 2.0 * T * H * hd * (2.0 + 2.0 / group) + 4.0 * T * C * hd +
+               kRopeFlops * T * hd * (1.0 + 1.0 / group);
+  u.per_column = 2.0 * T * H * (in_linears + 1) + kActivationFlops * T * in_linears;
+  u.conn_per_row = H * (2 * kNormFlops + 2 * kResidualFlops);
+  const double q_width = config_.heads * hd, kv_width = config_.kv_heads * hd;
+  u.attention_per_row = 2.0 * H * (2 * q_width + 2 * kv_width) + kRopeFlops * (q_width + kv_width) +
+                        4.0 * C * q_width;
+  u.mlp_per_row = 2.0 * H * F * (in_linears + 1) + kActivationFlops * F * in_linears;
+  return u;
+}
+
+Prediction CostModel::predict(const Plan& plan, const ClusterSpec& cluster,
+                              std::int64_t seq_len) const {
+  if (seq_len < 1) throw UsageError(fmt::format("sequence length must be >= 1, got {}", seq_len));
+  Prediction p;
+  p.latency_s = simulate_step(plan, cluster, seq_len, seq_len, &p.devices);
+  p.decode_s = simulate_step(plan, cluster, 1, seq_len + 1, nullptr);
+  for (int d = 0; d < plan.num_devices(); ++d) {
+    DevicePrediction& dp = p.devices[static_cast<std::size_t>(d)];
+    dp.memory = device_memory(footprint_, config_, plan, d, seq_len);
+    const LayerShare share = layer_share(plan.layers.front(), config_, d);
+    dp.heads = share.heads;
+    dp.columns = share.columns;
+  }
+  return p;
+}
+
+}  // namespace huddle

@@ -1,0 +1,92 @@
+// Cost model / simulator: predicts each device's compute and communication and the end-to-end
+// latency of any Plan on a ClusterSpec (docs/planner.md states every assumption).
+//
+// Compute: FLOPs per device per op (2·rows·K·N for its slice of each linear, 4·rows·context·
+// head_dim per attention head, a few FLOPs per element for norms, activations and residuals)
+// divided by the device's speed for the op's block type.
+// Communication: the data movement lowering inserts for the plan's layouts, over ring order
+// 0 -> 1 -> ... -> n-1 -> 0. A ring all-gather / reduce-scatter runs n-1 steps; in each step every
+// device sends one part to its successor and the step lasts as long as its slowest transfer
+// (latency + bytes / bandwidth). An all-reduce is a reduce-scatter plus an all-gather of equal
+// parts. gather_to_primary sends every part straight to device 0, and with several devices the
+// embedding runs on device 0, which sends each device its rows (token-split) or all rows
+// (replicated) straight (transfers in parallel, each on its own link).
+// Synchronisation: a collective starts when every device has finished the compute before it
+// (bulk-synchronous). Galaxy overlap: an all-gather whose consumers are linears, and a
+// reduce-scatter whose producer is a linear, take max(comm, that linear's compute) per device
+// instead of the sum (ideal tiling); megatron's all-reduce and sp's K/V all-gathers do not
+// overlap (as in the executor).
+#pragma once
+
+#include "graph/graph.h"
+#include "model/model_config.h"
+#include "plan/plan.h"
+#include "planner/cluster.h"
+#include "planner/footprint.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace huddle {
+
+struct DevicePrediction {
+  std::string name;
+  std::int64_t tokens = 0;    // rows of the step this device computes in connection blocks
+  std::int64_t heads = 0;     // query heads it computes in the first layer
+  std::int64_t columns = 0;   // FFN columns it computes in the first layer
+  double compute_s = 0;       // its own compute
+  double comm_s = 0;          // time inside collectives it takes part in
+  double exposed_comm_s = 0;  // part of comm_s no compute of its own overlaps
+  double busy_s() const { return compute_s + exposed_comm_s; }
+  DeviceMemory memory;
+};
+
+struct Prediction {
+  double latency_s = 0;                   // prefill of seq_len tokens, end to end
+  double decode_s = 0;                    // one decode step with seq_len tokens of context
+  std::vector<DevicePrediction> devices;  // plan order
+  // The first device whose memory exceeds its budget, -1 if all fit.
+  int first_over_budget(const ClusterSpec& cluster) const;
+};
+
+class CostModel {
+ public:
+  CostModel(const ModelConfig& config, const Graph& graph);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelFootprint& footprint() const { return footprint_; }
+
+  // Plan devices are looked up in `cluster` by name (PlanError naming a missing one).
+  Prediction predict(const Plan& plan, const ClusterSpec& cluster, std::int64_t seq_len) const;
+  // One step of `tokens` new tokens with `context` positions in the KV cache after it; fills
+  // the devices' compute/comm and returns the latency.
+  double simulate_step(const Plan& plan, const ClusterSpec& cluster, std::int64_t tokens,
+                       std::int64_t context, std::vector<DevicePrediction>* devices) const;
+
+  // FLOPs per unit of work for a step of `tokens` rows with `context` keys, with the
+  // simulator's constants (the optimising planners' linear cost coefficients).
+  struct UnitFlops {
+    double per_head = 0;           // one query head: q, out and attention, plus 1/group of k and v
+    double per_column = 0;         // one FFN column (all rows)
+    double conn_per_row = 0;       // norms and residuals of one layer, one row
+    double attention_per_row = 0;  // a whole attention block, one query row (split by tokens)
+    double mlp_per_row = 0;        // a whole MLP block, one row
+  };
+  UnitFlops unit_flops(std::int64_t tokens, std::int64_t context) const;
+
+ private:
+  ModelConfig config_;
+  ModelFootprint footprint_;
+};
+
+// Ring collective times over devices `ring` (cluster indices, in ring order); `part_bytes` per
+// ring position. Exposed for tests and the Hepti formulation.
+double ring_all_gather_s(const ClusterSpec& cluster, const std::vector<int>& ring,
+                         const std::vector<double>& part_bytes);
+double ring_reduce_scatter_s(const ClusterSpec& cluster, const std::vector<int>& ring,
+                             const std::vector<double>& part_bytes);
+double ring_all_reduce_s(const ClusterSpec& cluster, const std::vector<int>& ring,
+                         double total_bytes);
+
+}  // namespace huddle

@@ -1,0 +1,170 @@
+#include "planner/footprint.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace huddle {
+namespace {
+
+constexpr std::int64_t kF32 = 4;
+
+std::int64_t weight_bytes(const Graph& g, ValueId id) {
+  return shape_numel(g.value(id).shape) * kF32;
+}
+
+bool is_connection(OpRole role) {
+  switch (role) {
+    case OpRole::Embed:
+    case OpRole::AttnNorm:
+    case OpRole::MlpNorm:
+    case OpRole::AttnResidual:
+    case OpRole::MlpResidual:
+    case OpRole::FinalNorm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+ModelFootprint ModelFootprint::of(const Graph& graph, const ModelConfig& c) {
+  ModelFootprint f;
+  f.layers.resize(static_cast<std::size_t>(c.layers));
+  // The embedding runs on device 0 only (lowering scatters or broadcasts its output), so its
+  // tables are primary-only, like the head (which may share them, tied). Norms are everywhere.
+  std::set<ValueId> seen;
+  for (const bool embed : {true, false}) {
+    for (const Op& op : graph.ops()) {
+      if (!is_connection(op.role) || (op.role == OpRole::Embed) != embed) continue;
+      for (ValueId in : op.inputs) {
+        if (graph.value(in).kind != ValueKind::Weight || !seen.insert(in).second) continue;
+        (embed ? f.primary_bytes : f.shared_bytes) += weight_bytes(graph, in);
+      }
+    }
+  }
+  for (const Op& op : graph.ops()) {
+    if (op.role == OpRole::MlpGate) f.gated_mlp = true;
+    if (op.role == OpRole::Head && op.kind == OpKind::Linear)
+      f.head_outputs = graph.value(op.output).shape.back();
+    if (is_connection(op.role)) continue;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      const ValueId in = op.inputs[i];
+      if (graph.value(in).kind != ValueKind::Weight || !seen.insert(in).second) continue;
+      const std::int64_t bytes = weight_bytes(graph, in);
+      if (op.role == OpRole::Head) {
+        f.primary_bytes += bytes;
+        continue;
+      }
+      if (op.layer < 0 || op.layer >= c.layers) {
+        throw PlanError(fmt::format(
+            "weight '{}' of op '{}' is outside the transformer blocks; the planner cannot "
+            "place it",
+            graph.value(in).name, op.name));
+      }
+      LayerFootprint& l = f.layers[static_cast<std::size_t>(op.layer)];
+      const bool bias = i == 2;
+      switch (op.role) {
+        case OpRole::AttnQ:
+          l.q_head_bytes += bytes / c.heads;
+          break;
+        case OpRole::AttnK:
+        case OpRole::AttnV:
+          l.kv_head_bytes += bytes / c.kv_heads;
+          break;
+        case OpRole::AttnOut:
+          (bias ? l.attn_primary_bytes : l.q_head_bytes) += bias ? bytes : bytes / c.heads;
+          break;
+        case OpRole::MlpUp:
+        case OpRole::MlpGate:
+          l.column_bytes += bytes / c.ffn;
+          break;
+        case OpRole::MlpDown:
+          (bias ? l.mlp_primary_bytes : l.column_bytes) += bias ? bytes : bytes / c.ffn;
+          break;
+        default:
+          throw PlanError(fmt::format(
+              "weight '{}' of op '{}' ({}) has no place in the planner's memory accounting",
+              graph.value(in).name, op.name, op_role_name(op.role)));
+      }
+    }
+  }
+  for (const Op& op : graph.ops()) {
+    if (op.role == OpRole::AttnCore && op.attrs.cache_slot >= 0 && op.layer >= 0 &&
+        op.layer < c.layers) {
+      f.layers[static_cast<std::size_t>(op.layer)].kv_cache = true;
+    }
+  }
+  return f;
+}
+
+std::int64_t ModelFootprint::attention_block_bytes(std::size_t layer, const ModelConfig& c) const {
+  const LayerFootprint& l = layers.at(layer);
+  return c.heads * l.q_head_bytes + c.kv_heads * l.kv_head_bytes + l.attn_primary_bytes;
+}
+
+std::int64_t ModelFootprint::mlp_block_bytes(std::size_t layer, const ModelConfig& c) const {
+  const LayerFootprint& l = layers.at(layer);
+  return c.ffn * l.column_bytes + l.mlp_primary_bytes;
+}
+
+std::int64_t ModelFootprint::total_weight_bytes(const ModelConfig& c) const {
+  std::int64_t total = shared_bytes + primary_bytes;
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    total += attention_block_bytes(l, c) + mlp_block_bytes(l, c);
+  return total;
+}
+
+LayerShare layer_share(const LayerPlan& layer, const ModelConfig& c, int rank) {
+  LayerShare s{c.heads, c.kv_heads, c.ffn};
+  const auto r = static_cast<std::size_t>(rank);
+  if (layer.attention == BlockSplit::Heads) {
+    const auto [hb, he] = layer.heads.at(r);
+    const std::int64_t group = c.heads / c.kv_heads;
+    s.heads = he - hb;
+    s.kv_heads = he > hb ? (he - 1) / group + 1 - hb / group : 0;
+  }
+  if (layer.mlp == BlockSplit::Columns) {
+    const auto [cb, ce] = layer.columns.at(r);
+    s.columns = ce - cb;
+  }
+  return s;
+}
+
+DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const Plan& plan,
+                           int rank, std::int64_t seq_len) {
+  DeviceMemory m;
+  m.weights = f.shared_bytes + (rank == 0 ? f.primary_bytes : 0);
+  std::int64_t widest = 0;  // activation columns of the widest layer on this device
+  for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+    const LayerPlan& lp = plan.layers[i];
+    const LayerFootprint& l = f.layers.at(i);
+    const LayerShare s = layer_share(lp, c, rank);
+    if (lp.attention == BlockSplit::Heads) {
+      m.weights += s.heads * l.q_head_bytes + s.kv_heads * l.kv_head_bytes +
+                   (rank == 0 ? l.attn_primary_bytes : 0);
+    } else {
+      m.weights += f.attention_block_bytes(i, c);
+    }
+    if (lp.mlp == BlockSplit::Columns) {
+      m.weights += s.columns * l.column_bytes + (rank == 0 ? l.mlp_primary_bytes : 0);
+    } else {
+      m.weights += f.mlp_block_bytes(i, c);
+    }
+    const std::int64_t kv_width = s.kv_heads * c.head_dim;
+    if (l.kv_cache) m.kv_cache += 2 * c.max_positions * kv_width * kF32;
+    // Live at once, roughly: the residual stream, a normed copy and a block output ([T, hidden]
+    // each), q/k/v, the MLP intermediate (twice when gated) and one head's attention scores.
+    const std::int64_t cols = 3 * c.hidden + (s.heads + 2 * s.kv_heads) * c.head_dim +
+                              s.columns * (f.gated_mlp ? 2 : 1) + seq_len;
+    widest = std::max(widest, cols);
+  }
+  m.activations = seq_len * widest * kF32;
+  return m;
+}
+
+}  // namespace huddle

@@ -1,0 +1,63 @@
+// Memory a plan puts on each device: weights (exact, derived from the model graph by op role),
+// KV cache and an activation estimate.
+//
+// Weights fall into: shared (every device: norms), primary-only (the embedding, which lowering
+// runs on device 0 only, and the head), and per layer the parts a plan slices: per query head (q
+// rows, out-projection columns), per kv head (k and v rows), per FFN column (up/gate rows, down
+// columns), and the row-parallel biases that only device 0 holds when a block is split. A block
+// split by tokens holds its whole weights on every device. tests/planner checks that these sums
+// equal program_weight_bytes(lower(...)) for every device of every strategy.
+#pragma once
+
+#include "graph/graph.h"
+#include "model/model_config.h"
+#include "plan/plan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace huddle {
+
+struct LayerFootprint {
+  std::int64_t q_head_bytes = 0;        // per query head
+  std::int64_t kv_head_bytes = 0;       // per kv head
+  std::int64_t attn_primary_bytes = 0;  // out-projection bias
+  std::int64_t column_bytes = 0;        // per FFN column
+  std::int64_t mlp_primary_bytes = 0;   // down-projection bias
+  bool kv_cache = false;                // attention keeps a KV cache (causal models)
+};
+
+struct ModelFootprint {
+  std::int64_t shared_bytes = 0;   // every device: norms
+  std::int64_t primary_bytes = 0;  // device 0 only: embedding tables, head
+  std::vector<LayerFootprint> layers;
+  bool gated_mlp = false;         // MLP has a gate projection (llama)
+  std::int64_t head_outputs = 0;  // output width of the LM head, 0 if none
+
+  // PlanError if the graph has a weight the accounting does not know how to place.
+  static ModelFootprint of(const Graph& graph, const ModelConfig& config);
+
+  std::int64_t attention_block_bytes(std::size_t layer, const ModelConfig& c) const;
+  std::int64_t mlp_block_bytes(std::size_t layer, const ModelConfig& c) const;
+  std::int64_t total_weight_bytes(const ModelConfig& c) const;
+};
+
+// What device `rank` of a plan computes in one layer.
+struct LayerShare {
+  std::int64_t heads = 0;     // query heads (all, when attention is split by tokens)
+  std::int64_t kv_heads = 0;  // kv heads those read
+  std::int64_t columns = 0;   // FFN columns (all, when the MLP is split by tokens)
+};
+LayerShare layer_share(const LayerPlan& layer, const ModelConfig& config, int rank);
+
+struct DeviceMemory {
+  std::int64_t weights = 0;
+  std::int64_t kv_cache = 0;     // max_positions rows of this device's k and v widths, f32
+  std::int64_t activations = 0;  // estimate for a step of seq_len tokens (see footprint.cpp)
+  std::int64_t total() const { return weights + kv_cache + activations; }
+};
+
+DeviceMemory device_memory(const ModelFootprint& footprint, const ModelConfig& config,
+                           const Plan& plan, int rank, std::int64_t seq_len);
+
+}  // namespace huddle

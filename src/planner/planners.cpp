@@ -1,0 +1,107 @@
+#include "planner/planners.h"
+
+#include "core/error.h"
+#include "planner/auto_planner.h"
+#include "planner/galaxy_planner.h"
+#include "planner/hepti_planner.h"
+#include "planner/strategies.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+namespace huddle {
+namespace {
+
+// local, megatron, sp: make_plan with equal shares over every device.
+PlanResult baseline(const std::string& strategy, const PlanRequest& r) {
+  const char* mode = strategy == "local" ? "single device"
+                     : strategy == "sp"  ? "sequence"
+                                         : "tensor";
+  PlanResult result =
+      evaluate_plan(make_plan(strategy, r.cost.config(), device_names(r.cluster), {}), mode, r);
+  check_memory(result.prediction, r.cluster, strategy);
+  return result;
+}
+
+const std::map<std::string, std::function<PlanResult(const PlanRequest&)>>& registry() {
+  static const std::map<std::string, std::function<PlanResult(const PlanRequest&)>> planners = {
+      {"local", [](const PlanRequest& r) { return baseline("local", r); }},
+      {"megatron", [](const PlanRequest& r) { return baseline("megatron", r); }},
+      {"sp", [](const PlanRequest& r) { return baseline("sp", r); }},
+      {"galaxy", plan_galaxy},
+      {"hepti", plan_hepti},
+      {"auto", plan_auto},
+  };
+  return planners;
+}
+
+}  // namespace
+
+const Plan& PlanResult::runnable() const {
+  if (!plan) {
+    throw PlanError(fmt::format("the {} planner chose {} mode, which this runtime cannot run yet",
+                                strategy, mode));
+  }
+  return *plan;
+}
+
+const std::vector<std::string>& planner_names() {
+  static const std::vector<std::string> names = {"auto",     "galaxy", "hepti",
+                                                 "megatron", "sp",     "local"};
+  return names;
+}
+
+PlanResult run_planner(const std::string& name, const PlanRequest& request) {
+  const auto it = registry().find(name);
+  if (it == registry().end()) {
+    throw UsageError(fmt::format("unknown planner '{}' (choose from {})", name,
+                                 fmt::join(planner_names(), ", ")));
+  }
+  if (request.seq_len < 1)
+    throw UsageError(fmt::format("--seq-len must be >= 1, got {}", request.seq_len));
+  if (request.seq_len > request.cost.config().max_positions) {
+    throw UsageError(fmt::format("--seq-len {} exceeds the model's {} positions", request.seq_len,
+                                 request.cost.config().max_positions));
+  }
+  if (request.deadline_s && !(*request.deadline_s > 0)) {
+    throw UsageError(fmt::format("--deadline-ms must be > 0, got {}", *request.deadline_s * 1e3));
+  }
+  return it->second(request);
+}
+
+PlanResult evaluate_plan(Plan plan, std::string mode, const PlanRequest& request) {
+  PlanResult result;
+  result.strategy = plan.strategy;
+  result.mode = std::move(mode);
+  result.prediction = request.cost.predict(plan, request.cluster, request.seq_len);
+  result.document = plan.to_json();
+  result.plan = std::move(plan);
+  return result;
+}
+
+std::vector<std::string> device_names(const ClusterSpec& cluster) {
+  std::vector<std::string> names;
+  for (const DeviceSpec& d : cluster.devices()) names.push_back(d.name);
+  return names;
+}
+
+void check_memory(const Prediction& prediction, const ClusterSpec& cluster,
+                  const std::string& planner) {
+  std::string missing;
+  for (const DevicePrediction& d : prediction.devices) {
+    const std::int64_t budget = cluster.device(cluster.index_of(d.name)).memory_bytes;
+    if (d.memory.total() > budget) {
+      missing +=
+          fmt::format("{}'{}' needs {} bytes, has {} ({} missing)", missing.empty() ? "" : "; ",
+                      d.name, d.memory.total(), budget, d.memory.total() - budget);
+    }
+  }
+  if (!missing.empty())
+    throw PlanError(fmt::format("{}: the model does not fit: {}", planner, missing));
+}
+
+}  // namespace huddle

@@ -1,0 +1,136 @@
+// Galaxy planning on the paper's environments A-F (Jetson Nano-S/M/L, speeds 403:825:1470):
+// splits proportional to speed within rounding, memory budgets respected after rebalancing,
+// and a clear refusal when nothing fits.
+#include "core/error.h"
+#include "planner/galaxy_planner.h"
+#include "planner_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace huddle {
+namespace {
+
+constexpr std::int64_t kAmple = std::int64_t{1} << 40;
+
+void expect_proportional(const std::vector<std::int64_t>& counts, std::int64_t total,
+                         const ClusterSpec& c, const std::string& what) {
+  double speed_sum = 0;
+  for (const DeviceSpec& d : c.devices()) speed_sum += d.gflops;
+  EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), std::int64_t{0}), total) << what;
+  for (int d = 0; d < c.size(); ++d) {
+    const double exact = static_cast<double>(total) * c.device(d).gflops / speed_sum;
+    EXPECT_LT(std::abs(static_cast<double>(counts[static_cast<std::size_t>(d)]) - exact), 1.0)
+        << what << " device " << d;
+  }
+}
+
+TEST(Galaxy, PaperEnvironmentsSplitInProportionToSpeed) {
+  const testing::PaperModel bert =
+      testing::paper_model("bert", "bert-large");  // 16 heads, ffn 4096
+  for (const char env : std::string("ABCDEF")) {
+    const ClusterSpec c = testing::nano_cluster(testing::galaxy_env(env), kAmple);
+    const PlanResult r = plan_galaxy(PlanRequest{*bert.cost, c, 128, std::nullopt});
+    ASSERT_TRUE(r.plan);
+    const Plan& plan = *r.plan;
+    plan.validate(bert.config, "galaxy plan");
+    std::vector<std::int64_t> heads, columns;
+    for (const DevicePrediction& d : r.prediction.devices) {
+      heads.push_back(d.heads);
+      columns.push_back(d.columns);
+    }
+    expect_proportional(heads, bert.config.heads, c, std::string("heads ") + env);
+    expect_proportional(columns, bert.config.ffn, c, std::string("columns ") + env);
+    for (int d = 0; d < c.size(); ++d) {
+      EXPECT_DOUBLE_EQ(plan.token_shares[static_cast<std::size_t>(d)] / plan.token_shares[0],
+                       c.device(d).gflops / c.device(0).gflops);
+    }
+    EXPECT_EQ(plan.layers.front().residual, ResidualLayout::Tokens);
+    // Homogeneous clusters split evenly (within one unit).
+    if (env <= 'C') {
+      for (const DevicePrediction& d : r.prediction.devices) {
+        EXPECT_LE(std::abs(d.columns - r.prediction.devices[0].columns), 1);
+        EXPECT_LE(std::abs(d.heads - r.prediction.devices[0].heads), 1);
+      }
+    }
+  }
+}
+
+TEST(Galaxy, PerBlockSpeedsDriveEachSplit) {
+  const testing::PaperModel bert = testing::paper_model("bert", "bert-large");
+  ClusterSpec c = testing::nano_cluster("MM", kAmple);
+  std::vector<DeviceSpec> devices = c.devices();
+  devices[1].attention_gflops =
+      devices[0].attention_gflops * 3;  // device 1: 3x attention, same MLP
+  devices[1].connection_gflops = devices[0].connection_gflops / 2;
+  c = ClusterSpec::uniform(devices, {1e9, 0.0005});
+  const GalaxySplit s = galaxy_balanced_split(bert.config, c);
+  EXPECT_EQ(s.heads, (std::vector<std::int64_t>{4, 12}));
+  EXPECT_EQ(s.columns, (std::vector<std::int64_t>{2048, 2048}));
+  EXPECT_DOUBLE_EQ(s.token_shares[1] / s.token_shares[0], 0.5);
+}
+
+TEST(Galaxy, MemoryStarvedDeviceGivesWorkAway) {
+  const testing::PaperModel gpt = testing::paper_model("gpt2", "gpt2-large");
+  const ClusterSpec ample = testing::nano_cluster("LMS", kAmple);
+  const PlanRequest free_request{*gpt.cost, ample, 128, std::nullopt};
+  const PlanResult balanced = plan_galaxy(free_request);
+  // Give the fastest device (L, which would hold most) 70% of what the balanced split needs.
+  std::vector<DeviceSpec> devices = ample.devices();
+  const std::int64_t need = balanced.prediction.devices[0].memory.total();
+  devices[0].memory_bytes = need * 7 / 10;
+  const ClusterSpec starved = ClusterSpec::uniform(devices, {1e9, 0.0005});
+  const PlanResult r = plan_galaxy(PlanRequest{*gpt.cost, starved, 128, std::nullopt});
+  ASSERT_TRUE(r.plan);
+  r.plan->validate(gpt.config, "rebalanced plan");
+  for (std::size_t d = 0; d < r.prediction.devices.size(); ++d) {
+    EXPECT_LE(r.prediction.devices[d].memory.total(), starved.devices()[d].memory_bytes) << d;
+  }
+  EXPECT_LT(r.prediction.devices[0].columns, balanced.prediction.devices[0].columns);
+  EXPECT_GT(r.prediction.devices[1].columns, balanced.prediction.devices[1].columns);
+  EXPECT_GT(r.prediction.devices[2].columns, balanced.prediction.devices[2].columns);
+  // Slower overall than the unconstrained split, as the work moved to slower devices.
+  EXPECT_GT(r.prediction.latency_s, balanced.prediction.latency_s);
+}
+
+TEST(Galaxy, MemoryStarvedBeyondMlpMovesHeadsToo) {
+  const testing::PaperModel gpt = testing::paper_model("gpt2", "gpt2-large");
+  const ClusterSpec ample = testing::nano_cluster("MM", kAmple);
+  const PlanResult balanced = plan_galaxy(PlanRequest{*gpt.cost, ample, 128, std::nullopt});
+  const DeviceMemory& m1 = balanced.prediction.devices[1].memory;
+  // Device 1 keeps room for about a quarter of its share of the block weights.
+  std::vector<DeviceSpec> devices = ample.devices();
+  devices[1].memory_bytes = gpt.cost->footprint().shared_bytes + m1.activations +
+                            (m1.weights + m1.kv_cache - gpt.cost->footprint().shared_bytes) / 4;
+  const ClusterSpec starved = ClusterSpec::uniform(devices, {1e9, 0.0005});
+  const PlanResult r = plan_galaxy(PlanRequest{*gpt.cost, starved, 128, std::nullopt});
+  EXPECT_LE(r.prediction.devices[1].memory.total(), devices[1].memory_bytes);
+  EXPECT_LT(r.prediction.devices[1].heads, balanced.prediction.devices[1].heads);
+  EXPECT_GE(r.prediction.devices[1].heads, 1);
+  EXPECT_GE(r.prediction.devices[1].columns, 1);
+}
+
+TEST(Galaxy, NothingFitsIsRefusedNamingDevices) {
+  const testing::PaperModel gpt =
+      testing::paper_model("gpt2", "gpt2-large");  // ~3 GB of f32 weights
+  const ClusterSpec tiny = testing::nano_cluster("LMS", 500000000);
+  try {
+    plan_galaxy(PlanRequest{*gpt.cost, tiny, 128, std::nullopt});
+    FAIL() << "a 3 GB model fitted in 1.5 GB";
+  } catch (const PlanError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("does not fit"), std::string::npos) << what;
+    EXPECT_NE(what.find("nano-L0"), std::string::npos) << what;
+    EXPECT_NE(what.find("missing"), std::string::npos) << what;
+  }
+}
+
+TEST(Galaxy, MoreDevicesThanHeadsIsAPlanError) {
+  const testing::PaperModel bert = testing::paper_model("bert", "bert-large");
+  const ClusterSpec many = testing::nano_cluster(std::string(17, 'M'), kAmple);
+  EXPECT_THROW(plan_galaxy(PlanRequest{*bert.cost, many, 128, std::nullopt}), PlanError);
+}
+
+}  // namespace
+}  // namespace huddle

@@ -1,0 +1,91 @@
+// `huddle plan` through its library entry point (plan_to_string).
+#include "cli/plan_command.h"
+#include "core/error.h"
+#include "model/model.h"
+#include "plan/plan.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace huddle {
+namespace {
+
+std::string write_cluster(const testing::TempDir& dir, const std::string& text) {
+  const std::string path = (dir / "cluster.json").string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+constexpr const char* kCluster = R"({
+  "devices": [{"name": "L", "gflops": 40.0, "memory_bytes": 2000000000},
+              {"name": "M", "gflops": 20.0, "memory_bytes": 2000000000}],
+  "default_link": {"bandwidth_bps": 1e9, "latency_s": 0.0005}})";
+
+TEST(PlanCommand, JsonReportAndPlanFile) {
+  const testing::TempDir dir;
+  cli::PlanOptions o;
+  o.cluster_file = write_cluster(dir, kCluster);
+  o.model_dir = testing::fixture_model("llama-tiny").string();
+  o.strategy = "galaxy";
+  o.seq_len = 32;
+  o.json = true;
+  o.output = (dir / "plan.json").string();
+  const nlohmann::json j = nlohmann::json::parse(cli::plan_to_string(o));
+  EXPECT_EQ(j["strategy"], "galaxy");
+  EXPECT_TRUE(j["runnable"].get<bool>());
+  EXPECT_GT(j["predicted_ms"].get<double>(), 0);
+  ASSERT_EQ(j["devices"].size(), 2u);
+  std::int64_t heads = 0, columns = 0, tokens = 0;
+  for (const auto& d : j["devices"]) {
+    heads += d["heads"].get<std::int64_t>();
+    columns += d["ffn_columns"].get<std::int64_t>();
+    tokens += d["tokens"].get<std::int64_t>();
+    EXPECT_GT(d["memory_bytes"].get<std::int64_t>(), 0);
+    EXPECT_GT(d["predicted_ms"].get<double>(), 0);
+  }
+  const Model model = Model::load(testing::fixture_model("llama-tiny"));
+  EXPECT_EQ(heads, model.config().heads);
+  EXPECT_EQ(columns, model.config().ffn);
+  EXPECT_EQ(tokens, 32);
+  EXPECT_EQ(j["devices"][0]["name"], "L");
+  EXPECT_GT(j["devices"][0]["heads"].get<int>(), j["devices"][1]["heads"].get<int>() - 1);
+  const Plan plan = Plan::load(o.output);  // what `huddle run --plan` reads
+  plan.validate(model.config(), o.output);
+  EXPECT_EQ(plan.devices, (std::vector<std::string>{"L", "M"}));
+}
+
+TEST(PlanCommand, TextReport) {
+  const testing::TempDir dir;
+  cli::PlanOptions o;
+  o.cluster_file = write_cluster(dir, kCluster);
+  o.model_dir = testing::fixture_model("gpt2-tiny").string();
+  const std::string text = cli::plan_to_string(o);  // auto
+  EXPECT_NE(text.find("strategy auto"), std::string::npos) << text;
+  EXPECT_NE(text.find("predicted latency"), std::string::npos) << text;
+  EXPECT_NE(text.find("L "), std::string::npos) << text;
+}
+
+TEST(PlanCommand, ErrorsNameTheirSource) {
+  const testing::TempDir dir;
+  cli::PlanOptions o;
+  o.cluster_file = write_cluster(dir, R"({"devices": [{"name": "L", "gflops": 40.0}]})");
+  o.model_dir = testing::fixture_model("gpt2-tiny").string();
+  try {
+    cli::plan_to_string(o);
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("devices[0].memory_bytes: missing"), std::string::npos)
+        << e.what();
+  }
+  o.cluster_file = write_cluster(dir, "{not json");
+  EXPECT_THROW(cli::plan_to_string(o), LoadError);
+  o.cluster_file = write_cluster(dir, kCluster);
+  o.strategy = "nope";
+  EXPECT_THROW(cli::plan_to_string(o), UsageError);
+}
+
+}  // namespace
+}  // namespace huddle
