@@ -27,7 +27,9 @@ std::filesystem::path fixture(const std::string& relative) {
   return std::filesystem::path(HUDDLE_FIXTURES_DIR) / relative;
 }
 
-std::filesystem::path fixture_model(const std::string& name) { return fixture("models/" + name); }
+std::filesystem::path fixture_model(const std::string& name) {
+  return fixture("models/" + name);
+}
 
 std::vector<std::int32_t> read_ids(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -54,7 +56,8 @@ void copy_model(const std::filesystem::path& from, const std::filesystem::path& 
   for (const auto& entry : std::filesystem::directory_iterator(from)) {
     std::filesystem::copy_file(entry.path(), dest / entry.path().filename(),
                                std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::permissions(dest / entry.path().filename(), std::filesystem::perms::owner_write,
+    std::filesystem::permissions(dest / entry.path().filename(),
+                                 std::filesystem::perms::owner_write,
                                  std::filesystem::perm_options::add);
   }
 }
@@ -103,7 +106,8 @@ ProcessResult run_huddle(const std::vector<std::string>& args, double timeout_s)
   int open_fds = 2;
   bool killed = false;
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       ::kill(pid, SIGKILL);
       killed = true;
@@ -166,7 +170,8 @@ BackgroundHuddle::~BackgroundHuddle() {
   ::close(err_);
 }
 
-std::string BackgroundHuddle::wait_for_line(const std::string& needle, double timeout_s, bool from_stderr) {
+std::string BackgroundHuddle::wait_for_line(const std::string& needle, double timeout_s,
+                                            bool from_stderr) {
   const int fd = from_stderr ? err_ : out_;
   std::string& buffer = from_stderr ? err_buffer_ : out_buffer_;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
@@ -176,8 +181,9 @@ std::string BackgroundHuddle::wait_for_line(const std::string& needle, double ti
       buffer.erase(0, nl + 1);
       if (line.find(needle) != std::string::npos) return line;
     }
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
     if (left <= 0) return {};
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
@@ -200,7 +206,9 @@ bool BackgroundHuddle::alive() {
   return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
 }
 
-void BackgroundHuddle::kill(int signal) { ::kill(pid_, signal); }
+void BackgroundHuddle::kill(int signal) {
+  ::kill(pid_, signal);
+}
 
 std::filesystem::path make_key_file(const std::filesystem::path& dir, const std::string& name) {
   const std::filesystem::path path = dir / name;

@@ -75,7 +75,8 @@ class BackgroundHuddle {
 };
 
 // A fresh pre-shared key file (mode 0600) in `dir`.
-std::filesystem::path make_key_file(const std::filesystem::path& dir, const std::string& name = "cluster.key");
+std::filesystem::path make_key_file(const std::filesystem::path& dir,
+                                    const std::string& name = "cluster.key");
 
 // max |a - b| / max |b|, over equal shapes (b is the reference).
 double relative_error(const Tensor& a, const Tensor& b);

@@ -13,9 +13,9 @@
 #include "model/model.h"
 #include "runtime/executor.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -70,7 +70,8 @@ double attention_flops(const Graph& g, std::int64_t tokens) {
   double flops = 0;
   for (const Op& op : g.ops()) {
     if (op.kind != OpKind::Attention) continue;
-    const double pairs = op.attrs.causal ? tokens * (tokens + 1) / 2.0 : static_cast<double>(tokens) * tokens;
+    const double pairs =
+        op.attrs.causal ? tokens * (tokens + 1) / 2.0 : static_cast<double>(tokens) * tokens;
     flops += 2.0 * 2.0 * pairs * op.attrs.heads * op.attrs.head_dim;  // QKᵀ and PV
   }
   return flops;
@@ -90,12 +91,13 @@ double decode_weight_bytes(const Graph& g) {
 
 // Median time of raw cblas_sgemm for one shape.
 double raw_gemm_ms(const GemmShape& s, int runs) {
-  std::vector<float> a(static_cast<std::size_t>(s.m * s.k), 0.01f), b(static_cast<std::size_t>(s.k * s.n), 0.02f),
-      c(static_cast<std::size_t>(s.m * s.n));
+  std::vector<float> a(static_cast<std::size_t>(s.m * s.k), 0.01f),
+      b(static_cast<std::size_t>(s.k * s.n), 0.02f), c(static_cast<std::size_t>(s.m * s.n));
   const bool out_in = s.layout == kernels::WeightLayout::OutIn;
   auto once = [&] {
-    kernels::raw_sgemm(kernels::Trans::No, out_in ? kernels::Trans::Yes : kernels::Trans::No, s.m, s.n, s.k, 1.0f,
-                       a.data(), s.k, b.data(), out_in ? s.k : s.n, 0.0f, c.data(), s.n);
+    kernels::raw_sgemm(kernels::Trans::No, out_in ? kernels::Trans::Yes : kernels::Trans::No, s.m,
+                       s.n, s.k, 1.0f, a.data(), s.k, b.data(), out_in ? s.k : s.n, 0.0f, c.data(),
+                       s.n);
   };
   once();
   std::vector<double> t;
@@ -119,7 +121,8 @@ double read_bandwidth_gbs(int threads, int runs) {
     for (int i = 0; i < threads; ++i) {
       pool.emplace_back([&, i] {
         const std::size_t b = n * static_cast<std::size_t>(i) / static_cast<std::size_t>(threads);
-        const std::size_t e = n * static_cast<std::size_t>(i + 1) / static_cast<std::size_t>(threads);
+        const std::size_t e =
+            n * static_cast<std::size_t>(i + 1) / static_cast<std::size_t>(threads);
         // 16 independent lanes: vectorises without reassociating float sums.
         float lanes[16] = {};
         for (std::size_t j = b; j + 16 <= e; j += 16) {
@@ -149,7 +152,8 @@ int run(const Options& o) {
   const Graph& g = model.graph();
   std::mt19937 rng(42);
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.tokens));
-  for (auto& id : prompt) id = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(model.config().vocab_size));
+  for (auto& id : prompt)
+    id = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(model.config().vocab_size));
 
   const auto gemms = prefill_gemms(g, o.tokens);
   double gemm_flops = 0;
@@ -157,12 +161,16 @@ int run(const Options& o) {
   const double flops = gemm_flops + attention_flops(g, o.tokens);
   const double weight_bytes = decode_weight_bytes(g);
 
-  std::printf("# %s: %s, %.1fM weight parameters, prompt %lld tokens, %d decode steps, %d runs\n", o.model.c_str(),
-              model.architecture().name.c_str(), static_cast<double>(model.weight_bytes()) / 4e6,
-              static_cast<long long>(o.tokens), o.decode, o.runs);
+  std::printf("# %s: %s, %.1fM weight parameters, prompt %lld tokens, %d decode steps, %d runs\n",
+              o.model.c_str(), model.architecture().name.c_str(),
+              static_cast<double>(model.weight_bytes()) / 4e6, static_cast<long long>(o.tokens),
+              o.decode, o.runs);
   std::printf("# BLAS: %s\n", kernels::blas_description().c_str());
-  std::printf("| threads | prefill ms (min..max) | GFLOP/s | raw sgemm GFLOP/s | raw GEMM ms | GEMM efficiency | "
-              "decode ms/token (min..max) | weights GB/s | read GB/s |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| threads | prefill ms (min..max) | GFLOP/s | raw sgemm GFLOP/s | raw GEMM ms | GEMM "
+      "efficiency | "
+      "decode ms/token (min..max) | weights GB/s | read GB/s "
+      "|\n|---|---|---|---|---|---|---|---|---|\n");
   nlohmann::json results = nlohmann::json::array();
   for (int threads : o.threads) {
     kernels::set_num_threads(threads);
@@ -192,15 +200,26 @@ int run(const Options& o) {
     const double gflops = flops / (p.median * 1e6);
     const double raw_gflops = gemm_flops / (raw_ms * 1e6);
     const double gbs = weight_bytes / (d.median * 1e6);
-    std::printf("| %d | %.1f (%.1f..%.1f) | %.1f | %.1f | %.1f | %.0f%% | %.2f (%.2f..%.2f) | %.1f | %.1f |\n", threads,
-                p.median, p.min, p.max, gflops, raw_gflops, raw_ms, 100.0 * raw_ms / p.median, d.median, d.min, d.max,
-                gbs, bw);
-    results.push_back({{"threads", threads}, {"prefill_ms", p.median}, {"prefill_min_ms", p.min},
-                       {"prefill_max_ms", p.max}, {"gflops", gflops}, {"raw_sgemm_gflops", raw_gflops},
-                       {"raw_gemm_ms", raw_ms}, {"decode_ms", d.median}, {"decode_min_ms", d.min},
-                       {"decode_max_ms", d.max}, {"weights_gbs", gbs}, {"read_gbs", bw}});
+    std::printf(
+        "| %d | %.1f (%.1f..%.1f) | %.1f | %.1f | %.1f | %.0f%% | %.2f (%.2f..%.2f) | %.1f | %.1f "
+        "|\n",
+        threads, p.median, p.min, p.max, gflops, raw_gflops, raw_ms, 100.0 * raw_ms / p.median,
+        d.median, d.min, d.max, gbs, bw);
+    results.push_back({{"threads", threads},
+                       {"prefill_ms", p.median},
+                       {"prefill_min_ms", p.min},
+                       {"prefill_max_ms", p.max},
+                       {"gflops", gflops},
+                       {"raw_sgemm_gflops", raw_gflops},
+                       {"raw_gemm_ms", raw_ms},
+                       {"decode_ms", d.median},
+                       {"decode_min_ms", d.min},
+                       {"decode_max_ms", d.max},
+                       {"weights_gbs", gbs},
+                       {"read_gbs", bw}});
   }
-  if (o.json) std::printf("%s\n", nlohmann::json{{"model", o.model}, {"results", results}}.dump().c_str());
+  if (o.json)
+    std::printf("%s\n", nlohmann::json{{"model", o.model}, {"results", results}}.dump().c_str());
   return 0;
 }
 

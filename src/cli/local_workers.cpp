@@ -47,7 +47,8 @@ LocalWorkers::LocalWorkers(int count, double peer_timeout_s, int threads, double
 
 void LocalWorkers::start(int count, double peer_timeout_s, int threads, double start_timeout_s) {
   char pattern[] = "/tmp/huddle-local-XXXXXX";
-  if (::mkdtemp(pattern) == nullptr) throw Error(fmt::format("cannot create a temporary directory: {}", std::strerror(errno)));
+  if (::mkdtemp(pattern) == nullptr)
+    throw Error(fmt::format("cannot create a temporary directory: {}", std::strerror(errno)));
   dir_ = pattern;
   key_file_ = dir_ / "cluster.key";
   net::generate_key_file(key_file_);
@@ -55,9 +56,9 @@ void LocalWorkers::start(int count, double peer_timeout_s, int threads, double s
   for (int i = 0; i < count; ++i) {
     int out[2];
     if (::pipe(out) != 0) throw Error(fmt::format("pipe: {}", std::strerror(errno)));
-    std::vector<std::string> args = {"/proc/self/exe", "worker", "--listen", "127.0.0.1:0", "--key-file",
-                                     key_file_.string(), "--timeout-s", timeout, "--threads",
-                                     std::to_string(threads)};
+    std::vector<std::string> args = {
+        "/proc/self/exe",   "worker",      "--listen", "127.0.0.1:0", "--key-file",
+        key_file_.string(), "--timeout-s", timeout,    "--threads",   std::to_string(threads)};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -87,7 +88,9 @@ void LocalWorkers::start(int count, double peer_timeout_s, int threads, double s
   }
 }
 
-LocalWorkers::~LocalWorkers() { stop(); }
+LocalWorkers::~LocalWorkers() {
+  stop();
+}
 
 void LocalWorkers::stop() {
   for (pid_t pid : pids_) ::kill(pid, SIGTERM);

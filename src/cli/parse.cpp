@@ -18,8 +18,8 @@ std::vector<std::int32_t> parse_id_list(const std::string& text, const std::stri
     std::int32_t id = 0;
     const auto [ptr, ec] = std::from_chars(text.data() + b, text.data() + e, id);
     if (b == e || ec != std::errc() || ptr != text.data() + e || id < 0) {
-      throw UsageError(fmt::format("{}: '{}' is not a non-negative integer (expected e.g. 1,2,3)", flag,
-                                   text.substr(b, e - b)));
+      throw UsageError(fmt::format("{}: '{}' is not a non-negative integer (expected e.g. 1,2,3)",
+                                   flag, text.substr(b, e - b)));
     }
     ids.push_back(id);
     pos = comma + 1;

@@ -23,8 +23,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <set>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -82,8 +82,8 @@ std::vector<double> parse_shares(const std::string& text) {
 void check_ids(const std::vector<std::int32_t>& ids, const ModelConfig& config) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] >= config.vocab_size) {
-      throw InputError(fmt::format("token id {} at position {} is outside the vocabulary ({} ids)", ids[i],
-                                   i, config.vocab_size));
+      throw InputError(fmt::format("token id {} at position {} is outside the vocabulary ({} ids)",
+                                   ids[i], i, config.vocab_size));
     }
   }
 }
@@ -95,8 +95,10 @@ struct Outcome {
   std::vector<double> exposed_comm_ms;  // per device, with --trace
 };
 
-// The prompt's token ids: --ids as given, or --prompt / --prompt-file through the model's tokenizer.
-std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* tokenizer, std::int64_t context) {
+// The prompt's token ids: --ids as given, or --prompt / --prompt-file through the model's
+// tokenizer.
+std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* tokenizer,
+                                     std::int64_t context) {
   const int given = !o.ids.empty() + !o.prompt.empty() + !o.prompt_file.empty();
   if (given != 1) throw UsageError("give exactly one of --ids, --prompt and --prompt-file");
   if (!o.ids.empty()) return parse_id_list(o.ids, "--ids");
@@ -110,19 +112,24 @@ std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* token
 }
 
 void run(const RunOptions& o) {
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   kernels::set_num_threads(threads);
-  if (!o.workers.empty() && o.local_devices > 1) throw UsageError("give --workers or --local-devices, not both");
+  if (!o.workers.empty() && o.local_devices > 1)
+    throw UsageError("give --workers or --local-devices, not both");
   if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
 
   const auto load_start = std::chrono::steady_clock::now();
   const Model model = Model::load(o.model_dir);
   const double load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+          .count();
   const bool text_mode = o.ids.empty();
   std::unique_ptr<Tokenizer> tokenizer;
   if (text_mode) tokenizer = Tokenizer::load(o.model_dir);
-  const std::vector<std::int32_t> prompt = prompt_ids(o, tokenizer.get(), model.config().max_positions);
+  const std::vector<std::int32_t> prompt =
+      prompt_ids(o, tokenizer.get(), model.config().max_positions);
   check_ids(prompt, model.config());
   if (o.n_predict > 0 && !model.config().causal) {
     throw UsageError(fmt::format("--n-predict: {} is an encoder ({}); it does not generate tokens",
@@ -159,10 +166,11 @@ void run(const RunOptions& o) {
   }
   std::vector<std::string> devices = {"primary"};
   devices.insert(devices.end(), workers.begin(), workers.end());
-  Plan plan = o.plan_file.empty()
-                  ? make_plan(o.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : o.strategy,
-                              model.config(), devices, parse_shares(o.shares))
-                  : Plan::load(o.plan_file);
+  Plan plan =
+      o.plan_file.empty()
+          ? make_plan(o.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : o.strategy,
+                      model.config(), devices, parse_shares(o.shares))
+          : Plan::load(o.plan_file);
   plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
   if (!o.save_plan.empty()) plan.save(o.save_plan);
 
@@ -176,8 +184,9 @@ void run(const RunOptions& o) {
     if (!o.trace.empty()) write_chrome_trace(o.trace, {"primary"}, {recorder.spans()});
   } else {
     if (plan.num_devices() != static_cast<int>(devices.size())) {
-      throw UsageError(fmt::format("the plan has {} devices but {} are given (this primary and {} workers)",
-                                   plan.num_devices(), devices.size(), workers.size()));
+      throw UsageError(
+          fmt::format("the plan has {} devices but {} are given (this primary and {} workers)",
+                      plan.num_devices(), devices.size(), workers.size()));
     }
     ClusterOptions cluster_options;
     cluster_options.workers = workers;
@@ -191,7 +200,8 @@ void run(const RunOptions& o) {
     outcome.devices = cluster.devices();
     const auto spans = cluster.finish();
     if (!o.trace.empty()) write_chrome_trace(o.trace, devices, spans);
-    for (const auto& device_spans : spans) outcome.exposed_comm_ms.push_back(exposed_comm_us(device_spans) / 1000.0);
+    for (const auto& device_spans : spans)
+      outcome.exposed_comm_ms.push_back(exposed_comm_us(device_spans) / 1000.0);
   }
   const GenerationResult& result = outcome.result;
 
@@ -206,16 +216,16 @@ void run(const RunOptions& o) {
                              {"weights_mapped_locally", d.weights_mapped_locally}});
     }
     nlohmann::json j = {{"model", o.model_dir},
-                              {"architecture", model.architecture().name},
-                              {"strategy", outcome.strategy},
-                              {"devices", device_list},
-                              {"prompt_tokens", prompt.size()},
-                              {"generated", result.generated},
-                              {"prompt_ids", prompt},
-                              {"load_ms", load_ms},
-                              {"prefill_ms", result.prefill_ms},
-                              {"decode_ms_per_token", result.decode_ms_per_token()},
-                              {"threads", threads}};
+                        {"architecture", model.architecture().name},
+                        {"strategy", outcome.strategy},
+                        {"devices", device_list},
+                        {"prompt_tokens", prompt.size()},
+                        {"generated", result.generated},
+                        {"prompt_ids", prompt},
+                        {"load_ms", load_ms},
+                        {"prefill_ms", result.prefill_ms},
+                        {"decode_ms_per_token", result.decode_ms_per_token()},
+                        {"threads", threads}};
     if (!outcome.exposed_comm_ms.empty()) j["exposed_comm_ms"] = outcome.exposed_comm_ms;
     if (tokenizer) j["text"] = tokenizer->decode(result.generated, /*skip_special=*/true);
     std::printf("%s\n", j.dump().c_str());
@@ -226,12 +236,14 @@ void run(const RunOptions& o) {
     } else if (!result.generated.empty()) {
       std::printf("%s\n", fmt::format("{}", fmt::join(result.generated, ",")).c_str());
     }
-    std::fprintf(stderr, "%s\n",
-                 fmt::format("huddle: {} ({}), {} on {} device(s), {} prompt tokens, prefill {:.2f} ms, decode "
-                             "{:.2f} ms/token, {} threads",
-                             o.model_dir, model.architecture().name, outcome.strategy, plan.num_devices(),
-                             prompt.size(), result.prefill_ms, result.decode_ms_per_token(), threads)
-                     .c_str());
+    std::fprintf(
+        stderr, "%s\n",
+        fmt::format(
+            "huddle: {} ({}), {} on {} device(s), {} prompt tokens, prefill {:.2f} ms, decode "
+            "{:.2f} ms/token, {} threads",
+            o.model_dir, model.architecture().name, outcome.strategy, plan.num_devices(),
+            prompt.size(), result.prefill_ms, result.decode_ms_per_token(), threads)
+            .c_str());
   }
 }
 
@@ -239,30 +251,43 @@ void run(const RunOptions& o) {
 
 void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Run a prompt through a model (prefill, then greedy generation)");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run a prompt through a model (prefill, then greedy generation)");
   cmd->add_option("--model", options->model_dir, "Hugging Face model directory")->required();
   cmd->add_option("--ids", options->ids, "Prompt token ids, comma-separated (e.g. 1,2,3)");
-  cmd->add_option("--prompt", options->prompt, "Prompt text (tokenized with the model's tokenizer)");
+  cmd->add_option("--prompt", options->prompt,
+                  "Prompt text (tokenized with the model's tokenizer)");
   cmd->add_option("--prompt-file", options->prompt_file, "File holding the prompt text");
-  cmd->add_option("--n-predict", options->n_predict, "Tokens to generate (stops early at an end-of-sequence id)")
+  cmd->add_option("--n-predict", options->n_predict,
+                  "Tokens to generate (stops early at an end-of-sequence id)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Do not stop at end-of-sequence ids");
   auto* sampling = "Sampling (greedy by default)";
-  cmd->add_option("--temperature", options->sampling.temperature, "Sampling temperature; 0 = greedy")->group(sampling);
-  cmd->add_option("--top-k", options->sampling.top_k, "Sample among the k most likely tokens (0: all)")->group(sampling);
-  cmd->add_option("--top-p", options->sampling.top_p, "Nucleus sampling threshold in (0, 1]")->group(sampling);
-  cmd->add_option("--repeat-penalty", options->sampling.repeat_penalty, "Penalty > 1 for tokens already seen")
+  cmd->add_option("--temperature", options->sampling.temperature,
+                  "Sampling temperature; 0 = greedy")
       ->group(sampling);
-  cmd->add_option("--seed", options->sampling.seed, "Random seed (same seed, same output)")->group(sampling);
-  cmd->add_option("--dump-logits", options->dump_logits,
-                  "Write the prompt's logits [T, vocab] (encoders: hidden states [T, hidden]) as .npy");
+  cmd->add_option("--top-k", options->sampling.top_k,
+                  "Sample among the k most likely tokens (0: all)")
+      ->group(sampling);
+  cmd->add_option("--top-p", options->sampling.top_p, "Nucleus sampling threshold in (0, 1]")
+      ->group(sampling);
+  cmd->add_option("--repeat-penalty", options->sampling.repeat_penalty,
+                  "Penalty > 1 for tokens already seen")
+      ->group(sampling);
+  cmd->add_option("--seed", options->sampling.seed, "Random seed (same seed, same output)")
+      ->group(sampling);
+  cmd->add_option(
+      "--dump-logits", options->dump_logits,
+      "Write the prompt's logits [T, vocab] (encoders: hidden states [T, hidden]) as .npy");
   cmd->add_option("--threads", options->threads, "Compute threads (default: all cores)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", options->json, "Print one JSON object with the results on stdout");
   auto* dist = "Distribution";
-  cmd->add_option("--workers", options->workers, "Workers HOST:PORT,... (devices 1..n after this primary)")
+  cmd->add_option("--workers", options->workers,
+                  "Workers HOST:PORT,... (devices 1..n after this primary)")
       ->group(dist);
-  cmd->add_option("--key-file", options->key_file, "Pre-shared key file of the cluster")->group(dist);
+  cmd->add_option("--key-file", options->key_file, "Pre-shared key file of the cluster")
+      ->group(dist);
   cmd->add_option("--local-devices", options->local_devices,
                   "Start N-1 workers on 127.0.0.1 and run on N devices")
       ->check(CLI::PositiveNumber)
@@ -270,10 +295,14 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--strategy", options->strategy,
                   "local, megatron, sp or galaxy (default: galaxy with workers, else local)")
       ->group(dist);
-  cmd->add_option("--shares", options->shares, "Relative device speeds, primary first (e.g. 5,3,1)")->group(dist);
-  cmd->add_option("--plan", options->plan_file, "Run a saved plan (JSON) instead of --strategy")->group(dist);
-  cmd->add_option("--save-plan", options->save_plan, "Write the plan used to this file")->group(dist);
-  cmd->add_option("--trace", options->trace, "Write Chrome trace events (per device, per op) to this file")
+  cmd->add_option("--shares", options->shares, "Relative device speeds, primary first (e.g. 5,3,1)")
+      ->group(dist);
+  cmd->add_option("--plan", options->plan_file, "Run a saved plan (JSON) instead of --strategy")
+      ->group(dist);
+  cmd->add_option("--save-plan", options->save_plan, "Write the plan used to this file")
+      ->group(dist);
+  cmd->add_option("--trace", options->trace,
+                  "Write Chrome trace events (per device, per op) to this file")
       ->group(dist);
   cmd->add_option("--timeout-s", options->timeout_s, "Seconds a silent peer is waited for")
       ->check(CLI::PositiveNumber)

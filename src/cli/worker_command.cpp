@@ -38,7 +38,9 @@ void log_line(const std::string& line) {
 }
 
 void run_worker(const WorkerArgs& a) {
-  kernels::set_num_threads(a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  kernels::set_num_threads(
+      a.threads > 0 ? a.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   WorkerOptions options;
   options.key = net::load_key_file(a.key_file);
   options.channel.io_timeout = net::Duration(static_cast<std::int64_t>(a.timeout_s * 1000));
@@ -59,10 +61,11 @@ void run_worker(const WorkerArgs& a) {
   server_options.channel = options.channel;
   server_options.log = log_line;
   const std::string fingerprint = options.key.fingerprint();
-  net::Server server(net::Listener::bind(net::parse_endpoint(a.listen)), options.key, server_options,
-                     make_worker_handler(std::move(options)));
+  net::Server server(net::Listener::bind(net::parse_endpoint(a.listen)), options.key,
+                     server_options, make_worker_handler(std::move(options)));
   server.start();
-  std::printf("huddle worker listening on %s (key %s)\n", server.address().c_str(), fingerprint.c_str());
+  std::printf("huddle worker listening on %s (key %s)\n", server.address().c_str(),
+              fingerprint.c_str());
   std::fflush(stdout);
   int signal = 0;
   sigwait(&stop, &signal);
@@ -74,12 +77,18 @@ void run_worker(const WorkerArgs& a) {
 
 void add_worker_command(CLI::App& app) {
   auto a = std::make_shared<WorkerArgs>();
-  CLI::App* cmd = app.add_subcommand("worker", "Serve distributed inference sessions (one at a time)");
-  cmd->add_option("--listen", a->listen, "Address to listen on, HOST:PORT (port 0: any free port)")->required();
-  cmd->add_option("--key-file", a->key_file, "Pre-shared key file (64 hex characters, mode 0600)")->required();
-  cmd->add_option("--model", a->model_dir, "Local copy of the model: map weights instead of receiving them");
-  cmd->add_option("--timeout-s", a->timeout_s, "Seconds a silent peer is waited for")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", a->threads, "Compute threads (default: all cores)")->check(CLI::PositiveNumber);
+  CLI::App* cmd =
+      app.add_subcommand("worker", "Serve distributed inference sessions (one at a time)");
+  cmd->add_option("--listen", a->listen, "Address to listen on, HOST:PORT (port 0: any free port)")
+      ->required();
+  cmd->add_option("--key-file", a->key_file, "Pre-shared key file (64 hex characters, mode 0600)")
+      ->required();
+  cmd->add_option("--model", a->model_dir,
+                  "Local copy of the model: map weights instead of receiving them");
+  cmd->add_option("--timeout-s", a->timeout_s, "Seconds a silent peer is waited for")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "Compute threads (default: all cores)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--link-latency-ms", a->link_latency_ms,
                   "Emulated latency of each mesh message sent (testbed)")
       ->check(CLI::NonNegativeNumber);
@@ -88,7 +97,8 @@ void add_worker_command(CLI::App& app) {
   cmd->callback([a] { run_worker(*a); });
 
   auto key_out = std::make_shared<std::string>();
-  CLI::App* keygen = app.add_subcommand("keygen", "Write a new random pre-shared key file (mode 0600)");
+  CLI::App* keygen =
+      app.add_subcommand("keygen", "Write a new random pre-shared key file (mode 0600)");
   keygen->add_option("-o,--output", *key_out, "Key file to create (never overwritten)")->required();
   keygen->callback([key_out] {
     const net::PresharedKey key = net::generate_key_file(*key_out);

@@ -26,7 +26,9 @@ float f16_to_f32(std::uint16_t h) {
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+float bf16_to_f32(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
 
 std::uint16_t f32_to_bf16(float f) {
   std::uint32_t u = std::bit_cast<std::uint32_t>(f);

@@ -48,12 +48,13 @@ class UsageError : public Error {
   using Error::Error;
 };
 
-[[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
+[[noreturn]] void check_failed(const char* expr, const char* file, int line,
+                               const std::string& msg);
 
 }  // namespace huddle
 
 // Internal invariant; never for data from outside the program.
-#define HUDDLE_CHECK(cond, ...)                                                           \
-  do {                                                                                    \
+#define HUDDLE_CHECK(cond, ...)                                                                  \
+  do {                                                                                           \
     if (!(cond)) ::huddle::check_failed(#cond, __FILE__, __LINE__, fmt::format("" __VA_ARGS__)); \
   } while (0)

@@ -16,11 +16,15 @@ std::int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
-std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string shape_str(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 namespace {
 
-std::int64_t default_row_stride(const Shape& shape) { return shape.size() >= 2 ? shape.back() : 0; }
+std::int64_t default_row_stride(const Shape& shape) {
+  return shape.size() >= 2 ? shape.back() : 0;
+}
 
 struct AlignedDeleter {
   void operator()(const void* p) const { std::free(const_cast<void*>(p)); }
@@ -84,7 +88,9 @@ std::int64_t Tensor::dim(int i) const {
   return shape_[static_cast<std::size_t>(i)];
 }
 
-bool Tensor::contiguous() const { return rank() < 2 || row_stride_ == shape_.back(); }
+bool Tensor::contiguous() const {
+  return rank() < 2 || row_stride_ == shape_.back();
+}
 
 float* Tensor::f32() {
   HUDDLE_CHECK(dtype_ == DType::F32, "tensor is {}, not F32", dtype_name(dtype_));
@@ -104,19 +110,20 @@ const std::int32_t* Tensor::i32() const {
 }
 
 Tensor Tensor::rows(std::int64_t begin, std::int64_t end) const {
-  HUDDLE_CHECK(rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0],
-               "rows [{}, {}) of {}", begin, end, shape_str(shape_));
+  HUDDLE_CHECK(rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0], "rows [{}, {}) of {}",
+               begin, end, shape_str(shape_));
   Tensor t = *this;
   t.shape_[0] = end - begin;
-  const std::int64_t stride = rank() == 2 ? row_stride_ : shape_numel(shape_) / std::max<std::int64_t>(shape_[0], 1);
-  t.data_ = static_cast<char*>(data_) +
-            static_cast<std::size_t>(begin * stride) * dtype_size(dtype_);
+  const std::int64_t stride =
+      rank() == 2 ? row_stride_ : shape_numel(shape_) / std::max<std::int64_t>(shape_[0], 1);
+  t.data_ =
+      static_cast<char*>(data_) + static_cast<std::size_t>(begin * stride) * dtype_size(dtype_);
   return t;
 }
 
 Tensor Tensor::cols(std::int64_t begin, std::int64_t end) const {
-  HUDDLE_CHECK(rank() == 2 && 0 <= begin && begin <= end && end <= shape_[1],
-               "cols [{}, {}) of {}", begin, end, shape_str(shape_));
+  HUDDLE_CHECK(rank() == 2 && 0 <= begin && begin <= end && end <= shape_[1], "cols [{}, {}) of {}",
+               begin, end, shape_str(shape_));
   Tensor t = *this;
   t.shape_[1] = end - begin;
   t.data_ = static_cast<char*>(data_) + static_cast<std::size_t>(begin) * dtype_size(dtype_);

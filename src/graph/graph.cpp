@@ -31,8 +31,8 @@ ValueId Graph::add_input(std::string name, Shape shape, DType dtype) {
 }
 
 ValueId Graph::add_weight(std::string name, Shape shape, WeightRef ref) {
-  return add_value(Value{std::move(name), ValueKind::Weight, DType::F32, std::move(shape),
-                         std::move(ref)});
+  return add_value(
+      Value{std::move(name), ValueKind::Weight, DType::F32, std::move(shape), std::move(ref)});
 }
 
 ValueId Graph::add_op(OpKind kind, std::string name, std::vector<ValueId> inputs, OpAttrs attrs,
@@ -46,7 +46,8 @@ ValueId Graph::add_op(OpKind kind, std::string name, std::vector<ValueId> inputs
     shapes.push_back(values_[static_cast<std::size_t>(id)].shape);
   }
   Shape out_shape = infer_shape(kind, attrs, shapes, name);
-  const ValueId out = add_value(Value{name, ValueKind::Activation, DType::F32, std::move(out_shape), {}});
+  const ValueId out =
+      add_value(Value{name, ValueKind::Activation, DType::F32, std::move(out_shape), {}});
   ops_.push_back(Op{kind, std::move(name), std::move(inputs), out, attrs, role, layer});
   return out;
 }
@@ -86,7 +87,8 @@ int Graph::num_cache_slots() const {
 void Graph::validate() const {
   std::unordered_set<std::string_view> names;
   for (const Value& v : values_) {
-    if (!names.insert(v.name).second) throw PlanError(fmt::format("duplicate value name '{}'", v.name));
+    if (!names.insert(v.name).second)
+      throw PlanError(fmt::format("duplicate value name '{}'", v.name));
   }
   std::vector<bool> defined(values_.size(), false);
   for (std::size_t i = 0; i < values_.size(); ++i) {
@@ -95,7 +97,8 @@ void Graph::validate() const {
   for (const Op& op : ops_) {
     std::vector<Shape> shapes;
     for (ValueId id : op.inputs) {
-      if (id < 0 || id >= static_cast<ValueId>(values_.size()) || !defined[static_cast<std::size_t>(id)]) {
+      if (id < 0 || id >= static_cast<ValueId>(values_.size()) ||
+          !defined[static_cast<std::size_t>(id)]) {
         throw PlanError(fmt::format("op '{}' reads value {} before it is defined", op.name, id));
       }
       shapes.push_back(values_[static_cast<std::size_t>(id)].shape);

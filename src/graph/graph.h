@@ -54,24 +54,24 @@ struct Value {
 };
 
 // X(Enum, "name"): what part of the model an op belongs to.
-#define HUDDLE_OP_ROLES(X)                                                                      \
-  X(Other, "other")                                                                             \
-  X(Embed, "embed")                                                                             \
-  X(AttnNorm, "attn_norm")                                                                      \
-  X(AttnQ, "attn_q")                                                                            \
-  X(AttnK, "attn_k")                                                                            \
-  X(AttnV, "attn_v")                                                                            \
-  X(AttnRope, "attn_rope")                                                                      \
-  X(AttnCore, "attn_core")                                                                      \
-  X(AttnOut, "attn_out")                                                                        \
-  X(AttnResidual, "attn_residual")                                                              \
-  X(MlpNorm, "mlp_norm")                                                                        \
-  X(MlpUp, "mlp_up")                                                                            \
-  X(MlpGate, "mlp_gate")                                                                        \
-  X(MlpAct, "mlp_act")                                                                          \
-  X(MlpDown, "mlp_down")                                                                        \
-  X(MlpResidual, "mlp_residual")                                                                \
-  X(FinalNorm, "final_norm")                                                                    \
+#define HUDDLE_OP_ROLES(X)         \
+  X(Other, "other")                \
+  X(Embed, "embed")                \
+  X(AttnNorm, "attn_norm")         \
+  X(AttnQ, "attn_q")               \
+  X(AttnK, "attn_k")               \
+  X(AttnV, "attn_v")               \
+  X(AttnRope, "attn_rope")         \
+  X(AttnCore, "attn_core")         \
+  X(AttnOut, "attn_out")           \
+  X(AttnResidual, "attn_residual") \
+  X(MlpNorm, "mlp_norm")           \
+  X(MlpUp, "mlp_up")               \
+  X(MlpGate, "mlp_gate")           \
+  X(MlpAct, "mlp_act")             \
+  X(MlpDown, "mlp_down")           \
+  X(MlpResidual, "mlp_residual")   \
+  X(FinalNorm, "final_norm")       \
   X(Head, "head")
 
 enum class OpRole : std::uint8_t {
@@ -82,14 +82,14 @@ enum class OpRole : std::uint8_t {
 std::string_view op_role_name(OpRole role);
 
 struct OpAttrs {
-  float eps = 0.0f;                                                 // norms
+  float eps = 0.0f;                                                    // norms
   kernels::WeightLayout weight_layout = kernels::WeightLayout::OutIn;  // linear
-  int heads = 0;                                                    // rope, attention
-  int kv_heads = 0;                                                 // attention
-  int head_dim = 0;                                                 // rope, attention
-  bool causal = false;                                              // attention
-  float rope_theta = 0.0f;                                          // rope
-  int cache_slot = -1;                                              // attention: KV cache index
+  int heads = 0;                                                       // rope, attention
+  int kv_heads = 0;                                                    // attention
+  int head_dim = 0;                                                    // rope, attention
+  bool causal = false;                                                 // attention
+  float rope_theta = 0.0f;                                             // rope
+  int cache_slot = -1;                                                 // attention: KV cache index
   // Attention in lowered programs. A device may hold a subset [q_head_begin, +heads) of the
   // model's query heads; with kv_group > 0 (query heads per kv head in the whole model) its
   // kv_heads are those that subset reads, first = q_head_begin / kv_group.

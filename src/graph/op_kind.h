@@ -8,29 +8,29 @@
 namespace huddle {
 
 // X(Enum, "name", inputs (-1: variable), summary)
-#define HUDDLE_OPS(X)                                                                          \
-  X(Embedding, "embedding", 2, "ids[T] (I32), table[V,C] -> [T,C]")                            \
-  X(Add, "add", 2, "a[T,C] + b[T,C]")                                                          \
-  X(Mul, "mul", 2, "a[T,C] * b[T,C]")                                                          \
-  X(LayerNorm, "layer_norm", 3, "x[T,C], w[C], b[C] -> [T,C]; attr eps")                       \
-  X(RmsNorm, "rms_norm", 2, "x[T,C], w[C] -> [T,C]; attr eps")                                 \
-  X(Linear, "linear", -1, "x[T,K], w, (bias[N]) -> [T,N]; attr weight_layout")                 \
-  X(GeluTanh, "gelu_tanh", 1, "x -> x")                                                        \
-  X(GeluErf, "gelu_erf", 1, "x -> x")                                                          \
-  X(Silu, "silu", 1, "x -> x")                                                                 \
-  X(Rope, "rope", 2, "x[T,H*D], positions[T] (I32) -> [T,H*D]; attrs heads, head_dim, theta") \
-  X(Attention, "attention", 3,                                                                 \
-    "q[T,H*D], k[T,Hkv*D], v[T,Hkv*D] -> [T,H*D]; attrs heads, kv_heads, head_dim, causal, "   \
-    "cache_slot (KV cache of this step's keys/values appended before attending)")              \
-  X(LastRow, "last_row", 1, "x[T,C] -> [R,C]: the last token (R = 1), or all rows when wanted")    \
+#define HUDDLE_OPS(X)                                                                           \
+  X(Embedding, "embedding", 2, "ids[T] (I32), table[V,C] -> [T,C]")                             \
+  X(Add, "add", 2, "a[T,C] + b[T,C]")                                                           \
+  X(Mul, "mul", 2, "a[T,C] * b[T,C]")                                                           \
+  X(LayerNorm, "layer_norm", 3, "x[T,C], w[C], b[C] -> [T,C]; attr eps")                        \
+  X(RmsNorm, "rms_norm", 2, "x[T,C], w[C] -> [T,C]; attr eps")                                  \
+  X(Linear, "linear", -1, "x[T,K], w, (bias[N]) -> [T,N]; attr weight_layout")                  \
+  X(GeluTanh, "gelu_tanh", 1, "x -> x")                                                         \
+  X(GeluErf, "gelu_erf", 1, "x -> x")                                                           \
+  X(Silu, "silu", 1, "x -> x")                                                                  \
+  X(Rope, "rope", 2, "x[T,H*D], positions[T] (I32) -> [T,H*D]; attrs heads, head_dim, theta")   \
+  X(Attention, "attention", 3,                                                                  \
+    "q[T,H*D], k[T,Hkv*D], v[T,Hkv*D] -> [T,H*D]; attrs heads, kv_heads, head_dim, causal, "    \
+    "cache_slot (KV cache of this step's keys/values appended before attending)")               \
+  X(LastRow, "last_row", 1, "x[T,C] -> [R,C]: the last token (R = 1), or all rows when wanted") \
   /* Data movement between devices (lowered programs only; T = all tokens, L = local). */       \
   X(LocalRows, "local_rows", 1, "x[T,...] -> [L,...]: this device's token rows (a view)")       \
   X(AllGather, "all_gather", 1, "x[L,C] -> [T,C]: every device's rows, ring all-gather")        \
-  X(ReduceScatter, "reduce_scatter", 1, "partial x[T,C] -> [L,C]: summed, own rows")             \
+  X(ReduceScatter, "reduce_scatter", 1, "partial x[T,C] -> [L,C]: summed, own rows")            \
   X(AllReduce, "all_reduce", 1, "partial x[T,C] -> [T,C]: summed on every device")              \
   X(GatherToPrimary, "gather_to_primary", 1, "x[L,C] -> [T,C] on device 0 (others: nothing)")   \
   X(ScatterFromPrimary, "scatter_from_primary", 1,                                              \
-    "x[T,C] on device 0 -> [L,C] on every device (elsewhere the input is the ids: rows only)")   \
+    "x[T,C] on device 0 -> [L,C] on every device (elsewhere the input is the ids: rows only)")  \
   X(BroadcastFromPrimary, "broadcast_from_primary", 1,                                          \
     "x[T,C] on device 0 -> [T,C] on every device (elsewhere the input is the ids: rows only)")
 

@@ -22,7 +22,8 @@ void expect_dim(std::int64_t got, std::int64_t want, std::string_view op, std::s
 
 }  // namespace
 
-Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in, std::string_view op) {
+Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
+                  std::string_view op) {
   const int arity = op_arity(kind);
   if (arity >= 0 && static_cast<int>(in.size()) != arity) {
     mismatch(op, fmt::format("{} takes {} inputs, got {}", op_name(kind), arity, in.size()));
@@ -119,9 +120,11 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in, s
       return in[0];
     case OpKind::ScatterFromPrimary:
     case OpKind::BroadcastFromPrimary: {
-      if (in[0].empty() || in[0][0] != kTokens) mismatch(op, "needs all tokens' rows (or the ids) as input");
+      if (in[0].empty() || in[0][0] != kTokens)
+        mismatch(op, "needs all tokens' rows (or the ids) as input");
       if (a.width <= 0 || (in[0].size() == 2 && in[0][1] != a.width)) {
-        mismatch(op, fmt::format("width {} does not match the input {}", a.width, shape_str(in[0])));
+        mismatch(op,
+                 fmt::format("width {} does not match the input {}", a.width, shape_str(in[0])));
       }
       return {kind == OpKind::ScatterFromPrimary ? kLocalTokens : kTokens, a.width};
     }

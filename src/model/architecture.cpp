@@ -23,7 +23,8 @@ const Architecture* find_architecture(std::string_view name) {
   return nullptr;
 }
 
-const Architecture& architecture_for_config(const nlohmann::json& config, const std::string& source) {
+const Architecture& architecture_for_config(const nlohmann::json& config,
+                                            const std::string& source) {
   if (!config.is_object()) throw LoadError(fmt::format("{}: expected a JSON object", source));
   auto contains = [](const std::vector<std::string>& list, const std::string& s) {
     return std::find(list.begin(), list.end(), s) != list.end();
@@ -48,14 +49,15 @@ const Architecture& architecture_for_config(const nlohmann::json& config, const 
   std::vector<std::string> supported;
   for (const Architecture& a : architectures()) supported.push_back(a.name);
   if (model_type.empty() && classes.empty()) {
-    throw LoadError(fmt::format("{}: neither 'model_type' nor 'architectures' is given; supported "
-                                "architectures: {}",
-                                source, fmt::join(supported, ", ")));
+    throw LoadError(
+        fmt::format("{}: neither 'model_type' nor 'architectures' is given; supported "
+                    "architectures: {}",
+                    source, fmt::join(supported, ", ")));
   }
-  throw LoadError(fmt::format("{}: unsupported architecture (model_type '{}', architectures [{}]); "
-                              "supported: {}",
-                              source, model_type, fmt::join(classes, ", "),
-                              fmt::join(supported, ", ")));
+  throw LoadError(
+      fmt::format("{}: unsupported architecture (model_type '{}', architectures [{}]); "
+                  "supported: {}",
+                  source, model_type, fmt::join(classes, ", "), fmt::join(supported, ", ")));
 }
 
 }  // namespace huddle

@@ -46,7 +46,8 @@ const std::vector<Architecture>& architectures();
 const Architecture* find_architecture(std::string_view name);
 // Picks the architecture for a config.json (model_type first, then "architectures");
 // LoadError naming the file, what it says, and what is supported.
-const Architecture& architecture_for_config(const nlohmann::json& config, const std::string& source);
+const Architecture& architecture_for_config(const nlohmann::json& config,
+                                            const std::string& source);
 
 // One entry per architecture file.
 Architecture gpt2_architecture();

@@ -22,7 +22,9 @@ ValueId GraphBuilder::input(const std::string& name, DType dtype) {
   return graph_.add_input(name, {kTokens}, dtype);
 }
 
-void GraphBuilder::begin_block(int layer) { layer_ = layer; }
+void GraphBuilder::begin_block(int layer) {
+  layer_ = layer;
+}
 
 std::string GraphBuilder::qualified(const std::string& name) const {
   return layer_ < 0 ? name : fmt::format("blk.{}.{}", layer_, name);
@@ -81,8 +83,8 @@ ValueId GraphBuilder::rope(const std::string& name, ValueId x, ValueId positions
   return op(OpKind::Rope, name, {x, positions}, attrs, role);
 }
 
-ValueId GraphBuilder::attention(const std::string& name, ValueId q, ValueId k, ValueId v,
-                                int heads, int kv_heads, int head_dim, bool causal) {
+ValueId GraphBuilder::attention(const std::string& name, ValueId q, ValueId k, ValueId v, int heads,
+                                int kv_heads, int head_dim, bool causal) {
   OpAttrs attrs;
   attrs.heads = heads;
   attrs.kv_heads = kv_heads;

@@ -26,7 +26,8 @@ class GraphBuilder {
   ValueId embedding(const std::string& name, ValueId ids, ValueId table, OpRole role);
   ValueId add(const std::string& name, ValueId a, ValueId b, OpRole role);
   ValueId mul(const std::string& name, ValueId a, ValueId b, OpRole role);
-  ValueId layer_norm(const std::string& name, ValueId x, ValueId w, ValueId b, float eps, OpRole role);
+  ValueId layer_norm(const std::string& name, ValueId x, ValueId w, ValueId b, float eps,
+                     OpRole role);
   ValueId rms_norm(const std::string& name, ValueId x, ValueId w, float eps, OpRole role);
   // bias may be -1 (none).
   ValueId linear(const std::string& name, ValueId x, ValueId w, ValueId bias,

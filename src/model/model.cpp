@@ -13,12 +13,15 @@ namespace huddle {
 
 Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
   const auto it = weights.find(ref.tensor);
-  if (it == weights.end()) throw PlanError(fmt::format("weight tensor '{}' is not loaded", ref.tensor));
+  if (it == weights.end())
+    throw PlanError(fmt::format("weight tensor '{}' is not loaded", ref.tensor));
   const Tensor& whole = it->second;
   if (ref.axis < 0) return whole;
-  if (ref.axis >= whole.rank() || ref.begin < 0 || ref.begin > ref.end || ref.end > whole.dim(ref.axis)) {
+  if (ref.axis >= whole.rank() || ref.begin < 0 || ref.begin > ref.end ||
+      ref.end > whole.dim(ref.axis)) {
     throw PlanError(fmt::format("slice [{}:{}] on axis {} does not fit tensor '{}' of shape {}",
-                                ref.begin, ref.end, ref.axis, ref.tensor, shape_str(whole.shape())));
+                                ref.begin, ref.end, ref.axis, ref.tensor,
+                                shape_str(whole.shape())));
   }
   if (ref.axis == 0) return whole.rows(ref.begin, ref.end);
   if (ref.axis == 1 && whole.rank() == 2) return whole.cols(ref.begin, ref.end);
@@ -28,7 +31,8 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
 Model Model::load(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    throw LoadError(fmt::format("{}: model directory does not exist or is not a directory", dir.string()));
+    throw LoadError(
+        fmt::format("{}: model directory does not exist or is not a directory", dir.string()));
   }
   Model m;
   m.dir_ = dir;
@@ -36,7 +40,8 @@ Model Model::load(const std::filesystem::path& dir) {
   m.config_text_ = read_json_file(config_path).dump();
 
   // The architecture is needed to map names; describe_model() below checks the config fully.
-  const Architecture& arch = architecture_for_config(nlohmann::json::parse(m.config_text_), config_path.string());
+  const Architecture& arch =
+      architecture_for_config(nlohmann::json::parse(m.config_text_), config_path.string());
   const io::Checkpoint checkpoint = io::Checkpoint::open(dir);
   // Canonical name -> name in the checkpoint ("transformer.h.0..." -> "h.0...").
   std::unordered_map<std::string, std::string> stored_name;
@@ -51,7 +56,8 @@ Model Model::load(const std::filesystem::path& dir) {
     m.tensor_names_.push_back(*canonical);
   }
   std::sort(m.tensor_names_.begin(), m.tensor_names_.end());
-  ModelDescription description = describe_model(m.config_text_, m.tensor_names_, config_path.string());
+  ModelDescription description =
+      describe_model(m.config_text_, m.tensor_names_, config_path.string());
   m.architecture_ = description.architecture;
   m.config_ = description.config;
   m.graph_ = std::move(description.graph);
@@ -74,7 +80,8 @@ Model Model::load(const std::filesystem::path& dir) {
   return m;
 }
 
-ModelDescription describe_model(const std::string& config_text, const std::vector<std::string>& tensor_names,
+ModelDescription describe_model(const std::string& config_text,
+                                const std::vector<std::string>& tensor_names,
                                 const std::string& source) {
   nlohmann::json config;
   try {
@@ -87,7 +94,8 @@ ModelDescription describe_model(const std::string& config_text, const std::vecto
   d.config = d.architecture->parse_config(ConfigReader(config, source));
   d.config.validate(source);
   const std::set<std::string> names(tensor_names.begin(), tensor_names.end());
-  d.graph = d.architecture->build_graph(d.config, [&](const std::string& n) { return names.contains(n); });
+  d.graph = d.architecture->build_graph(d.config,
+                                        [&](const std::string& n) { return names.contains(n); });
   return d;
 }
 

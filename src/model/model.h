@@ -56,7 +56,8 @@ struct ModelDescription {
   ModelConfig config;
   Graph graph;
 };
-ModelDescription describe_model(const std::string& config_text, const std::vector<std::string>& tensor_names,
+ModelDescription describe_model(const std::string& config_text,
+                                const std::vector<std::string>& tensor_names,
                                 const std::string& source);
 
 }  // namespace huddle

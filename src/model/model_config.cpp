@@ -35,7 +35,8 @@ std::int64_t ConfigReader::integer(const std::string& key) const {
   if (!has(key)) throw LoadError(fmt::format("{}: missing field '{}'", source_, key));
   const nlohmann::json& v = json_.at(key);
   if (!v.is_number_integer()) {
-    throw LoadError(fmt::format("{}: field '{}' must be an integer, is {}", source_, key, v.dump()));
+    throw LoadError(
+        fmt::format("{}: field '{}' must be an integer, is {}", source_, key, v.dump()));
   }
   return v.get<std::int64_t>();
 }
@@ -66,7 +67,8 @@ bool ConfigReader::boolean_or(const std::string& key, bool fallback) const {
   if (!has(key)) return fallback;
   const nlohmann::json& v = json_.at(key);
   if (!v.is_boolean()) {
-    throw LoadError(fmt::format("{}: field '{}' must be true or false, is {}", source_, key, v.dump()));
+    throw LoadError(
+        fmt::format("{}: field '{}' must be true or false, is {}", source_, key, v.dump()));
   }
   return v.get<bool>();
 }
@@ -77,7 +79,8 @@ std::vector<std::int32_t> ConfigReader::int_list(const std::string& key) const {
   std::vector<std::int32_t> out;
   auto take = [&](const nlohmann::json& x) {
     if (!x.is_number_integer()) {
-      throw LoadError(fmt::format("{}: field '{}' must hold integers, has {}", source_, key, x.dump()));
+      throw LoadError(
+          fmt::format("{}: field '{}' must hold integers, has {}", source_, key, x.dump()));
     }
     out.push_back(x.get<std::int32_t>());
   };
@@ -91,7 +94,8 @@ std::vector<std::int32_t> ConfigReader::int_list(const std::string& key) const {
 
 void ModelConfig::validate(const std::string& source) const {
   auto positive = [&](std::int64_t value, const char* field) {
-    if (value <= 0) throw LoadError(fmt::format("{}: {} must be positive, is {}", source, field, value));
+    if (value <= 0)
+      throw LoadError(fmt::format("{}: {} must be positive, is {}", source, field, value));
   };
   positive(vocab_size, "vocab_size");
   positive(hidden, "hidden size");
@@ -102,10 +106,12 @@ void ModelConfig::validate(const std::string& source) const {
   positive(ffn, "intermediate (MLP) size");
   positive(max_positions, "max_position_embeddings");
   if (heads % kv_heads != 0) {
-    throw LoadError(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
-                                source, heads, kv_heads));
+    throw LoadError(
+        fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                    source, heads, kv_heads));
   }
-  if (!(norm_eps > 0.0f)) throw LoadError(fmt::format("{}: the norm epsilon must be positive", source));
+  if (!(norm_eps > 0.0f))
+    throw LoadError(fmt::format("{}: the norm epsilon must be positive", source));
   if (architecture == "llama" && head_dim % 2 != 0) {
     throw LoadError(fmt::format("{}: head_dim {} must be even for RoPE", source, head_dim));
   }

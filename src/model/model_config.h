@@ -24,12 +24,12 @@ struct ModelConfig {
   int kv_heads = 0;
   int head_dim = 0;
   std::int64_t ffn = 0;
-  std::int64_t max_positions = 0;  // largest number of positions (context length)
+  std::int64_t max_positions = 0;    // largest number of positions (context length)
   std::int64_t type_vocab_size = 0;  // BERT token types
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
   Activation activation = Activation::GeluTanh;
-  bool causal = true;            // decoder (LM) vs encoder
+  bool causal = true;  // decoder (LM) vs encoder
   bool tie_word_embeddings = false;
   std::vector<std::int32_t> bos_ids;
   std::vector<std::int32_t> eos_ids;

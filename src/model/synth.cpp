@@ -69,7 +69,8 @@ std::int64_t write_synthetic_model(const Architecture& arch, const ModelConfig& 
         arch.checkpoint_name(name), options.dtype, v.weight.tensor_shape,
         io::float_fill(options.dtype, [stream, scale](std::int64_t first, std::span<float> out) {
           for (std::size_t i = 0; i < out.size(); ++i) {
-            const float n = 0.02f * normal_from(splitmix64(stream + static_cast<std::uint64_t>(first) + i));
+            const float n =
+                0.02f * normal_from(splitmix64(stream + static_cast<std::uint64_t>(first) + i));
             out[i] = scale ? 1.0f + n : n;
           }
         })});
@@ -80,7 +81,9 @@ std::int64_t write_synthetic_model(const Architecture& arch, const ModelConfig& 
   io::write_checkpoint(dir, std::move(sources), options.max_shard_bytes);
 
   nlohmann::json cfg = arch.config_json(config);
-  cfg["torch_dtype"] = options.dtype == DType::F32 ? "float32" : options.dtype == DType::F16 ? "float16" : "bfloat16";
+  cfg["torch_dtype"] = options.dtype == DType::F32   ? "float32"
+                       : options.dtype == DType::F16 ? "float16"
+                                                     : "bfloat16";
   const std::filesystem::path config_path = dir / "config.json";
   std::ofstream out(config_path);
   out << cfg.dump(2) << "\n";

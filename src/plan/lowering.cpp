@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 
 namespace huddle {
 namespace {
@@ -46,7 +46,8 @@ Block block_of(const Op& op) {
 
 class Lowering {
  public:
-  Lowering(const Graph& g, const ModelConfig& c, const Plan& p, int rank) : g_(g), c_(c), p_(p), rank_(rank) {}
+  Lowering(const Graph& g, const ModelConfig& c, const Plan& p, int rank)
+      : g_(g), c_(c), p_(p), rank_(rank) {}
 
   Program run() {
     for (const Op& op : g_.ops()) lower(op);
@@ -69,8 +70,9 @@ class Lowering {
 
   Layout residual_layout(const Op& op) const {
     // Ops outside blocks: the embedding takes layer 0's layout, the final norm the last layer's.
-    const LayerPlan& l = op.layer >= 0 ? layer_plan(op.layer) : op.role == OpRole::Embed ? p_.layers.front()
-                                                                                          : p_.layers.back();
+    const LayerPlan& l = op.layer >= 0              ? layer_plan(op.layer)
+                         : op.role == OpRole::Embed ? p_.layers.front()
+                                                    : p_.layers.back();
     return l.residual == ResidualLayout::Tokens ? Layout::Tokens : Layout::Replicated;
   }
 
@@ -106,10 +108,12 @@ class Lowering {
       OpAttrs attrs;
       attrs.width = v.shape.back();
       const ValueId input = rank_ == 0 ? have_id : get(ids_input(), Layout::Replicated);
-      result = emit(want == Layout::Tokens ? OpKind::ScatterFromPrimary : OpKind::BroadcastFromPrimary, name, {input},
-                    attrs, OpRole::Other);
+      result =
+          emit(want == Layout::Tokens ? OpKind::ScatterFromPrimary : OpKind::BroadcastFromPrimary,
+               name, {input}, attrs, OpRole::Other);
     } else {
-      throw PlanError(fmt::format("cannot move '{}' from {} to {}", v.name, layout_name(have), layout_name(want)));
+      throw PlanError(fmt::format("cannot move '{}' from {} to {}", v.name, layout_name(have),
+                                  layout_name(want)));
     }
     converted_[key] = result;
     return result;
@@ -144,8 +148,8 @@ class Lowering {
     const Value& v = g_.value(id);
     WeightRef ref = v.weight;
     if (ref.axis >= 0 && ref.axis != axis) {
-      throw PlanError(fmt::format("weight '{}' is already a slice on axis {}; cannot slice axis {}", v.name,
-                                  ref.axis, axis));
+      throw PlanError(fmt::format("weight '{}' is already a slice on axis {}; cannot slice axis {}",
+                                  v.name, ref.axis, axis));
     }
     const std::int64_t base = ref.axis == axis ? ref.begin : 0;
     ref.axis = axis;
@@ -158,8 +162,8 @@ class Lowering {
     return out_.add_weight(name, std::move(shape), std::move(ref));
   }
 
-  ValueId emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs, const OpAttrs& attrs, OpRole role,
-               int layer = -1) {
+  ValueId emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs,
+               const OpAttrs& attrs, OpRole role, int layer = -1) {
     return out_.add_op(kind, name, std::move(inputs), attrs, role, layer);
   }
 
@@ -191,7 +195,8 @@ class Lowering {
         if (op.role == OpRole::Embed && p_.num_devices() > 1) return embed_on_primary(op);
         return same_op(op, residual_layout(op));
       case Block::Attention:
-        return layer_plan(op.layer).attention == BlockSplit::Tokens ? attention_tokens(op) : attention_heads(op);
+        return layer_plan(op.layer).attention == BlockSplit::Tokens ? attention_tokens(op)
+                                                                    : attention_heads(op);
       case Block::Mlp:
         return layer_plan(op.layer).mlp == BlockSplit::Tokens ? mlp_tokens(op) : mlp_columns(op);
       case Block::Head:
@@ -210,28 +215,35 @@ class Lowering {
   }
 
   // Output dim of a linear's weight: 0 for [N, K] (OutIn), 1 for [K, N] (InOut).
-  static int out_axis(const Op& op) { return op.attrs.weight_layout == kernels::WeightLayout::OutIn ? 0 : 1; }
+  static int out_axis(const Op& op) {
+    return op.attrs.weight_layout == kernels::WeightLayout::OutIn ? 0 : 1;
+  }
 
   // Column-parallel linear: input replicated, weight (and bias) sliced to output columns [b, e).
   void column_linear(const Op& op, std::int64_t b, std::int64_t e) {
-    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Replicated), weight_slice(op.inputs[1], out_axis(op), b, e)};
+    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Replicated),
+                                   weight_slice(op.inputs[1], out_axis(op), b, e)};
     if (op.inputs.size() == 3) inputs.push_back(weight_slice(op.inputs[2], 0, b, e));
-    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), Layout::Local);
+    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer),
+           Layout::Local);
   }
 
   // Row-parallel linear: input local columns, weight sliced to input rows [b, e), bias on device 0.
   void row_linear(const Op& op, std::int64_t b, std::int64_t e) {
-    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Local), weight_slice(op.inputs[1], 1 - out_axis(op), b, e)};
+    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Local),
+                                   weight_slice(op.inputs[1], 1 - out_axis(op), b, e)};
     if (op.inputs.size() == 3 && rank_ == 0) inputs.push_back(weight(op.inputs[2]));
-    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), Layout::Partial);
+    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer),
+           Layout::Partial);
   }
 
   void attention_heads(const Op& op) {
     const auto [hb, he] = layer_plan(op.layer).heads[static_cast<std::size_t>(rank_)];
     if (he <= hb) {
-      throw PlanError(fmt::format("layer {}: device {} has no attention heads; tensor-parallel blocks need at "
-                                  "least one per device",
-                                  op.layer, rank_));
+      throw PlanError(
+          fmt::format("layer {}: device {} has no attention heads; tensor-parallel blocks need at "
+                      "least one per device",
+                      op.layer, rank_));
     }
     const int group = c_.heads / c_.kv_heads;
     const std::int64_t kb = hb / group, ke = (he - 1) / group + 1;
@@ -246,7 +258,8 @@ class Lowering {
         OpAttrs attrs = op.attrs;
         attrs.heads = static_cast<int>(op.attrs.heads == c_.heads ? he - hb : ke - kb);
         define(op,
-               emit(op.kind, op.name, {get(op.inputs[0], Layout::Local), get(op.inputs[1], Layout::Replicated)},
+               emit(op.kind, op.name,
+                    {get(op.inputs[0], Layout::Local), get(op.inputs[1], Layout::Replicated)},
                     attrs, op.role, op.layer),
                Layout::Local);
         return;
@@ -259,7 +272,8 @@ class Lowering {
         attrs.kv_group = group;
         std::vector<ValueId> inputs;
         for (ValueId in : op.inputs) inputs.push_back(get(in, Layout::Local));
-        define(op, emit(op.kind, op.name, std::move(inputs), attrs, op.role, op.layer), Layout::Local);
+        define(op, emit(op.kind, op.name, std::move(inputs), attrs, op.role, op.layer),
+               Layout::Local);
         return;
       }
       case OpRole::AttnOut:
@@ -274,9 +288,10 @@ class Lowering {
   void mlp_columns(const Op& op) {
     const auto [cb, ce] = layer_plan(op.layer).columns[static_cast<std::size_t>(rank_)];
     if (ce <= cb) {
-      throw PlanError(fmt::format("layer {}: device {} has no MLP columns; tensor-parallel blocks need at least "
-                                  "one per device",
-                                  op.layer, rank_));
+      throw PlanError(fmt::format(
+          "layer {}: device {} has no MLP columns; tensor-parallel blocks need at least "
+          "one per device",
+          op.layer, rank_));
     }
     switch (op.role) {
       case OpRole::MlpUp:
@@ -293,7 +308,8 @@ class Lowering {
 
   void head(const Op& op) {
     if (op.kind == OpKind::LastRow) {
-      const ValueId x = get(op.inputs[0], Layout::Primary);  // every device takes part in the gather
+      const ValueId x =
+          get(op.inputs[0], Layout::Primary);  // every device takes part in the gather
       head_outputs_.insert(op.output);
       if (rank_ != 0) return;
       define(op, emit(op.kind, op.name, {x}, op.attrs, op.role, op.layer), Layout::Primary);
@@ -356,7 +372,8 @@ void localize_weights(Program& program) {
 std::size_t program_weight_bytes(const Program& program) {
   std::size_t bytes = 0;
   for (const Value& v : program.graph.values()) {
-    if (v.kind == ValueKind::Weight) bytes += static_cast<std::size_t>(shape_numel(v.shape)) * sizeof(float);
+    if (v.kind == ValueKind::Weight)
+      bytes += static_cast<std::size_t>(shape_numel(v.shape)) * sizeof(float);
   }
   return bytes;
 }

@@ -45,7 +45,9 @@ class Reader {
     if (!j_.contains(key)) Reader(j_, join(key), source_).fail("missing");
     return Reader(j_.at(key), join(key), source_);
   }
-  Reader at(std::size_t i) const { return Reader(j_.at(i), fmt::format("{}[{}]", path_, i), source_); }
+  Reader at(std::size_t i) const {
+    return Reader(j_.at(i), fmt::format("{}[{}]", path_, i), source_);
+  }
   bool has(const std::string& key) const { return j_.is_object() && j_.contains(key); }
   std::size_t array_size() const {
     if (!j_.is_array()) fail(fmt::format("expected an array, got {}", j_.dump()));
@@ -82,22 +84,25 @@ class Reader {
   const std::string& source_;
 };
 
-void check_cover(const std::vector<Range>& ranges, std::int64_t total, int devices, const std::string& what,
-                 const std::string& source) {
+void check_cover(const std::vector<Range>& ranges, std::int64_t total, int devices,
+                 const std::string& what, const std::string& source) {
   if (static_cast<int>(ranges.size()) != devices) {
-    throw PlanError(fmt::format("{}: {} has {} ranges for {} devices", source, what, ranges.size(), devices));
+    throw PlanError(
+        fmt::format("{}: {} has {} ranges for {} devices", source, what, ranges.size(), devices));
   }
   std::int64_t expected = 0;
   for (std::size_t d = 0; d < ranges.size(); ++d) {
     if (ranges[d].first != expected) {
-      throw PlanError(fmt::format("{}: {}[{}] starts at {}, expected {} (ranges must be contiguous, in device "
-                                  "order)",
-                                  source, what, d, ranges[d].first, expected));
+      throw PlanError(
+          fmt::format("{}: {}[{}] starts at {}, expected {} (ranges must be contiguous, in device "
+                      "order)",
+                      source, what, d, ranges[d].first, expected));
     }
     expected = ranges[d].second;
   }
   if (expected != total) {
-    throw PlanError(fmt::format("{}: {} covers [0, {}) but the model has {}", source, what, expected, total));
+    throw PlanError(
+        fmt::format("{}: {} covers [0, {}) but the model has {}", source, what, expected, total));
   }
 }
 
@@ -110,9 +115,10 @@ PlanModel PlanModel::of(const ModelConfig& c) {
 nlohmann::json Plan::to_json() const {
   nlohmann::json layer_list = nlohmann::json::array();
   for (const LayerPlan& l : layers) {
-    nlohmann::json j = {{"attention", split_name(l.attention)},
-                        {"mlp", split_name(l.mlp)},
-                        {"residual", l.residual == ResidualLayout::Tokens ? "tokens" : "replicated"}};
+    nlohmann::json j = {
+        {"attention", split_name(l.attention)},
+        {"mlp", split_name(l.mlp)},
+        {"residual", l.residual == ResidualLayout::Tokens ? "tokens" : "replicated"}};
     if (l.attention == BlockSplit::Heads) j["heads"] = ranges_json(l.heads);
     if (l.mlp == BlockSplit::Columns) j["columns"] = ranges_json(l.columns);
     layer_list.push_back(std::move(j));
@@ -138,7 +144,8 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
   if (!json.is_object()) root.fail("expected a JSON object");
   const std::int64_t version = root.at("version").integer();
   if (version != kPlanVersion) {
-    root.at("version").fail(fmt::format("plan version {} is not supported (this is {})", version, kPlanVersion));
+    root.at("version").fail(
+        fmt::format("plan version {} is not supported (this is {})", version, kPlanVersion));
   }
   Plan p;
   p.strategy = root.at("strategy").str();
@@ -150,7 +157,8 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
   p.model.kv_heads = static_cast<int>(m.at("kv_heads").integer());
   p.model.ffn = m.at("ffn").integer();
   const Reader devices = root.at("devices");
-  for (std::size_t i = 0; i < devices.array_size(); ++i) p.devices.push_back(devices.at(i).at("name").str());
+  for (std::size_t i = 0; i < devices.array_size(); ++i)
+    p.devices.push_back(devices.at(i).at("name").str());
   if (p.devices.empty()) devices.fail("a plan needs at least one device");
   const Reader shares = root.at("token_shares");
   if (shares.array_size() != p.devices.size()) {
@@ -222,15 +230,16 @@ void Plan::save(const std::string& path) const {
 void Plan::validate(const ModelConfig& config, const std::string& source) const {
   const PlanModel actual = PlanModel::of(config);
   if (!(model == actual)) {
-    throw PlanError(fmt::format("{}: the plan is for a {} with {} layers, hidden {}, {} heads ({} kv), ffn {}; "
-                                "the model is a {} with {} layers, hidden {}, {} heads ({} kv), ffn {}",
-                                source, model.architecture, model.layers, model.hidden, model.heads, model.kv_heads,
-                                model.ffn, actual.architecture, actual.layers, actual.hidden, actual.heads,
-                                actual.kv_heads, actual.ffn));
+    throw PlanError(
+        fmt::format("{}: the plan is for a {} with {} layers, hidden {}, {} heads ({} kv), ffn {}; "
+                    "the model is a {} with {} layers, hidden {}, {} heads ({} kv), ffn {}",
+                    source, model.architecture, model.layers, model.hidden, model.heads,
+                    model.kv_heads, model.ffn, actual.architecture, actual.layers, actual.hidden,
+                    actual.heads, actual.kv_heads, actual.ffn));
   }
   if (static_cast<std::int64_t>(layers.size()) != config.layers) {
-    throw PlanError(fmt::format("{}: layers has {} entries; the model has {} layers", source, layers.size(),
-                                config.layers));
+    throw PlanError(fmt::format("{}: layers has {} entries; the model has {} layers", source,
+                                layers.size(), config.layers));
   }
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LayerPlan& l = layers[i];
@@ -238,7 +247,8 @@ void Plan::validate(const ModelConfig& config, const std::string& source) const 
       check_cover(l.heads, config.heads, num_devices(), fmt::format("layers[{}].heads", i), source);
     }
     if (l.mlp == BlockSplit::Columns) {
-      check_cover(l.columns, config.ffn, num_devices(), fmt::format("layers[{}].columns", i), source);
+      check_cover(l.columns, config.ffn, num_devices(), fmt::format("layers[{}].columns", i),
+                  source);
     }
   }
 }

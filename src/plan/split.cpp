@@ -8,7 +8,8 @@
 
 namespace huddle {
 
-std::vector<std::int64_t> split_proportional(std::int64_t total, const std::vector<double>& shares) {
+std::vector<std::int64_t> split_proportional(std::int64_t total,
+                                             const std::vector<double>& shares) {
   HUDDLE_CHECK(total >= 0 && !shares.empty());
   const double sum = std::accumulate(shares.begin(), shares.end(), 0.0);
   HUDDLE_CHECK(sum > 0, "shares sum to {}", sum);
@@ -25,7 +26,8 @@ std::vector<std::int64_t> split_proportional(std::int64_t total, const std::vect
   // Largest remainder first; stable so ties go to the earlier part.
   std::stable_sort(remainders.begin(), remainders.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (std::size_t k = 0; assigned < total; ++k, ++assigned) ++parts[remainders[k % remainders.size()].second];
+  for (std::size_t k = 0; assigned < total; ++k, ++assigned)
+    ++parts[remainders[k % remainders.size()].second];
   return parts;
 }
 

@@ -8,8 +8,8 @@
 #include "runtime/fingerprint.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sodium.h>
+#include <nlohmann/json.hpp>
 
 #include <exception>
 #include <thread>
@@ -27,8 +27,9 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     : model_(model), plan_(plan), options_(std::move(options)) {
   const int world = plan_.num_devices();
   if (static_cast<int>(options_.workers.size()) != world - 1) {
-    throw UsageError(fmt::format("the plan has {} devices but {} workers were given (plus this primary)", world,
-                                 options_.workers.size()));
+    throw UsageError(
+        fmt::format("the plan has {} devices but {} workers were given (plus this primary)", world,
+                    options_.workers.size()));
   }
   net::ensure_sodium();
   std::uint64_t session_id = 0;
@@ -41,9 +42,11 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
   std::vector<net::Endpoint> worker_endpoints;
   std::vector<std::string> endpoints = {"primary"};
   for (int r = 1; r < world; ++r) {
-    worker_endpoints.push_back(net::parse_endpoint(options_.workers[static_cast<std::size_t>(r - 1)]));
+    worker_endpoints.push_back(
+        net::parse_endpoint(options_.workers[static_cast<std::size_t>(r - 1)]));
     endpoints.push_back(worker_endpoints.back().str());
-    controls_.push_back(net::open_session(worker_endpoints.back(), options_.key, channel, session_id));
+    controls_.push_back(
+        net::open_session(worker_endpoints.back(), options_.key, channel, session_id));
   }
   // 2. Describe the session to each worker.
   const std::string fingerprint = model_fingerprint(model_);
@@ -64,8 +67,9 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
   // 3. Rank 0's mesh links: one more channel to each worker, opened as session links.
   std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(world));
   for (int r = 1; r < world; ++r) {
-    links[static_cast<std::size_t>(r)] = net::open_link(worker_endpoints[static_cast<std::size_t>(r - 1)], options_.key,
-                                                        channel, session_id, 0, world);
+    links[static_cast<std::size_t>(r)] =
+        net::open_link(worker_endpoints[static_cast<std::size_t>(r - 1)], options_.key, channel,
+                       session_id, 0, world);
   }
   transport_ =
       std::make_unique<net::TcpTransport>(0, std::move(links), options_.timeout, options_.link);
@@ -76,12 +80,15 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
   for (int r = 1; r < world; ++r) {
     const net::Message m = transport_->recv(r);
     if (m.tag != kWeightsTag) {
-      throw TransportError(fmt::format("{}: expected its weights mode, got tag {:#x}", transport_->peer_name(r), m.tag));
+      throw TransportError(fmt::format("{}: expected its weights mode, got tag {:#x}",
+                                       transport_->peer_name(r), m.tag));
     }
     try {
-      mapped_locally[static_cast<std::size_t>(r)] = nlohmann::json::parse(payload_text(m)).at("local").get<bool>();
+      mapped_locally[static_cast<std::size_t>(r)] =
+          nlohmann::json::parse(payload_text(m)).at("local").get<bool>();
     } catch (const nlohmann::json::exception& e) {
-      throw TransportError(fmt::format("{}: bad weights message: {}", transport_->peer_name(r), e.what()));
+      throw TransportError(
+          fmt::format("{}: bad weights message: {}", transport_->peer_name(r), e.what()));
     }
   }
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
@@ -107,23 +114,28 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
   }
   // 5. Wait until every worker is ready.
   program_ = lower(model_.graph(), model_.config(), plan_, 0);
-  devices_.push_back({plan_.devices.front(), program_weight_bytes(program_), resident_bytes(), true});
+  devices_.push_back(
+      {plan_.devices.front(), program_weight_bytes(program_), resident_bytes(), true});
   for (int r = 1; r < world; ++r) {
     const net::Message m = transport_->recv(r);
     if (m.tag != kReadyTag) {
-      throw TransportError(fmt::format("{}: expected ready, got tag {:#x}", transport_->peer_name(r), m.tag));
+      throw TransportError(
+          fmt::format("{}: expected ready, got tag {:#x}", transport_->peer_name(r), m.tag));
     }
     try {
       const nlohmann::json ready = nlohmann::json::parse(payload_text(m));
-      devices_.push_back({endpoints[static_cast<std::size_t>(r)], ready.at("weight_bytes").get<std::size_t>(),
-                          ready.at("rss_bytes").get<std::size_t>(), mapped_locally[static_cast<std::size_t>(r)]});
+      devices_.push_back(
+          {endpoints[static_cast<std::size_t>(r)], ready.at("weight_bytes").get<std::size_t>(),
+           ready.at("rss_bytes").get<std::size_t>(), mapped_locally[static_cast<std::size_t>(r)]});
     } catch (const nlohmann::json::exception& e) {
-      throw TransportError(fmt::format("{}: malformed ready message: {}", transport_->peer_name(r), e.what()));
+      throw TransportError(
+          fmt::format("{}: malformed ready message: {}", transport_->peer_name(r), e.what()));
     }
   }
   // Device 0 binds the model's own (memory-mapped) weights: no copy.
-  executor_ = std::make_unique<Executor>(program_.graph, model_.weights(), model_.config().max_positions,
-                                         DeviceGroup{transport_.get(), plan_.token_shares});
+  executor_ =
+      std::make_unique<Executor>(program_.graph, model_.weights(), model_.config().max_positions,
+                                 DeviceGroup{transport_.get(), plan_.token_shares});
   if (options_.trace) executor_->set_observer(recorder_.observer());
   session_ = std::make_unique<PrimarySession>(*transport_, *executor_);
 }
@@ -146,12 +158,14 @@ std::vector<std::vector<Span>> Cluster::finish() {
   for (int r = 1; r < transport_->size(); ++r) {
     const net::Message m = transport_->recv(r);
     if (m.tag != kTraceTag) {
-      throw TransportError(fmt::format("{}: expected its trace, got tag {:#x}", transport_->peer_name(r), m.tag));
+      throw TransportError(
+          fmt::format("{}: expected its trace, got tag {:#x}", transport_->peer_name(r), m.tag));
     }
     try {
       spans.push_back(TraceRecorder::from_json(nlohmann::json::parse(payload_text(m))));
     } catch (const nlohmann::json::exception& e) {
-      throw TransportError(fmt::format("{}: malformed trace: {}", transport_->peer_name(r), e.what()));
+      throw TransportError(
+          fmt::format("{}: malformed trace: {}", transport_->peer_name(r), e.what()));
     }
   }
   return spans;

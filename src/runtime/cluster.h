@@ -29,7 +29,7 @@ struct ClusterOptions {
 struct DeviceReport {
   std::string name;
   std::size_t weight_bytes = 0;
-  std::size_t rss_bytes = 0;  // resident memory once the weights are in place
+  std::size_t rss_bytes = 0;            // resident memory once the weights are in place
   bool weights_mapped_locally = false;  // from the worker's own copy of the model
 };
 

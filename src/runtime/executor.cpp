@@ -22,8 +22,8 @@ bool is_elementwise(OpKind kind) {
 
 bool is_data_movement(OpKind kind) {
   return kind == OpKind::LocalRows || kind == OpKind::AllGather || kind == OpKind::ReduceScatter ||
-         kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary || kind == OpKind::ScatterFromPrimary ||
-         kind == OpKind::BroadcastFromPrimary;
+         kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary ||
+         kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary;
 }
 
 }  // namespace
@@ -31,11 +31,13 @@ bool is_data_movement(OpKind kind) {
 Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions)
     : Executor(graph, weights, max_positions, DeviceGroup{nullptr, {1.0}}) {}
 
-Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions, DeviceGroup group)
+Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions,
+                   DeviceGroup group)
     : graph_(graph), max_positions_(max_positions), group_(std::move(group)) {
   const int size = group_.transport ? group_.transport->size() : 1;
   if (static_cast<int>(group_.token_shares.size()) != size) {
-    throw PlanError(fmt::format("{} token shares for a group of {} devices", group_.token_shares.size(), size));
+    throw PlanError(
+        fmt::format("{} token shares for a group of {} devices", group_.token_shares.size(), size));
   }
   const std::size_t n = graph.values().size();
   bound_weights_.resize(n);
@@ -82,39 +84,46 @@ void Executor::plan_overlap() {
     if (op.kind == OpKind::ReduceScatter) {
       const auto x = static_cast<std::size_t>(op.inputs[0]);
       const std::ptrdiff_t p = producer[x];
-      if (p >= 0 && ops[static_cast<std::size_t>(p)].kind == OpKind::Linear && readers[x] == 1 && !is_output_[x] &&
-          !done_inside_collective_[static_cast<std::size_t>(p)]) {
+      if (p >= 0 && ops[static_cast<std::size_t>(p)].kind == OpKind::Linear && readers[x] == 1 &&
+          !is_output_[x] && !done_inside_collective_[static_cast<std::size_t>(p)]) {
         scatter_producer_[i] = p;
         done_inside_collective_[static_cast<std::size_t>(p)] = true;
         // The deferred linear's inputs must live until the reduce-scatter runs.
         for (ValueId in : ops[static_cast<std::size_t>(p)].inputs) {
-          last_use_[static_cast<std::size_t>(in)] = std::max(last_use_[static_cast<std::size_t>(in)], i);
+          last_use_[static_cast<std::size_t>(in)] =
+              std::max(last_use_[static_cast<std::size_t>(in)], i);
         }
       }
     }
   }
 }
 
-void Executor::linear_rows(std::size_t op_index, const std::vector<Tensor>& values, const Tensor& input,
-                           std::int64_t begin, std::int64_t end, Tensor& out) {
+void Executor::linear_rows(std::size_t op_index, const std::vector<Tensor>& values,
+                           const Tensor& input, std::int64_t begin, std::int64_t end, Tensor& out) {
   if (end <= begin) return;
   const Op& op = graph_.ops()[op_index];
   const auto start = std::chrono::steady_clock::now();
-  const Tensor* bias = op.inputs.size() == 3 ? &values[static_cast<std::size_t>(op.inputs[2])] : nullptr;
+  const Tensor* bias =
+      op.inputs.size() == 3 ? &values[static_cast<std::size_t>(op.inputs[2])] : nullptr;
   Tensor rows_out = out.rows(begin, end);
-  kernels::linear(input.rows(begin, end), values[static_cast<std::size_t>(op.inputs[1])], op.attrs.weight_layout,
-                  bias, rows_out);
+  kernels::linear(input.rows(begin, end), values[static_cast<std::size_t>(op.inputs[1])],
+                  op.attrs.weight_layout, bias, rows_out);
   if (observer_) observer_(op, rows_out, std::chrono::steady_clock::now() - start);
 }
 
-int Executor::rank() const { return group_.transport ? group_.transport->rank() : 0; }
+int Executor::rank() const {
+  return group_.transport ? group_.transport->rank() : 0;
+}
 
 Shape Executor::resolve(const Shape& shape, const Step& step) const {
   Shape out = shape;
   for (std::int64_t& d : out) {
-    if (d == kTokens) d = step.tokens;
-    else if (d == kLocalTokens) d = step.local_count;
-    else if (d == kOutputRows) d = step.all_rows ? step.tokens : 1;
+    if (d == kTokens)
+      d = step.tokens;
+    else if (d == kLocalTokens)
+      d = step.local_count;
+    else if (d == kOutputRows)
+      d = step.all_rows ? step.tokens : 1;
   }
   return out;
 }
@@ -123,11 +132,13 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
   const auto tokens = static_cast<std::int64_t>(ids.size());
   if (tokens == 0) throw InputError("no input tokens");
   if (position_ + tokens > max_positions_) {
-    throw InputError(fmt::format("{} tokens after {} already processed exceed the model's context of "
-                                 "{} positions",
-                                 tokens, position_, max_positions_));
+    throw InputError(
+        fmt::format("{} tokens after {} already processed exceed the model's context of "
+                    "{} positions",
+                    tokens, position_, max_positions_));
   }
-  Step step{tokens, all_rows, collectives::RowPartition(split_proportional(tokens, group_.token_shares)), 0, 0};
+  Step step{tokens, all_rows,
+            collectives::RowPartition(split_proportional(tokens, group_.token_shares)), 0, 0};
   step.local_begin = step.partition.offset(rank());
   step.local_count = step.partition.count(rank());
 
@@ -185,7 +196,8 @@ Tensor Executor::reusable_or_new(const Op& op, std::size_t op_index, std::vector
   return Tensor::empty(DType::F32, std::move(shape));
 }
 
-Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& step, std::size_t op_index) {
+Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& step,
+                        std::size_t op_index) {
   auto in = [&](std::size_t i) -> const Tensor& {
     return values[static_cast<std::size_t>(op.inputs[i])];
   };
@@ -199,7 +211,8 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   }
   switch (op.kind) {
     case OpKind::Embedding:
-      kernels::embedding(std::span(in(0).i32(), static_cast<std::size_t>(in(0).numel())), in(1), out);
+      kernels::embedding(std::span(in(0).i32(), static_cast<std::size_t>(in(0).numel())), in(1),
+                         out);
       break;
     case OpKind::Add:
       kernels::add(in(0), in(1), out);
@@ -214,7 +227,8 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
       kernels::rms_norm(in(0), in(1), op.attrs.eps, out);
       break;
     case OpKind::Linear:
-      kernels::linear(in(0), in(1), op.attrs.weight_layout, op.inputs.size() == 3 ? &in(2) : nullptr, out);
+      kernels::linear(in(0), in(1), op.attrs.weight_layout,
+                      op.inputs.size() == 3 ? &in(2) : nullptr, out);
       break;
     case OpKind::GeluTanh:
       kernels::gelu_tanh(in(0), out);
@@ -228,8 +242,8 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     case OpKind::Rope: {
       if (out.raw() != in(0).raw()) std::memcpy(out.raw(), in(0).raw(), out.nbytes());
       const Tensor& pos = in(1);
-      kernels::rope(out, std::span(pos.i32(), static_cast<std::size_t>(pos.numel())), op.attrs.heads,
-                    op.attrs.head_dim, op.attrs.rope_theta);
+      kernels::rope(out, std::span(pos.i32(), static_cast<std::size_t>(pos.numel())),
+                    op.attrs.heads, op.attrs.head_dim, op.attrs.rope_theta);
       break;
     }
     case OpKind::Attention:
@@ -250,13 +264,13 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   return out;
 }
 
-Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape, const Step& step,
-                               std::size_t op_index) {
+Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape,
+                               const Step& step, std::size_t op_index) {
   net::Transport* transport = group_.transport;
   const bool single = transport == nullptr || transport->size() == 1;
   const auto input_id = static_cast<std::size_t>(op.inputs[0]);
-  const bool input_is_dead =
-      last_use_[input_id] == op_index && !is_output_[input_id] && graph_.values()[input_id].kind == ValueKind::Activation;
+  const bool input_is_dead = last_use_[input_id] == op_index && !is_output_[input_id] &&
+                             graph_.values()[input_id].kind == ValueKind::Activation;
   switch (op.kind) {
     case OpKind::LocalRows: {
       const Tensor& x = values[input_id];
@@ -268,7 +282,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       Tensor out = x;
       if (!single) {
         out = Tensor::empty(DType::F32, out_shape);
-        if (step.local_count > 0) std::memcpy(out.f32() + step.local_begin * out.dim(1), x.clone().f32(), x.nbytes());
+        if (step.local_count > 0)
+          std::memcpy(out.f32() + step.local_begin * out.dim(1), x.clone().f32(), x.nbytes());
       }
       // Linears reading the gathered rows run on each device's rows as soon as they land.
       const auto& consumers = gather_consumers_[op_index];
@@ -278,7 +293,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
         consumer_out.push_back(Tensor::empty(DType::F32, resolve(graph_.value(o).shape, step)));
       }
       auto on_part = [&](int /*part*/, std::int64_t begin, std::int64_t end) {
-        for (std::size_t k = 0; k < consumers.size(); ++k) linear_rows(consumers[k], values, out, begin, end, consumer_out[k]);
+        for (std::size_t k = 0; k < consumers.size(); ++k)
+          linear_rows(consumers[k], values, out, begin, end, consumer_out[k]);
       };
       if (single) {
         on_part(0, 0, out.dim(0));
@@ -288,7 +304,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
         collectives::gather_rows(*transport, out, step.partition, /*root=*/0);
       }
       for (std::size_t k = 0; k < consumers.size(); ++k) {
-        values[static_cast<std::size_t>(graph_.ops()[consumers[k]].output)] = std::move(consumer_out[k]);
+        values[static_cast<std::size_t>(graph_.ops()[consumers[k]].output)] =
+            std::move(consumer_out[k]);
       }
       return out;
     }
@@ -304,10 +321,11 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
           return data;
         }
         // Each tile is rows [offset(part), end(part)) of `data`.
-        return collectives::reduce_scatter(*transport, data, step.partition, [&](int part, const Tensor&) {
-          linear_rows(static_cast<std::size_t>(producer), values, x, step.partition.offset(part),
-                      step.partition.end(part), data);
-        });
+        return collectives::reduce_scatter(
+            *transport, data, step.partition, [&](int part, const Tensor&) {
+              linear_rows(static_cast<std::size_t>(producer), values, x,
+                          step.partition.offset(part), step.partition.end(part), data);
+            });
       }
       const Tensor& x = values[input_id];
       if (single) return x;
@@ -319,7 +337,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       if (single) return x;
       if (rank() == 0) {
         for (int r = 1; r < transport->size(); ++r) {
-          collectives::send_tensor(*transport, r, x.rows(step.partition.offset(r), step.partition.end(r)));
+          collectives::send_tensor(*transport, r,
+                                   x.rows(step.partition.offset(r), step.partition.end(r)));
         }
         return x.rows(step.local_begin, step.local_begin + step.local_count);
       }
@@ -330,7 +349,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
     case OpKind::BroadcastFromPrimary: {
       const Tensor& x = values[input_id];
       if (single) return x;
-      Tensor data = rank() == 0 ? (x.contiguous() ? x : x.clone()) : Tensor::empty(DType::F32, out_shape);
+      Tensor data =
+          rank() == 0 ? (x.contiguous() ? x : x.clone()) : Tensor::empty(DType::F32, out_shape);
       collectives::broadcast(*transport, data, /*root=*/0);
       return data;
     }
@@ -347,7 +367,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
   return {};
 }
 
-Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v, const Step& step) {
+Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Step& step) {
   const std::int64_t tokens = k.dim(0);  // keys/values of every token of the step
   const std::int64_t kv_width = k.dim(1);
   KvCache& cache = caches_[static_cast<std::size_t>(op.attrs.cache_slot)];
@@ -357,8 +378,10 @@ Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const
   }
   const std::size_t row_bytes = static_cast<std::size_t>(kv_width) * sizeof(float);
   for (std::int64_t t = 0; t < tokens; ++t) {
-    std::memcpy(cache.k.f32() + (position_ + t) * kv_width, k.f32() + t * k.row_stride(), row_bytes);
-    std::memcpy(cache.v.f32() + (position_ + t) * kv_width, v.f32() + t * v.row_stride(), row_bytes);
+    std::memcpy(cache.k.f32() + (position_ + t) * kv_width, k.f32() + t * k.row_stride(),
+                row_bytes);
+    std::memcpy(cache.v.f32() + (position_ + t) * kv_width, v.f32() + t * v.row_stride(),
+                row_bytes);
   }
   const std::int64_t keys = position_ + tokens;
   const std::int64_t q_pos0 = position_ + (op.attrs.local_queries ? step.local_begin : 0);
@@ -379,8 +402,9 @@ Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const
     int end = h;
     while (end < a.heads && (a.q_head_begin + end) / a.kv_group - first_kv == kv) ++end;
     Tensor span_out = Tensor::empty(DType::F32, {q.dim(0), (end - h) * d});
-    kernels::attention(q.cols(h * d, end * d), all_k.cols(kv * d, (kv + 1) * d), all_v.cols(kv * d, (kv + 1) * d),
-                       end - h, 1, a.head_dim, q_pos0, a.causal, span_out);
+    kernels::attention(q.cols(h * d, end * d), all_k.cols(kv * d, (kv + 1) * d),
+                       all_v.cols(kv * d, (kv + 1) * d), end - h, 1, a.head_dim, q_pos0, a.causal,
+                       span_out);
     for (std::int64_t r = 0; r < q.dim(0); ++r) {
       std::memcpy(out.f32() + r * out.dim(1) + h * d, span_out.f32() + r * span_out.dim(1),
                   static_cast<std::size_t>((end - h) * d) * sizeof(float));

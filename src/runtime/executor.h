@@ -30,7 +30,8 @@ struct DeviceGroup {
 };
 
 // Called after each op with the op, its output and the time it took (tracing, debug dumps).
-using OpObserver = std::function<void(const Op&, const Tensor& output, std::chrono::nanoseconds elapsed)>;
+using OpObserver =
+    std::function<void(const Op&, const Tensor& output, std::chrono::nanoseconds elapsed)>;
 
 class Executor final : public StepRunner {
  public:
@@ -40,7 +41,8 @@ class Executor final : public StepRunner {
   // A device of a lowered program: data-movement ops run over `group.transport`, and every rank
   // must call forward() with the same ids. Only rank 0's graph has outputs; on other ranks
   // forward() returns an empty tensor.
-  Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions, DeviceGroup group);
+  Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions,
+           DeviceGroup group);
 
   Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override;
   void reset() override { position_ = 0; }
@@ -56,32 +58,34 @@ class Executor final : public StepRunner {
   };
 
   struct Step {
-    std::int64_t tokens = 0;                    // T
+    std::int64_t tokens = 0;  // T
     bool all_rows = false;
-    collectives::RowPartition partition{{0}};   // tokens per rank
+    collectives::RowPartition partition{{0}};  // tokens per rank
     std::int64_t local_begin = 0, local_count = 0;
   };
 
   Shape resolve(const Shape& shape, const Step& step) const;
   Tensor run_op(const Op& op, std::vector<Tensor>& values, const Step& step, std::size_t op_index);
-  Tensor attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v, const Step& step);
-  Tensor data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape, const Step& step,
-                       std::size_t op_index);
+  Tensor attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v,
+                   const Step& step);
+  Tensor data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape,
+                       const Step& step, std::size_t op_index);
   // Runs linear op `op_index` on rows [begin, end) of its input into the same rows of `out`.
-  void linear_rows(std::size_t op_index, const std::vector<Tensor>& values, const Tensor& input, std::int64_t begin,
-                   std::int64_t end, Tensor& out);
+  void linear_rows(std::size_t op_index, const std::vector<Tensor>& values, const Tensor& input,
+                   std::int64_t begin, std::int64_t end, Tensor& out);
   void plan_overlap();
   int rank() const;
   // Output buffer for an element-wise op: an input's buffer when nothing reads it later.
-  Tensor reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values, Shape shape);
+  Tensor reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values,
+                         Shape shape);
 
   const Graph& graph_;
   std::int64_t max_positions_;
   std::int64_t position_ = 0;
-  std::vector<Tensor> bound_weights_;     // by ValueId; undefined for non-weights
-  std::vector<std::size_t> last_use_;     // by ValueId: index of the last op that reads it
-  std::vector<bool> is_output_;           // by ValueId
-  std::vector<KvCache> caches_;           // by cache slot
+  std::vector<Tensor> bound_weights_;  // by ValueId; undefined for non-weights
+  std::vector<std::size_t> last_use_;  // by ValueId: index of the last op that reads it
+  std::vector<bool> is_output_;        // by ValueId
+  std::vector<KvCache> caches_;        // by cache slot
   OpObserver observer_;
   DeviceGroup group_;
   // Overlap, by op index: linears run inside an all-gather, the linear a reduce-scatter runs,

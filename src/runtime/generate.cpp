@@ -10,7 +10,8 @@ namespace huddle {
 namespace {
 
 double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 std::span<const float> last_row(const Tensor& t) {
@@ -27,7 +28,8 @@ std::int32_t argmax(std::span<const float> values) {
 
 double GenerationResult::decode_ms_per_token() const {
   if (decode_ms.empty()) return 0.0;
-  return std::accumulate(decode_ms.begin(), decode_ms.end(), 0.0) / static_cast<double>(decode_ms.size());
+  return std::accumulate(decode_ms.begin(), decode_ms.end(), 0.0) /
+         static_cast<double>(decode_ms.size());
 }
 
 GenerationResult generate(StepRunner& runner, std::span<const std::int32_t> prompt,
@@ -35,13 +37,16 @@ GenerationResult generate(StepRunner& runner, std::span<const std::int32_t> prom
   if (prompt.empty()) throw InputError("the prompt is empty");
   const auto needed = static_cast<std::int64_t>(prompt.size()) + std::max(options.n_predict - 1, 0);
   if (needed > runner.max_positions()) {
-    throw InputError(fmt::format("prompt of {} tokens plus {} generated needs {} positions; the model's "
-                                 "context is {}",
-                                 prompt.size(), options.n_predict, needed, runner.max_positions()));
+    throw InputError(
+        fmt::format("prompt of {} tokens plus {} generated needs {} positions; the model's "
+                    "context is {}",
+                    prompt.size(), options.n_predict, needed, runner.max_positions()));
   }
-  const TokenPicker pick = options.pick ? options.pick : TokenPicker([](std::span<const float> logits, std::span<const std::int32_t>) {
-    return argmax(logits);
-  });
+  const TokenPicker pick =
+      options.pick ? options.pick
+                   : TokenPicker([](std::span<const float> logits, std::span<const std::int32_t>) {
+                       return argmax(logits);
+                     });
   std::vector<std::int32_t> history(prompt.begin(), prompt.end());
   GenerationResult result;
   runner.reset();
@@ -55,7 +60,8 @@ GenerationResult generate(StepRunner& runner, std::span<const std::int32_t> prom
     result.generated.push_back(id);
     history.push_back(id);
     if (options.on_token) options.on_token(id);
-    return std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
+    return std::find(options.stop_ids.begin(), options.stop_ids.end(), id) !=
+           options.stop_ids.end();
   };
   if (options.n_predict <= 0) return result;
   if (emit(pick(last_row(out), history))) return result;

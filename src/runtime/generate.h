@@ -12,16 +12,17 @@ namespace huddle {
 
 // Picks the next token from the last position's logits [V], given every id so far (prompt and
 // generated). Greedy (argmax) when not given.
-using TokenPicker = std::function<std::int32_t(std::span<const float> logits, std::span<const std::int32_t> history)>;
+using TokenPicker = std::function<std::int32_t(std::span<const float> logits,
+                                               std::span<const std::int32_t> history)>;
 
 // Index of the largest value; the lowest index wins ties.
 std::int32_t argmax(std::span<const float> values);
 
 struct GenerationOptions {
-  int n_predict = 0;                  // tokens to generate after the prompt
-  bool keep_prompt_output = false;    // return the output rows of every prompt position
-  std::vector<std::int32_t> stop_ids; // generation ends after emitting one of these
-  TokenPicker pick;                   // default: greedy
+  int n_predict = 0;                   // tokens to generate after the prompt
+  bool keep_prompt_output = false;     // return the output rows of every prompt position
+  std::vector<std::int32_t> stop_ids;  // generation ends after emitting one of these
+  TokenPicker pick;                    // default: greedy
   // Called with each generated token as soon as it is chosen (streaming output).
   std::function<void(std::int32_t)> on_token;
 };

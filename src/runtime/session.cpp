@@ -40,8 +40,10 @@ void PrimarySession::broadcast(std::uint32_t tag, std::span<const std::byte> pay
 Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows) {
   HUDDLE_CHECK(!ended_, "session already ended");
   std::vector<std::byte> payload(sizeof(StepHeader) + ids.size_bytes());
-  const StepHeader header{static_cast<std::uint64_t>(executor_.position()), static_cast<std::uint8_t>(all_rows),
-                          {0, 0, 0}, static_cast<std::uint32_t>(ids.size())};
+  const StepHeader header{static_cast<std::uint64_t>(executor_.position()),
+                          static_cast<std::uint8_t>(all_rows),
+                          {0, 0, 0},
+                          static_cast<std::uint32_t>(ids.size())};
   std::memcpy(payload.data(), &header, sizeof header);
   if (!ids.empty()) std::memcpy(payload.data() + sizeof header, ids.data(), ids.size_bytes());
   broadcast(kStepTag, payload);
@@ -68,21 +70,24 @@ void follow_primary(net::Transport& transport, Executor& executor) {
       continue;
     }
     if (m.tag != kStepTag || m.payload.size() < sizeof(StepHeader)) {
-      throw TransportError(fmt::format("{}: unexpected message (tag {:#x}, {} bytes) instead of a step",
-                                       transport.peer_name(0), m.tag, m.payload.size()));
+      throw TransportError(
+          fmt::format("{}: unexpected message (tag {:#x}, {} bytes) instead of a step",
+                      transport.peer_name(0), m.tag, m.payload.size()));
     }
     StepHeader header;
     std::memcpy(&header, m.payload.data(), sizeof header);
     if (m.payload.size() != sizeof header + std::size_t{header.count} * sizeof(std::int32_t)) {
-      throw TransportError(fmt::format("{}: step of {} tokens carries {} bytes", transport.peer_name(0),
-                                       header.count, m.payload.size()));
+      throw TransportError(fmt::format("{}: step of {} tokens carries {} bytes",
+                                       transport.peer_name(0), header.count, m.payload.size()));
     }
     if (header.position != static_cast<std::uint64_t>(executor.position())) {
-      throw TransportError(fmt::format("{}: step at position {}, but this device is at {}", transport.peer_name(0),
-                                       header.position, executor.position()));
+      throw TransportError(fmt::format("{}: step at position {}, but this device is at {}",
+                                       transport.peer_name(0), header.position,
+                                       executor.position()));
     }
     std::vector<std::int32_t> ids(header.count);
-    if (header.count > 0) std::memcpy(ids.data(), m.payload.data() + sizeof header, ids.size() * sizeof(std::int32_t));
+    if (header.count > 0)
+      std::memcpy(ids.data(), m.payload.data() + sizeof header, ids.size() * sizeof(std::int32_t));
     executor.forward(ids, header.all_rows != 0);
   }
 }

@@ -13,11 +13,14 @@ namespace {
 
 bool is_comm(OpKind kind) {
   return kind == OpKind::AllGather || kind == OpKind::ReduceScatter || kind == OpKind::AllReduce ||
-         kind == OpKind::GatherToPrimary || kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary;
+         kind == OpKind::GatherToPrimary || kind == OpKind::ScatterFromPrimary ||
+         kind == OpKind::BroadcastFromPrimary;
 }
 
 double now_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -25,13 +28,15 @@ double now_us() {
 OpObserver TraceRecorder::observer() {
   return [this](const Op& op, const Tensor&, std::chrono::nanoseconds elapsed) {
     const double duration = std::chrono::duration<double, std::micro>(elapsed).count();
-    spans_.push_back({op.name, is_comm(op.kind) ? "comm" : "compute", op.layer, now_us() - duration, duration});
+    spans_.push_back(
+        {op.name, is_comm(op.kind) ? "comm" : "compute", op.layer, now_us() - duration, duration});
   };
 }
 
 nlohmann::json TraceRecorder::to_json() const {
   nlohmann::json list = nlohmann::json::array();
-  for (const Span& s : spans_) list.push_back({s.name, s.category, s.layer, s.start_us, s.duration_us});
+  for (const Span& s : spans_)
+    list.push_back({s.name, s.category, s.layer, s.start_us, s.duration_us});
   return list;
 }
 
@@ -39,12 +44,12 @@ std::vector<Span> TraceRecorder::from_json(const nlohmann::json& j) {
   std::vector<Span> spans;
   if (!j.is_array()) throw TransportError("trace: expected a list of spans");
   for (const auto& e : j) {
-    if (!e.is_array() || e.size() != 5 || !e[0].is_string() || !e[1].is_string() || !e[2].is_number_integer() ||
-        !e[3].is_number() || !e[4].is_number()) {
+    if (!e.is_array() || e.size() != 5 || !e[0].is_string() || !e[1].is_string() ||
+        !e[2].is_number_integer() || !e[3].is_number() || !e[4].is_number()) {
       throw TransportError("trace: malformed span");
     }
-    spans.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<int>(), e[3].get<double>(),
-                     e[4].get<double>()});
+    spans.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<int>(),
+                     e[3].get<double>(), e[4].get<double>()});
   }
   return spans;
 }

@@ -40,8 +40,8 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
     throw TransportError(fmt::format("{}: expected the session setup, got tag {:#x}", peer, m.tag));
   }
   try {
-    const nlohmann::json j =
-        nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(m.payload.data()), m.payload.size()));
+    const nlohmann::json j = nlohmann::json::parse(
+        std::string_view(reinterpret_cast<const char*>(m.payload.data()), m.payload.size()));
     Setup s;
     s.rank = j.at("rank").get<int>();
     s.world = j.at("world").get<int>();
@@ -53,8 +53,9 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
     s.timeout_ms = j.at("timeout_ms").get<int>();
     s.fingerprint = j.at("fingerprint").get<std::string>();
     s.trace = j.at("trace").get<bool>();
-    if (s.world < 2 || s.rank < 1 || s.rank >= s.world || static_cast<int>(s.endpoints.size()) != s.world ||
-        s.session_id != open.session_id || s.timeout_ms <= 0) {
+    if (s.world < 2 || s.rank < 1 || s.rank >= s.world ||
+        static_cast<int>(s.endpoints.size()) != s.world || s.session_id != open.session_id ||
+        s.timeout_ms <= 0) {
       throw TransportError("inconsistent rank, world, endpoints, session or timeout");
     }
     return s;
@@ -86,8 +87,8 @@ std::unique_ptr<net::TcpTransport> build_mesh(const Setup& s, net::LinkAcceptor&
   try {
     for (int p = 1; p < s.rank; ++p) {
       links[static_cast<std::size_t>(p)] =
-          net::open_link(net::parse_endpoint(s.endpoints[static_cast<std::size_t>(p)]), options.key, options.channel,
-                         s.session_id, s.rank, s.world);
+          net::open_link(net::parse_endpoint(s.endpoints[static_cast<std::size_t>(p)]), options.key,
+                         options.channel, s.session_id, s.rank, s.world);
     }
   } catch (...) {
     open_error = std::current_exception();
@@ -99,14 +100,16 @@ std::unique_ptr<net::TcpTransport> build_mesh(const Setup& s, net::LinkAcceptor&
 }
 
 void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTransport>& transport,
-                   const net::OpenRequest& open, net::LinkAcceptor& acceptor, const WorkerOptions& options) {
+                   const net::OpenRequest& open, net::LinkAcceptor& acceptor,
+                   const WorkerOptions& options) {
   const std::string primary = control.name();
   const Setup s = parse_setup(control.recv(), open, primary);
   const std::string source = fmt::format("session {} from {}", s.session_id, primary);
   ModelDescription model = describe_model(s.config, s.tensors, source);
   const Plan plan = Plan::from_json(s.plan, source);
   plan.validate(model.config, source);
-  if (plan.num_devices() != s.world) throw PlanError(fmt::format("{}: plan for {} devices", source, plan.num_devices()));
+  if (plan.num_devices() != s.world)
+    throw PlanError(fmt::format("{}: plan for {} devices", source, plan.num_devices()));
   Program program = lower(model.graph, model.config, plan, s.rank);
 
   transport = build_mesh(s, acceptor, options);
@@ -117,8 +120,9 @@ void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTranspor
     local = Model::load(*options.model_dir);
     if (model_fingerprint(*local) != s.fingerprint) {
       if (options.log) {
-        options.log(fmt::format("session {}: local model {} differs from the primary's; receiving weights",
-                                s.session_id, options.model_dir->string()));
+        options.log(
+            fmt::format("session {}: local model {} differs from the primary's; receiving weights",
+                        s.session_id, options.model_dir->string()));
       }
       local.reset();
     }
@@ -137,16 +141,19 @@ void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTranspor
     }
   }
   localize_weights(program);
-  Executor executor(program.graph, weights, model.config.max_positions, DeviceGroup{transport.get(), plan.token_shares});
+  Executor executor(program.graph, weights, model.config.max_positions,
+                    DeviceGroup{transport.get(), plan.token_shares});
   TraceRecorder recorder;
   if (s.trace) executor.set_observer(recorder.observer());
-  const std::string ready =
-      nlohmann::json{{"weight_bytes", program_weight_bytes(program)}, {"rss_bytes", resident_bytes()}}.dump();
+  const std::string ready = nlohmann::json{
+      {"weight_bytes", program_weight_bytes(program)},
+      {"rss_bytes",
+       resident_bytes()}}.dump();
   transport->send(0, kReadyTag, std::as_bytes(std::span(ready)));
   if (options.log) {
-    options.log(fmt::format("session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank,
-                            s.world, static_cast<double>(program_weight_bytes(program)) / 1e6,
-                            program.graph.ops().size()));
+    options.log(fmt::format(
+        "session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank, s.world,
+        static_cast<double>(program_weight_bytes(program)) / 1e6, program.graph.ops().size()));
   }
   follow_primary(*transport, executor);
   if (s.trace) {
@@ -172,7 +179,9 @@ void serve(net::SecureChannel& control, const net::OpenRequest& open, net::LinkA
 
 net::Server::SessionHandler make_worker_handler(WorkerOptions options) {
   return [options = std::move(options)](net::SecureChannel& control, const net::OpenRequest& open,
-                                        net::LinkAcceptor& acceptor) { serve(control, open, acceptor, options); };
+                                        net::LinkAcceptor& acceptor) {
+    serve(control, open, acceptor, options);
+  };
 }
 
 }  // namespace huddle

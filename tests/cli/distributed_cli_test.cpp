@@ -51,9 +51,10 @@ TEST_P(DistributedCli, MatchesReferenceAcrossProcesses) {
   const Case& c = GetParam();
   testing::TempDir dir;
   const auto ids = testing::read_ids(fixture("references/" + c.model + ".16.ids.json"));
-  const auto r = run_huddle({"run", "--model", fixture_model(c.model), "--ids", ids_arg(ids), "--local-devices",
-                             c.devices, "--strategy", c.strategy, "--shares", c.shares, "--dump-logits",
-                             dir / "out.npy", "--threads", "1", "--json"});
+  const auto r =
+      run_huddle({"run", "--model", fixture_model(c.model), "--ids", ids_arg(ids),
+                  "--local-devices", c.devices, "--strategy", c.strategy, "--shares", c.shares,
+                  "--dump-logits", dir / "out.npy", "--threads", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Tensor out = io::read_npy(dir / "out.npy");
   const Tensor ref = io::read_npy(fixture("references/" + c.model + ".16.npy"));
@@ -71,8 +72,9 @@ TEST_P(DistributedCli, MatchesReferenceAcrossProcesses) {
   std::ifstream in(fixture("references/" + c.model + ".generate.json"));
   const nlohmann::json ref_gen = nlohmann::json::parse(in);
   const auto g = run_huddle({"run", "--model", fixture_model(c.model), "--ids",
-                             ids_arg(ref_gen["prompt"].get<std::vector<std::int32_t>>()), "--n-predict", "16",
-                             "--local-devices", c.devices, "--strategy", c.strategy, "--shares", c.shares, "--json"});
+                             ids_arg(ref_gen["prompt"].get<std::vector<std::int32_t>>()),
+                             "--n-predict", "16", "--local-devices", c.devices, "--strategy",
+                             c.strategy, "--shares", c.shares, "--json"});
   ASSERT_EQ(g.exit_code, 0) << g.err;
   EXPECT_EQ(nlohmann::json::parse(g.out)["generated"], ref_gen["greedy"]);
 }
@@ -85,7 +87,8 @@ INSTANTIATE_TEST_SUITE_P(Strategies, DistributedCli,
                                            Case{"bert-tiny", "megatron", "3", "5,3,1"},
                                            Case{"bert-tiny", "galaxy", "2", "1,1"}),
                          [](const auto& p) {
-                           std::string name = p.param.model + "_" + p.param.strategy + "_" + p.param.devices;
+                           std::string name =
+                               p.param.model + "_" + p.param.strategy + "_" + p.param.devices;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
@@ -93,12 +96,13 @@ INSTANTIATE_TEST_SUITE_P(Strategies, DistributedCli,
 TEST(DistributedCli, SavedPlanReplaysAndBadPlansAreRefused) {
   testing::TempDir dir;
   const std::string model = fixture_model("gpt2-tiny");
-  const auto first = run_huddle({"run", "--model", model, "--ids", "5,6,7,8", "--local-devices", "2", "--strategy",
-                                 "galaxy", "--shares", "3,1", "--save-plan", dir / "plan.json", "--dump-logits",
-                                 dir / "a.npy"});
+  const auto first = run_huddle({"run", "--model", model, "--ids", "5,6,7,8", "--local-devices",
+                                 "2", "--strategy", "galaxy", "--shares", "3,1", "--save-plan",
+                                 dir / "plan.json", "--dump-logits", dir / "a.npy"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  const auto replay = run_huddle({"run", "--model", model, "--ids", "5,6,7,8", "--local-devices", "2", "--plan",
-                                  dir / "plan.json", "--dump-logits", dir / "b.npy"});
+  const auto replay =
+      run_huddle({"run", "--model", model, "--ids", "5,6,7,8", "--local-devices", "2", "--plan",
+                  dir / "plan.json", "--dump-logits", dir / "b.npy"});
   ASSERT_EQ(replay.exit_code, 0) << replay.err;
   EXPECT_EQ(testing::relative_error(io::read_npy(dir / "b.npy"), io::read_npy(dir / "a.npy")), 0.0);
 
@@ -107,7 +111,8 @@ TEST(DistributedCli, SavedPlanReplaysAndBadPlansAreRefused) {
   nlohmann::json broken = plan;
   broken["layers"][1]["heads"][0] = {0, 5};  // overlaps device 1's range
   std::ofstream(dir / "broken.json") << broken.dump();
-  auto r = run_huddle({"run", "--model", model, "--ids", "5,6", "--local-devices", "2", "--plan", dir / "broken.json"});
+  auto r = run_huddle({"run", "--model", model, "--ids", "5,6", "--local-devices", "2", "--plan",
+                       dir / "broken.json"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "layers[1].heads")) << r.err;
 
@@ -117,8 +122,8 @@ TEST(DistributedCli, SavedPlanReplaysAndBadPlansAreRefused) {
   EXPECT_TRUE(contains(r.err, "garbage.json")) << r.err;
 
   // A plan for another model.
-  r = run_huddle({"run", "--model", fixture_model("llama-tiny"), "--ids", "5,6", "--local-devices", "2", "--plan",
-                  dir / "plan.json"});
+  r = run_huddle({"run", "--model", fixture_model("llama-tiny"), "--ids", "5,6", "--local-devices",
+                  "2", "--plan", dir / "plan.json"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "the plan is for a gpt2")) << r.err;
 }
@@ -127,13 +132,14 @@ TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
   testing::TempDir dir;
   const auto good = testing::make_key_file(dir.path(), "good.key");
   const auto bad = testing::make_key_file(dir.path(), "bad.key");
-  testing::BackgroundHuddle worker({"worker", "--listen", "127.0.0.1:0", "--key-file", good.string()});
+  testing::BackgroundHuddle worker(
+      {"worker", "--listen", "127.0.0.1:0", "--key-file", good.string()});
   const std::string address = worker.worker_address();
   ASSERT_FALSE(address.empty());
   const std::string model = fixture_model("gpt2-tiny");
 
-  auto r = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--workers", address, "--key-file", bad.string(),
-                       "--timeout-s", "3"});
+  auto r = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--workers", address,
+                       "--key-file", bad.string(), "--timeout-s", "3"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, address)) << r.err;
 
@@ -154,21 +160,27 @@ TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
   }
   EXPECT_TRUE(worker.alive());
 
-  r = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--n-predict", "4", "--workers", address, "--key-file",
-                  good.string(), "--strategy", "megatron", "--json"});
+  r = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--n-predict", "4", "--workers",
+                  address, "--key-file", good.string(), "--strategy", "megatron", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto local = run_huddle({"run", "--model", model, "--ids", "1,2,3", "--n-predict", "4", "--json"});
-  EXPECT_EQ(nlohmann::json::parse(r.out)["generated"], nlohmann::json::parse(local.out)["generated"]);
+  const auto local =
+      run_huddle({"run", "--model", model, "--ids", "1,2,3", "--n-predict", "4", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.out)["generated"],
+            nlohmann::json::parse(local.out)["generated"]);
   EXPECT_TRUE(worker.alive());
 }
 
 TEST(DistributedCli, KilledWorkerIsNamedWithinTheTimeout) {
   testing::TempDir dir;
   // A model big enough that a session lasts long enough to kill a worker in the middle of it.
-  const nlohmann::json config = {{"model_type", "gpt2"}, {"vocab_size", 1000}, {"n_embd", 256},
-                                 {"n_layer", 4},         {"n_head", 4},        {"n_positions", 1024}};
+  const nlohmann::json config = {{"model_type", "gpt2"}, {"vocab_size", 1000},
+                                 {"n_embd", 256},        {"n_layer", 4},
+                                 {"n_head", 4},          {"n_positions", 1024}};
   std::ofstream(dir / "config.json") << config.dump();
-  ASSERT_EQ(run_huddle({"synth", "--arch", "gpt2", "--config", dir / "config.json", "-o", dir / "model"}).exit_code, 0);
+  ASSERT_EQ(
+      run_huddle({"synth", "--arch", "gpt2", "--config", dir / "config.json", "-o", dir / "model"})
+          .exit_code,
+      0);
   const auto key = testing::make_key_file(dir.path());
   testing::BackgroundHuddle w1({"worker", "--listen", "127.0.0.1:0", "--key-file", key.string()});
   testing::BackgroundHuddle w2({"worker", "--listen", "127.0.0.1:0", "--key-file", key.string()});
@@ -179,23 +191,25 @@ TEST(DistributedCli, KilledWorkerIsNamedWithinTheTimeout) {
   std::vector<std::int32_t> prompt(16, 7);
   testing::ProcessResult result;
   std::thread primary([&] {
-    result = run_huddle({"run", "--model", dir / "model", "--ids", ids_arg(prompt), "--n-predict", "1000",
-                         "--workers", a1 + "," + a2, "--key-file", key.string(), "--timeout-s", "3"},
-                        60);
+    result = run_huddle(
+        {"run", "--model", dir / "model", "--ids", ids_arg(prompt), "--n-predict", "1000",
+         "--workers", a1 + "," + a2, "--key-file", key.string(), "--timeout-s", "3"},
+        60);
   });
   // Kill worker 2 once its session is running.
   const std::string started = w2.wait_for_line("session", 30, /*from_stderr=*/true);
   const auto killed_at = std::chrono::steady_clock::now();
   w2.kill(SIGKILL);
   primary.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   ASSERT_FALSE(started.empty());
   EXPECT_EQ(result.exit_code, 1) << result.out;
   EXPECT_TRUE(contains(result.err, a2)) << result.err;
   EXPECT_LT(seconds, 20.0);  // generous bound: the limit under test is the 3 s peer timeout
   // The surviving worker serves the next session.
-  const auto next = run_huddle({"run", "--model", dir / "model", "--ids", "1,2", "--workers", a1, "--key-file",
-                                key.string(), "--json"});
+  const auto next = run_huddle({"run", "--model", dir / "model", "--ids", "1,2", "--workers", a1,
+                                "--key-file", key.string(), "--json"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
 }
 
@@ -204,30 +218,34 @@ TEST(DistributedCli, WorkerWithItsOwnCopyMapsWeightsAndAStaleCopyIsNotUsed) {
   const auto key = testing::make_key_file(dir.path());
   const std::string model = fixture_model("llama-tiny");
   // A copy whose weights differ from the primary's (one tensor zeroed) must not be used.
-  testing::rewrite_checkpoint(model, dir / "stale", [](const std::string& n) {
-    return n == "model.norm.weight" ? "" : n;
-  }, {{"model.norm.weight", Tensor::zeros(DType::F32, {128})}});
-  testing::BackgroundHuddle same({"worker", "--listen", "127.0.0.1:0", "--key-file", key.string(), "--model", model});
-  testing::BackgroundHuddle stale(
-      {"worker", "--listen", "127.0.0.1:0", "--key-file", key.string(), "--model", (dir / "stale").string()});
+  testing::rewrite_checkpoint(
+      model, dir / "stale", [](const std::string& n) { return n == "model.norm.weight" ? "" : n; },
+      {{"model.norm.weight", Tensor::zeros(DType::F32, {128})}});
+  testing::BackgroundHuddle same(
+      {"worker", "--listen", "127.0.0.1:0", "--key-file", key.string(), "--model", model});
+  testing::BackgroundHuddle stale({"worker", "--listen", "127.0.0.1:0", "--key-file", key.string(),
+                                   "--model", (dir / "stale").string()});
   const std::string a = same.worker_address(), b = stale.worker_address();
   ASSERT_FALSE(a.empty());
   ASSERT_FALSE(b.empty());
   const auto ids = testing::read_ids(fixture("references/llama-tiny.16.ids.json"));
-  const auto r = run_huddle({"run", "--model", model, "--ids", ids_arg(ids), "--workers", a + "," + b, "--key-file",
-                             key.string(), "--strategy", "galaxy", "--dump-logits", dir / "out.npy", "--json"});
+  const auto r = run_huddle({"run", "--model", model, "--ids", ids_arg(ids), "--workers",
+                             a + "," + b, "--key-file", key.string(), "--strategy", "galaxy",
+                             "--dump-logits", dir / "out.npy", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["devices"][1]["weights_mapped_locally"].get<bool>());
   EXPECT_FALSE(j["devices"][2]["weights_mapped_locally"].get<bool>());
-  EXPECT_LE(testing::relative_error(io::read_npy(dir / "out.npy"), io::read_npy(fixture("references/llama-tiny.16.npy"))),
+  EXPECT_LE(testing::relative_error(io::read_npy(dir / "out.npy"),
+                                    io::read_npy(fixture("references/llama-tiny.16.npy"))),
             1e-4);
 }
 
 TEST(DistributedCli, TraceHasComputeAndCommunicationPerDevice) {
   testing::TempDir dir;
-  const auto r = run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", "1,2,3,4,5,6", "--n-predict", "2",
-                             "--local-devices", "3", "--strategy", "galaxy", "--trace", dir / "trace.json", "--json"});
+  const auto r = run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", "1,2,3,4,5,6",
+                             "--n-predict", "2", "--local-devices", "3", "--strategy", "galaxy",
+                             "--trace", dir / "trace.json", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(dir / "trace.json");
   const nlohmann::json trace = nlohmann::json::parse(in);

@@ -22,30 +22,34 @@ std::string ids_arg(const std::vector<std::int32_t>& ids) {
 
 TEST(TextCli, PromptEqualsIdsAndStreamsText) {
   for (const std::string model : {"gpt2-tiny", "llama-tiny"}) {
-    const auto by_text = run_huddle({"run", "--model", fixture_model(model), "--prompt", "The quick brown fox",
-                                     "--n-predict", "8", "--ignore-eos", "--json"});
+    const auto by_text =
+        run_huddle({"run", "--model", fixture_model(model), "--prompt", "The quick brown fox",
+                    "--n-predict", "8", "--ignore-eos", "--json"});
     ASSERT_EQ(by_text.exit_code, 0) << by_text.err;
     const nlohmann::json a = nlohmann::json::parse(by_text.out);
     const auto by_ids = run_huddle({"run", "--model", fixture_model(model), "--ids",
-                                    ids_arg(a["prompt_ids"].get<std::vector<std::int32_t>>()), "--n-predict", "8",
-                                    "--ignore-eos", "--json"});
+                                    ids_arg(a["prompt_ids"].get<std::vector<std::int32_t>>()),
+                                    "--n-predict", "8", "--ignore-eos", "--json"});
     ASSERT_EQ(by_ids.exit_code, 0) << by_ids.err;
     EXPECT_EQ(a["generated"], nlohmann::json::parse(by_ids.out)["generated"]) << model;
     // Without --json the generated text goes to stdout: the same text as the JSON's.
-    const auto streamed = run_huddle({"run", "--model", fixture_model(model), "--prompt", "The quick brown fox",
-                                      "--n-predict", "8", "--ignore-eos"});
+    const auto streamed = run_huddle({"run", "--model", fixture_model(model), "--prompt",
+                                      "The quick brown fox", "--n-predict", "8", "--ignore-eos"});
     ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
     EXPECT_EQ(streamed.out, a["text"].get<std::string>() + "\n") << model;
   }
   // Llama's tokenizer adds BOS.
-  const auto llama = run_huddle({"run", "--model", fixture_model("llama-tiny"), "--prompt", "hi", "--json"});
+  const auto llama =
+      run_huddle({"run", "--model", fixture_model("llama-tiny"), "--prompt", "hi", "--json"});
   EXPECT_EQ(nlohmann::json::parse(llama.out)["prompt_ids"][0], 509);
 }
 
 TEST(TextCli, SeededSamplingIsReproducibleAndDistributionIndependent) {
-  const std::vector<std::string> base = {"run", "--model", fixture_model("llama-tiny"), "--prompt", "Call 555",
-                                         "--n-predict", "12", "--ignore-eos", "--temperature", "3", "--top-k", "50",
-                                         "--top-p", "0.95", "--json"};
+  const std::vector<std::string> base = {"run",      "--model",      fixture_model("llama-tiny"),
+                                         "--prompt", "Call 555",     "--n-predict",
+                                         "12",       "--ignore-eos", "--temperature",
+                                         "3",        "--top-k",      "50",
+                                         "--top-p",  "0.95",         "--json"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -57,7 +61,8 @@ TEST(TextCli, SeededSamplingIsReproducibleAndDistributionIndependent) {
   EXPECT_EQ(with({"--seed", "11"}), first);
   EXPECT_EQ(with({"--seed", "11", "--local-devices", "2", "--strategy", "galaxy"}), first);
   bool differs = false;
-  for (const std::string seed : {"12", "13", "14"}) differs = differs || with({"--seed", seed}) != first;
+  for (const std::string seed : {"12", "13", "14"})
+    differs = differs || with({"--seed", seed}) != first;
   EXPECT_TRUE(differs);
 }
 
@@ -70,7 +75,8 @@ TEST(TextCli, BadTextInputs) {
   const auto r = run_huddle({"run", "--model", model, "--prompt", long_text});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("128"), std::string::npos) << r.err;
-  const auto missing = run_huddle({"run", "--model", model, "--prompt-file", "/no/such/prompt.txt"});
+  const auto missing =
+      run_huddle({"run", "--model", model, "--prompt-file", "/no/such/prompt.txt"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("/no/such/prompt.txt"), std::string::npos) << missing.err;
   EXPECT_EQ(run_huddle({"run", "--model", model, "--prompt", "x", "--top-p", "2"}).exit_code, 1);

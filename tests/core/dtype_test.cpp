@@ -17,7 +17,8 @@ TEST(DType, ParsesSafetensorsNames) {
 }
 
 TEST(DType, HalfRoundTripsRepresentableValues) {
-  for (float v : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f, 0.333251953125f}) {
+  for (float v :
+       {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f, 0.333251953125f}) {
     EXPECT_EQ(f16_to_f32(f32_to_f16(v)), v) << v;
   }
   EXPECT_TRUE(std::isinf(f16_to_f32(f32_to_f16(1e6f))));

@@ -1,5 +1,5 @@
-#include "core/error.h"
 #include "graph/graph.h"
+#include "core/error.h"
 #include "model/architecture.h"
 #include "model/model.h"
 #include "test_util.h"

@@ -17,14 +17,19 @@ ModelConfig parse(const nlohmann::json& j) {
 }
 
 nlohmann::json gpt2_config() {
-  return {{"model_type", "gpt2"}, {"vocab_size", 100}, {"n_embd", 64}, {"n_layer", 2},
+  return {{"model_type", "gpt2"}, {"vocab_size", 100}, {"n_embd", 64},      {"n_layer", 2},
           {"n_head", 4},          {"n_positions", 32}, {"n_inner", nullptr}};
 }
 
 nlohmann::json llama_config() {
-  return {{"architectures", {"LlamaForCausalLM"}}, {"vocab_size", 100}, {"hidden_size", 64},
-          {"intermediate_size", 96}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-          {"max_position_embeddings", 32}, {"rope_scaling", nullptr}};
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"vocab_size", 100},
+          {"hidden_size", 64},
+          {"intermediate_size", 96},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
+          {"max_position_embeddings", 32},
+          {"rope_scaling", nullptr}};
 }
 
 TEST(Config, Gpt2NullInnerMeansFourTimesHidden) {
@@ -88,9 +93,13 @@ TEST(Config, ErrorsNameTheField) {
 }
 
 TEST(Config, BertUsesExactGeluAndIsAnEncoder) {
-  const ModelConfig c = parse({{"model_type", "bert"}, {"vocab_size", 100}, {"hidden_size", 64},
-                               {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-                               {"intermediate_size", 128}, {"hidden_act", "gelu"}});
+  const ModelConfig c = parse({{"model_type", "bert"},
+                               {"vocab_size", 100},
+                               {"hidden_size", 64},
+                               {"num_hidden_layers", 2},
+                               {"num_attention_heads", 4},
+                               {"intermediate_size", 128},
+                               {"hidden_act", "gelu"}});
   EXPECT_EQ(c.activation, Activation::GeluErf);
   EXPECT_FALSE(c.causal);
   EXPECT_EQ(c.max_positions, 512);

@@ -20,12 +20,14 @@ void expect_load_error(const std::filesystem::path& dir, const std::vector<std::
     ADD_FAILURE() << "loaded " << dir;
   } catch (const LoadError& e) {
     for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+          << "'" << n << "' not in: " << e.what();
     }
   }
 }
 
-void edit_config(const std::filesystem::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+void edit_config(const std::filesystem::path& dir,
+                 const std::function<void(nlohmann::json&)>& edit) {
   std::ifstream in(dir / "config.json");
   nlohmann::json j = nlohmann::json::parse(in);
   in.close();
@@ -33,7 +35,9 @@ void edit_config(const std::filesystem::path& dir, const std::function<void(nloh
   std::ofstream(dir / "config.json") << j.dump();
 }
 
-TEST(LoadErrors, MissingDirectory) { expect_load_error("/nonexistent/huddle-model", {"/nonexistent/huddle-model"}); }
+TEST(LoadErrors, MissingDirectory) {
+  expect_load_error("/nonexistent/huddle-model", {"/nonexistent/huddle-model"});
+}
 
 TEST(LoadErrors, MissingConfig) {
   TempDir dir;
@@ -68,9 +72,9 @@ TEST(LoadErrors, MissingCheckpoint) {
 
 TEST(LoadErrors, MissingTensor) {
   TempDir dir;
-  testing::rewrite_checkpoint(testing::fixture_model("llama-tiny"), dir.path(), [](const std::string& n) {
-    return n == "model.layers.2.mlp.down_proj.weight" ? "" : n;
-  });
+  testing::rewrite_checkpoint(
+      testing::fixture_model("llama-tiny"), dir.path(),
+      [](const std::string& n) { return n == "model.layers.2.mlp.down_proj.weight" ? "" : n; });
   expect_load_error(dir.path(), {"model.layers.2.mlp.down_proj.weight", "missing"});
 }
 
@@ -78,7 +82,8 @@ TEST(LoadErrors, ShapeDisagreesWithConfig) {
   TempDir dir;
   testing::copy_model(testing::fixture_model("gpt2-tiny"), dir.path());
   edit_config(dir.path(), [](nlohmann::json& j) { j["n_positions"] = 256; });
-  expect_load_error(dir.path(), {"transformer.wpe.weight", "[128, 128]", "[256, 128]", "config.json"});
+  expect_load_error(dir.path(),
+                    {"transformer.wpe.weight", "[128, 128]", "[256, 128]", "config.json"});
 }
 
 TEST(LoadErrors, TruncatedCheckpoint) {

@@ -1,8 +1,8 @@
 // `huddle synth` output loads back as a model of the requested shape, in every stored dtype.
+#include "model/synth.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "model/model.h"
-#include "model/synth.h"
 #include "runtime/executor.h"
 #include "test_util.h"
 
@@ -36,7 +36,8 @@ TEST_P(Synth, WritesALoadableModel) {
   SynthOptions options;
   options.dtype = dtype;
   const ModelConfig config = small(arch_name);
-  const std::int64_t params = write_synthetic_model(*find_architecture(arch_name), config, dir.path(), options);
+  const std::int64_t params =
+      write_synthetic_model(*find_architecture(arch_name), config, dir.path(), options);
   const Model model = Model::load(dir.path());
   EXPECT_EQ(model.config().hidden, 64);
   EXPECT_EQ(model.config().kv_heads, config.kv_heads);
@@ -44,7 +45,8 @@ TEST_P(Synth, WritesALoadableModel) {
   for (const auto& [name, t] : model.weights()) loaded += t.numel();
   EXPECT_EQ(loaded, params);
   const io::Checkpoint checkpoint = io::Checkpoint::open(dir.path());
-  for (const std::string& name : checkpoint.names()) EXPECT_EQ(checkpoint.info(name).dtype, dtype) << name;
+  for (const std::string& name : checkpoint.names())
+    EXPECT_EQ(checkpoint.info(name).dtype, dtype) << name;
 
   Executor executor(model.graph(), model.weights(), model.config().max_positions);
   const std::vector<std::int32_t> ids = {1, 5, 9, 299};
@@ -56,7 +58,8 @@ INSTANTIATE_TEST_SUITE_P(All, Synth,
                          ::testing::Combine(::testing::Values("gpt2", "bert", "llama"),
                                             ::testing::Values(DType::F32, DType::BF16, DType::F16)),
                          [](const auto& p) {
-                           return std::get<0>(p.param) + "_" + std::string(dtype_name(std::get<1>(p.param)));
+                           return std::get<0>(p.param) + "_" +
+                                  std::string(dtype_name(std::get<1>(p.param)));
                          });
 
 TEST(Synth, SameSeedSameWeights) {
@@ -65,7 +68,8 @@ TEST(Synth, SameSeedSameWeights) {
   write_synthetic_model(arch, small("gpt2"), a.path(), {});
   write_synthetic_model(arch, small("gpt2"), b.path(), {});
   const Model ma = Model::load(a.path()), mb = Model::load(b.path());
-  EXPECT_EQ(ma.weights().at("h.1.mlp.c_fc.weight").to_vector(), mb.weights().at("h.1.mlp.c_fc.weight").to_vector());
+  EXPECT_EQ(ma.weights().at("h.1.mlp.c_fc.weight").to_vector(),
+            mb.weights().at("h.1.mlp.c_fc.weight").to_vector());
 }
 
 TEST(Synth, UnknownPresetListsChoices) {

@@ -24,7 +24,9 @@ Tensor run_fixture_prompt(const std::filesystem::path& dir, const std::string& i
   return executor.forward(ids, true).clone();
 }
 
-std::string identity(const std::string& name) { return name; }
+std::string identity(const std::string& name) {
+  return name;
+}
 
 TEST(CheckpointVariants, Gpt2WithoutPrefixAndWithMaskBuffers) {
   TempDir dir;
@@ -52,16 +54,17 @@ TEST(CheckpointVariants, LlamaTiedHeadWhenLmHeadAbsent) {
   TempDir untied, tied;
   const io::Checkpoint original = io::Checkpoint::open(testing::fixture_model("llama-tiny"));
   const Tensor embed = original.view("model.embed_tokens.weight");
-  testing::rewrite_checkpoint(
-      testing::fixture_model("llama-tiny"), untied.path(),
-      [](const std::string& n) { return n == "lm_head.weight" ? "" : n; }, {{"lm_head.weight", embed}});
+  testing::rewrite_checkpoint(testing::fixture_model("llama-tiny"), untied.path(),
+                              [](const std::string& n) { return n == "lm_head.weight" ? "" : n; },
+                              {{"lm_head.weight", embed}});
   testing::rewrite_checkpoint(testing::fixture_model("llama-tiny"), tied.path(),
                               [](const std::string& n) { return n == "lm_head.weight" ? "" : n; });
   const Tensor a = run_fixture_prompt(untied.path(), "llama-tiny");
   const Tensor b = run_fixture_prompt(tied.path(), "llama-tiny");
   EXPECT_EQ(testing::relative_error(b, a), 0.0);
   // And it differs from the untied fixture's real head.
-  EXPECT_GT(testing::relative_error(b, run_fixture_prompt(testing::fixture_model("llama-tiny"), "llama-tiny")),
+  EXPECT_GT(testing::relative_error(
+                b, run_fixture_prompt(testing::fixture_model("llama-tiny"), "llama-tiny")),
             1e-3);
 }
 
@@ -81,14 +84,16 @@ class HalfPrecision : public ::testing::TestWithParam<DType> {};
 
 TEST_P(HalfPrecision, WidenedWeightsMatchRoundedF32) {
   TempDir dir;
-  testing::rewrite_checkpoint(testing::fixture_model("llama-tiny"), dir.path(), identity, {}, GetParam());
+  testing::rewrite_checkpoint(testing::fixture_model("llama-tiny"), dir.path(), identity, {},
+                              GetParam());
   const Model half = Model::load(dir.path());
   const Model full = Model::load(testing::fixture_model("llama-tiny"));
   const std::vector<float> w = full.weights().at("model.layers.0.mlp.up_proj.weight").to_vector();
   const std::vector<float> h = half.weights().at("model.layers.0.mlp.up_proj.weight").to_vector();
   ASSERT_EQ(w.size(), h.size());
   for (std::size_t i = 0; i < w.size(); ++i) {
-    const float rounded = GetParam() == DType::F16 ? f16_to_f32(f32_to_f16(w[i])) : bf16_to_f32(f32_to_bf16(w[i]));
+    const float rounded =
+        GetParam() == DType::F16 ? f16_to_f32(f32_to_f16(w[i])) : bf16_to_f32(f32_to_bf16(w[i]));
     ASSERT_EQ(h[i], rounded) << i;
   }
   // Rounding weights to 16 bits moves logits by well under 5% of their range.

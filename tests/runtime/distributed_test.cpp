@@ -22,7 +22,8 @@ namespace huddle {
 namespace {
 
 // Runs `drive` on the primary while the other devices follow; rethrows any device's error.
-void run_cluster(const Model& model, const Plan& plan, const std::function<void(StepRunner&)>& drive) {
+void run_cluster(const Model& model, const Plan& plan,
+                 const std::function<void(StepRunner&)>& drive) {
   const int n = plan.num_devices();
   net::InprocCluster cluster(n);
   std::vector<Program> programs;
@@ -37,8 +38,9 @@ void run_cluster(const Model& model, const Plan& plan, const std::function<void(
   for (int r = 1; r < n; ++r) {
     workers.emplace_back([&, r] {
       try {
-        Executor executor(programs[static_cast<std::size_t>(r)].graph, weights[static_cast<std::size_t>(r)],
-                          model.config().max_positions, DeviceGroup{&cluster.rank(r), plan.token_shares});
+        Executor executor(programs[static_cast<std::size_t>(r)].graph,
+                          weights[static_cast<std::size_t>(r)], model.config().max_positions,
+                          DeviceGroup{&cluster.rank(r), plan.token_shares});
         follow_primary(cluster.rank(r), executor);
       } catch (...) {
         errors[static_cast<std::size_t>(r)] = std::current_exception();
@@ -112,7 +114,8 @@ std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const std::string model : {"gpt2-tiny", "bert-tiny", "llama-tiny"}) {
     for (const std::string strategy : {"megatron", "sp", "galaxy"}) {
-      for (const std::vector<double>& shares : std::vector<std::vector<double>>{{5, 3}, {5, 3, 1}, {4, 1, 2, 3}}) {
+      for (const std::vector<double>& shares :
+           std::vector<std::vector<double>>{{5, 3}, {5, 3, 1}, {4, 1, 2, 3}}) {
         cases.push_back({model, strategy, shares});
       }
     }

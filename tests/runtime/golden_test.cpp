@@ -45,8 +45,10 @@ TEST_P(Golden, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
                          ::testing::Values(GoldenCase{"gpt2-tiny", 16}, GoldenCase{"gpt2-tiny", 64},
-                                           GoldenCase{"llama-tiny", 16}, GoldenCase{"llama-tiny", 64},
-                                           GoldenCase{"bert-tiny", 16}, GoldenCase{"bert-tiny", 64}),
+                                           GoldenCase{"llama-tiny", 16},
+                                           GoldenCase{"llama-tiny", 64},
+                                           GoldenCase{"bert-tiny", 16},
+                                           GoldenCase{"bert-tiny", 64}),
                          [](const auto& p) {
                            std::string name = p.param.model + "_" + std::to_string(p.param.tokens);
                            std::replace(name.begin(), name.end(), '-', '_');

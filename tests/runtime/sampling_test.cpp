@@ -1,5 +1,5 @@
-#include "core/error.h"
 #include "runtime/sampling.h"
+#include "core/error.h"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +44,8 @@ TEST(Sampler, FrequenciesFollowTheSoftmax) {
 
 TEST(Sampler, TopKAndTopPRestrictTheCandidates) {
   Sampler k({.temperature = 2.0f, .top_k = 2, .seed = 3});
-  Sampler p({.temperature = 1.0f, .top_p = 0.5f, .seed = 3});  // token 1 alone holds ~0.5 of the mass
+  Sampler p(
+      {.temperature = 1.0f, .top_p = 0.5f, .seed = 3});  // token 1 alone holds ~0.5 of the mass
   for (int i = 0; i < 500; ++i) {
     const std::int32_t a = k.pick(kLogits, {});
     EXPECT_TRUE(a == 1 || a == 2) << a;

@@ -2,8 +2,8 @@
 // exact (erf) GELU. Output: the final hidden states [T, H] (token type 0 everywhere).
 //
 // Checkpoint tensors (canonical names; hub files may prefix "bert."):
-//   embeddings.{word_embeddings [V,H], position_embeddings [P,H], token_type_embeddings [2,H]}.weight
-//   embeddings.LayerNorm.{weight,bias} [H]
+//   embeddings.{word_embeddings [V,H], position_embeddings [P,H], token_type_embeddings
+//   [2,H]}.weight embeddings.LayerNorm.{weight,bias} [H]
 //   encoder.layer.N.attention.self.{query,key,value}.{weight [H,H], bias [H]}
 //   encoder.layer.N.attention.output.dense.{weight [H,H], bias}, .attention.output.LayerNorm.*
 //   encoder.layer.N.intermediate.dense.{weight [F,H], bias [F]}
@@ -44,11 +44,13 @@ ModelConfig parse(const ConfigReader& r) {
   } else if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
     c.activation = Activation::GeluTanh;
   } else {
-    throw LoadError(fmt::format("{}: hidden_act '{}' is not supported (gelu, gelu_new)", r.source(), act));
+    throw LoadError(
+        fmt::format("{}: hidden_act '{}' is not supported (gelu, gelu_new)", r.source(), act));
   }
   const std::string pos = r.string_or("position_embedding_type", "absolute");
   if (pos != "absolute") {
-    throw LoadError(fmt::format("{}: position_embedding_type '{}' is not supported (absolute)", r.source(), pos));
+    throw LoadError(fmt::format("{}: position_embedding_type '{}' is not supported (absolute)",
+                                r.source(), pos));
   }
   c.causal = false;
   c.tie_word_embeddings = false;
@@ -71,11 +73,13 @@ Graph build(const ModelConfig& c, const HasTensor& /*has_tensor*/) {
   const ValueId ids = b.input("ids", DType::I32);
   const ValueId positions = b.input("positions", DType::I32);
   const ValueId types = b.input("token_types", DType::I32);
-  ValueId x = b.embedding("tok_embed", ids, b.weight("embeddings.word_embeddings.weight", {c.vocab_size, H}),
-                          OpRole::Embed);
+  ValueId x =
+      b.embedding("tok_embed", ids,
+                  b.weight("embeddings.word_embeddings.weight", {c.vocab_size, H}), OpRole::Embed);
   x = b.add("pos_add", x,
             b.embedding("pos_embed", positions,
-                        b.weight("embeddings.position_embeddings.weight", {c.max_positions, H}), OpRole::Embed),
+                        b.weight("embeddings.position_embeddings.weight", {c.max_positions, H}),
+                        OpRole::Embed),
             OpRole::Embed);
   x = b.add("type_add", x,
             b.embedding("type_embed", types,
@@ -89,20 +93,23 @@ Graph build(const ModelConfig& c, const HasTensor& /*has_tensor*/) {
     b.begin_block(l);
     auto proj = [&](const char* name, const std::string& w, std::int64_t out, std::int64_t in,
                     ValueId input, OpRole role) {
-      return b.linear(name, input, b.weight(p + w + ".weight", {out, in}), b.weight(p + w + ".bias", {out}),
-                      WeightLayout::OutIn, role);
+      return b.linear(name, input, b.weight(p + w + ".weight", {out, in}),
+                      b.weight(p + w + ".bias", {out}), WeightLayout::OutIn, role);
     };
     const ValueId q = proj("q", "attention.self.query", H, H, x, OpRole::AttnQ);
     const ValueId k = proj("k", "attention.self.key", H, H, x, OpRole::AttnK);
     const ValueId v = proj("v", "attention.self.value", H, H, x, OpRole::AttnV);
-    const ValueId a = b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/false);
+    const ValueId a =
+        b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/false);
     const ValueId o = proj("attn_out", "attention.output.dense", H, H, a, OpRole::AttnOut);
     x = b.add("attn_residual", x, o, OpRole::AttnResidual);
     x = b.layer_norm("attn_norm", x, b.weight(p + "attention.output.LayerNorm.weight", {H}),
-                     b.weight(p + "attention.output.LayerNorm.bias", {H}), c.norm_eps, OpRole::AttnNorm);
+                     b.weight(p + "attention.output.LayerNorm.bias", {H}), c.norm_eps,
+                     OpRole::AttnNorm);
     ValueId f = proj("mlp_up", "intermediate.dense", F, H, x, OpRole::MlpUp);
-    f = b.activation("mlp_act", c.activation == Activation::GeluErf ? OpKind::GeluErf : OpKind::GeluTanh,
-                     f, OpRole::MlpAct);
+    f = b.activation("mlp_act",
+                     c.activation == Activation::GeluErf ? OpKind::GeluErf : OpKind::GeluTanh, f,
+                     OpRole::MlpAct);
     const ValueId d = proj("mlp_down", "output.dense", H, F, f, OpRole::MlpDown);
     x = b.add("mlp_residual", x, d, OpRole::MlpResidual);
     x = b.layer_norm("mlp_norm", x, b.weight(p + "output.LayerNorm.weight", {H}),

@@ -30,7 +30,8 @@ ModelConfig parse(const ConfigReader& r) {
   c.heads = static_cast<int>(r.integer("n_head"));
   c.kv_heads = c.heads;
   if (c.heads <= 0 || c.hidden % c.heads != 0) {
-    throw LoadError(fmt::format("{}: n_embd {} is not a multiple of n_head {}", r.source(), c.hidden, c.heads));
+    throw LoadError(
+        fmt::format("{}: n_embd {} is not a multiple of n_head {}", r.source(), c.hidden, c.heads));
   }
   c.head_dim = static_cast<int>(c.hidden / c.heads);
   c.ffn = r.integer_or("n_inner", 4 * c.hidden);  // n_inner: null means 4 * n_embd
@@ -42,7 +43,8 @@ ModelConfig parse(const ConfigReader& r) {
   } else if (act == "gelu") {
     c.activation = Activation::GeluErf;
   } else {
-    throw LoadError(fmt::format("{}: activation_function '{}' is not supported (gelu_new, gelu)", r.source(), act));
+    throw LoadError(fmt::format("{}: activation_function '{}' is not supported (gelu_new, gelu)",
+                                r.source(), act));
   }
   c.causal = true;
   c.tie_word_embeddings = r.boolean_or("tie_word_embeddings", true);
@@ -65,8 +67,8 @@ Graph build(const ModelConfig& c, const HasTensor& has_tensor) {
   const ValueId positions = b.input("positions", DType::I32);
   const ValueId wte = b.weight("wte.weight", {V, H});
   ValueId x = b.add("embed", b.embedding("tok_embed", ids, wte, OpRole::Embed),
-                    b.embedding("pos_embed", positions, b.weight("wpe.weight", {c.max_positions, H}),
-                                OpRole::Embed),
+                    b.embedding("pos_embed", positions,
+                                b.weight("wpe.weight", {c.max_positions, H}), OpRole::Embed),
                     OpRole::Embed);
   for (int l = 0; l < c.layers; ++l) {
     const std::string p = fmt::format("h.{}.", l);
@@ -74,25 +76,31 @@ Graph build(const ModelConfig& c, const HasTensor& has_tensor) {
     ValueId h = b.layer_norm("attn_norm", x, b.weight(p + "ln_1.weight", {H}),
                              b.weight(p + "ln_1.bias", {H}), c.norm_eps, OpRole::AttnNorm);
     auto qkv = [&](const char* name, int part, OpRole role) {
-      const ValueId w = b.weight_slice(p + "attn.c_attn.weight", {H, 3 * H}, 1, part * H, (part + 1) * H);
-      const ValueId bias = b.weight_slice(p + "attn.c_attn.bias", {3 * H}, 0, part * H, (part + 1) * H);
+      const ValueId w =
+          b.weight_slice(p + "attn.c_attn.weight", {H, 3 * H}, 1, part * H, (part + 1) * H);
+      const ValueId bias =
+          b.weight_slice(p + "attn.c_attn.bias", {3 * H}, 0, part * H, (part + 1) * H);
       return b.linear(name, h, w, bias, WeightLayout::InOut, role);
     };
     const ValueId q = qkv("q", 0, OpRole::AttnQ);
     const ValueId k = qkv("k", 1, OpRole::AttnK);
     const ValueId v = qkv("v", 2, OpRole::AttnV);
-    const ValueId a = b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/true);
-    const ValueId o = b.linear("attn_out", a, b.weight(p + "attn.c_proj.weight", {H, H}),
-                               b.weight(p + "attn.c_proj.bias", {H}), WeightLayout::InOut, OpRole::AttnOut);
+    const ValueId a =
+        b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/true);
+    const ValueId o =
+        b.linear("attn_out", a, b.weight(p + "attn.c_proj.weight", {H, H}),
+                 b.weight(p + "attn.c_proj.bias", {H}), WeightLayout::InOut, OpRole::AttnOut);
     x = b.add("attn_residual", x, o, OpRole::AttnResidual);
-    h = b.layer_norm("mlp_norm", x, b.weight(p + "ln_2.weight", {H}), b.weight(p + "ln_2.bias", {H}),
-                     c.norm_eps, OpRole::MlpNorm);
+    h = b.layer_norm("mlp_norm", x, b.weight(p + "ln_2.weight", {H}),
+                     b.weight(p + "ln_2.bias", {H}), c.norm_eps, OpRole::MlpNorm);
     ValueId f = b.linear("mlp_up", h, b.weight(p + "mlp.c_fc.weight", {H, F}),
                          b.weight(p + "mlp.c_fc.bias", {F}), WeightLayout::InOut, OpRole::MlpUp);
-    f = b.activation("mlp_act", c.activation == Activation::GeluErf ? OpKind::GeluErf : OpKind::GeluTanh,
-                     f, OpRole::MlpAct);
-    const ValueId d = b.linear("mlp_down", f, b.weight(p + "mlp.c_proj.weight", {F, H}),
-                               b.weight(p + "mlp.c_proj.bias", {H}), WeightLayout::InOut, OpRole::MlpDown);
+    f = b.activation("mlp_act",
+                     c.activation == Activation::GeluErf ? OpKind::GeluErf : OpKind::GeluTanh, f,
+                     OpRole::MlpAct);
+    const ValueId d =
+        b.linear("mlp_down", f, b.weight(p + "mlp.c_proj.weight", {F, H}),
+                 b.weight(p + "mlp.c_proj.bias", {H}), WeightLayout::InOut, OpRole::MlpDown);
     x = b.add("mlp_residual", x, d, OpRole::MlpResidual);
   }
   b.end_block();

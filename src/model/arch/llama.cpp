@@ -29,7 +29,8 @@ ModelConfig parse(const ConfigReader& r) {
   c.layers = r.integer("num_hidden_layers");
   c.heads = static_cast<int>(r.integer("num_attention_heads"));
   c.kv_heads = static_cast<int>(r.integer_or("num_key_value_heads", c.heads));  // absent: MHA
-  if (c.heads <= 0) throw LoadError(fmt::format("{}: num_attention_heads must be positive", r.source()));
+  if (c.heads <= 0)
+    throw LoadError(fmt::format("{}: num_attention_heads must be positive", r.source()));
   if (!r.has("head_dim") && c.hidden % c.heads != 0) {
     throw LoadError(fmt::format("{}: hidden_size {} is not a multiple of num_attention_heads {}",
                                 r.source(), c.hidden, c.heads));
@@ -84,20 +85,23 @@ Graph build(const ModelConfig& c, const HasTensor& has_tensor) {
     const ValueId v = proj("v", "self_attn.v_proj", kv_width, H, h, OpRole::AttnV);
     q = b.rope("q_rope", q, positions, c.heads, c.head_dim, c.rope_theta, OpRole::AttnRope);
     k = b.rope("k_rope", k, positions, c.kv_heads, c.head_dim, c.rope_theta, OpRole::AttnRope);
-    const ValueId a = b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/true);
+    const ValueId a =
+        b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/true);
     const ValueId o = proj("attn_out", "self_attn.o_proj", H, q_width, a, OpRole::AttnOut);
     x = b.add("attn_residual", x, o, OpRole::AttnResidual);
     h = b.rms_norm("mlp_norm", x, b.weight(p + "post_attention_layernorm.weight", {H}), c.norm_eps,
                    OpRole::MlpNorm);
     const ValueId gate = proj("mlp_gate", "mlp.gate_proj", F, H, h, OpRole::MlpGate);
     const ValueId up = proj("mlp_up", "mlp.up_proj", F, H, h, OpRole::MlpUp);
-    const ValueId act = b.mul("mlp_act", b.activation("mlp_silu", OpKind::Silu, gate, OpRole::MlpAct), up,
-                              OpRole::MlpAct);
+    const ValueId act =
+        b.mul("mlp_act", b.activation("mlp_silu", OpKind::Silu, gate, OpRole::MlpAct), up,
+              OpRole::MlpAct);
     const ValueId d = proj("mlp_down", "mlp.down_proj", H, F, act, OpRole::MlpDown);
     x = b.add("mlp_residual", x, d, OpRole::MlpResidual);
   }
   b.end_block();
-  x = b.rms_norm("final_norm", x, b.weight("model.norm.weight", {H}), c.norm_eps, OpRole::FinalNorm);
+  x = b.rms_norm("final_norm", x, b.weight("model.norm.weight", {H}), c.norm_eps,
+                 OpRole::FinalNorm);
   x = b.last_row("last", x);
   const bool tied = c.tie_word_embeddings || !has_tensor("lm_head.weight");
   const ValueId head = tied ? embed : b.weight("lm_head.weight", {V, H});
