@@ -1,4 +1,5 @@
 #include "cli/command.h"
+#include "cli/plan_command.h"
 #include "cli/tokenize_command.h"
 #include "core/error.h"
 
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   huddle::cli::add_synth_command(app);
   huddle::cli::add_worker_command(app);
   huddle::cli::add_tokenize_commands(app);
+  huddle::cli::add_plan_command(app);
 
   try {
     app.parse(argc, argv);
