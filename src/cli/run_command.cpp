@@ -54,7 +54,24 @@ struct RunOptions {
   double timeout_s = 10;
   int link_latency_ms = 0;
   double link_mbps = 0;
+  int repeat = 1;
 };
+
+// Runs the request `repeat` times in one session (a warm-up for benchmarks: the first run pays
+// for page faults and cold caches); returns the last result with the prefill times of all runs.
+GenerationResult generate_repeated(StepRunner& runner, std::span<const std::int32_t> prompt,
+                                   const GenerationOptions& options, int repeat,
+                                   std::vector<double>& prefill_ms) {
+  GenerationResult result;
+  for (int i = 0; i < repeat; ++i) {
+    const bool last = i + 1 == repeat;
+    GenerationOptions run_options = options;
+    if (!last) run_options.on_token = nullptr;  // stream only the final run's text
+    result = generate(runner, prompt, run_options);
+    prefill_ms.push_back(result.prefill_ms);
+  }
+  return result;
+}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -93,6 +110,7 @@ struct Outcome {
   std::string strategy = "local";
   std::vector<DeviceReport> devices;
   std::vector<double> exposed_comm_ms;  // per device, with --trace
+  std::vector<double> prefill_runs;     // every run's prefill, with --repeat
 };
 
 // The prompt's token ids: --ids as given, or --prompt / --prompt-file through the model's
@@ -180,7 +198,7 @@ void run(const RunOptions& o) {
     Executor executor(model.graph(), model.weights(), model.config().max_positions);
     TraceRecorder recorder;
     if (!o.trace.empty()) executor.set_observer(recorder.observer());
-    outcome.result = generate(executor, prompt, options);
+    outcome.result = generate_repeated(executor, prompt, options, o.repeat, outcome.prefill_runs);
     if (!o.trace.empty()) write_chrome_trace(o.trace, {"primary"}, {recorder.spans()});
   } else {
     if (plan.num_devices() != static_cast<int>(devices.size())) {
@@ -196,7 +214,8 @@ void run(const RunOptions& o) {
     cluster_options.link.latency = net::Duration(o.link_latency_ms);
     cluster_options.link.bytes_per_second = o.link_mbps * 1e6 / 8;
     Cluster cluster(model, plan, std::move(cluster_options));
-    outcome.result = generate(cluster.runner(), prompt, options);
+    outcome.result =
+        generate_repeated(cluster.runner(), prompt, options, o.repeat, outcome.prefill_runs);
     outcome.devices = cluster.devices();
     const auto spans = cluster.finish();
     if (!o.trace.empty()) write_chrome_trace(o.trace, devices, spans);
@@ -227,6 +246,7 @@ void run(const RunOptions& o) {
                         {"decode_ms_per_token", result.decode_ms_per_token()},
                         {"threads", threads}};
     if (!outcome.exposed_comm_ms.empty()) j["exposed_comm_ms"] = outcome.exposed_comm_ms;
+    if (o.repeat > 1) j["prefill_ms_runs"] = outcome.prefill_runs;
     if (tokenizer) j["text"] = tokenizer->decode(result.generated, /*skip_special=*/true);
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -282,6 +302,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--threads", options->threads, "Compute threads (default: all cores)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", options->json, "Print one JSON object with the results on stdout");
+  cmd->add_option("--repeat", options->repeat,
+                  "Run the request N times in one session (benchmarks; reports the last, lists "
+                  "every prefill)")
+      ->check(CLI::PositiveNumber);
   auto* dist = "Distribution";
   cmd->add_option("--workers", options->workers,
                   "Workers HOST:PORT,... (devices 1..n after this primary)")
