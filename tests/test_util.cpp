@@ -217,6 +217,15 @@ std::filesystem::path make_key_file(const std::filesystem::path& dir, const std:
   return path;
 }
 
+std::string ids_arg(const std::vector<std::int32_t>& ids) {
+  std::string s;
+  for (std::int32_t id : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(id);
+  }
+  return s;
+}
+
 double relative_error(const Tensor& a, const Tensor& b) {
   HUDDLE_CHECK(a.shape() == b.shape(), "{} vs {}", shape_str(a.shape()), shape_str(b.shape()));
   const std::vector<float> x = a.to_vector(), y = b.to_vector();

@@ -78,6 +78,12 @@ class BackgroundHuddle {
 std::filesystem::path make_key_file(const std::filesystem::path& dir,
                                     const std::string& name = "cluster.key");
 
+// "1,2,3" for a --ids flag.
+std::string ids_arg(const std::vector<std::int32_t>& ids);
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
 // max |a - b| / max |b|, over equal shapes (b is the reference).
 double relative_error(const Tensor& a, const Tensor& b);
 // Row-wise argmax of a [R, C] tensor.

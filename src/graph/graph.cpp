@@ -21,6 +21,35 @@ std::string_view op_role_name(OpRole role) {
   return "?";
 }
 
+std::optional<BlockKind> block_of(OpRole role) {
+  switch (role) {
+    case OpRole::Embed:
+    case OpRole::AttnNorm:
+    case OpRole::MlpNorm:
+    case OpRole::AttnResidual:
+    case OpRole::MlpResidual:
+    case OpRole::FinalNorm:
+      return BlockKind::Connection;
+    case OpRole::AttnQ:
+    case OpRole::AttnK:
+    case OpRole::AttnV:
+    case OpRole::AttnRope:
+    case OpRole::AttnCore:
+    case OpRole::AttnOut:
+      return BlockKind::Attention;
+    case OpRole::MlpUp:
+    case OpRole::MlpGate:
+    case OpRole::MlpAct:
+    case OpRole::MlpDown:
+      return BlockKind::Mlp;
+    case OpRole::Head:
+      return BlockKind::Head;
+    case OpRole::Other:
+      break;
+  }
+  return std::nullopt;
+}
+
 ValueId Graph::add_value(Value v) {
   values_.push_back(std::move(v));
   return static_cast<ValueId>(values_.size() - 1);

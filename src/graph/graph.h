@@ -81,6 +81,11 @@ enum class OpRole : std::uint8_t {
 };
 std::string_view op_role_name(OpRole role);
 
+// The part of a transformer an op belongs to, by its role: connection blocks (embedding,
+// residual adds, norms), attention, MLP, or the output head. nullopt for OpRole::Other.
+enum class BlockKind : std::uint8_t { Connection, Attention, Mlp, Head };
+std::optional<BlockKind> block_of(OpRole role);
+
 struct OpAttrs {
   float eps = 0.0f;                                                    // norms
   kernels::WeightLayout weight_layout = kernels::WeightLayout::OutIn;  // linear

@@ -13,34 +13,9 @@ namespace {
 
 enum class Layout : std::uint8_t { Replicated, Tokens, Local, Partial, Primary };
 
-enum class Block : std::uint8_t { Connection, Attention, Mlp, Head };
-
-Block block_of(const Op& op) {
-  switch (op.role) {
-    case OpRole::Embed:
-    case OpRole::AttnNorm:
-    case OpRole::MlpNorm:
-    case OpRole::AttnResidual:
-    case OpRole::MlpResidual:
-    case OpRole::FinalNorm:
-      return Block::Connection;
-    case OpRole::AttnQ:
-    case OpRole::AttnK:
-    case OpRole::AttnV:
-    case OpRole::AttnRope:
-    case OpRole::AttnCore:
-    case OpRole::AttnOut:
-      return Block::Attention;
-    case OpRole::MlpUp:
-    case OpRole::MlpGate:
-    case OpRole::MlpAct:
-    case OpRole::MlpDown:
-      return Block::Mlp;
-    case OpRole::Head:
-      return Block::Head;
-    case OpRole::Other:
-      break;
-  }
+// The block an op belongs to; PlanError for ops without a role.
+BlockKind block_of_op(const Op& op) {
+  if (const auto block = block_of(op.role)) return *block;
   throw PlanError(fmt::format("op '{}' has no role; lowering cannot place it", op.name));
 }
 
@@ -190,16 +165,16 @@ class Lowering {
   }
 
   void lower(const Op& op) {
-    switch (block_of(op)) {
-      case Block::Connection:
+    switch (block_of_op(op)) {
+      case BlockKind::Connection:
         if (op.role == OpRole::Embed && p_.num_devices() > 1) return embed_on_primary(op);
         return same_op(op, residual_layout(op));
-      case Block::Attention:
+      case BlockKind::Attention:
         return layer_plan(op.layer).attention == BlockSplit::Tokens ? attention_tokens(op)
                                                                     : attention_heads(op);
-      case Block::Mlp:
+      case BlockKind::Mlp:
         return layer_plan(op.layer).mlp == BlockSplit::Tokens ? mlp_tokens(op) : mlp_columns(op);
-      case Block::Head:
+      case BlockKind::Head:
         return head(op);
     }
   }

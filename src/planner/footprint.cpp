@@ -17,17 +17,7 @@ std::int64_t weight_bytes(const Graph& g, ValueId id) {
 }
 
 bool is_connection(OpRole role) {
-  switch (role) {
-    case OpRole::Embed:
-    case OpRole::AttnNorm:
-    case OpRole::MlpNorm:
-    case OpRole::AttnResidual:
-    case OpRole::MlpResidual:
-    case OpRole::FinalNorm:
-      return true;
-    default:
-      return false;
-  }
+  return block_of(role) == BlockKind::Connection;
 }
 
 }  // namespace

@@ -21,22 +21,11 @@
 namespace huddle {
 namespace {
 
+using testing::contains;
 using testing::fixture;
 using testing::fixture_model;
+using testing::ids_arg;
 using testing::run_huddle;
-
-std::string ids_arg(const std::vector<std::int32_t>& ids) {
-  std::string s;
-  for (std::int32_t id : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(id);
-  }
-  return s;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 struct Case {
   std::string model;

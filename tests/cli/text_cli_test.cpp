@@ -8,17 +8,10 @@
 namespace huddle {
 namespace {
 
+using testing::contains;
 using testing::fixture_model;
+using testing::ids_arg;
 using testing::run_huddle;
-
-std::string ids_arg(const std::vector<std::int32_t>& ids) {
-  std::string s;
-  for (std::int32_t id : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(id);
-  }
-  return s;
-}
 
 TEST(TextCli, PromptEqualsIdsAndStreamsText) {
   for (const std::string model : {"gpt2-tiny", "llama-tiny"}) {

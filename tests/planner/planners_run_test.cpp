@@ -7,6 +7,7 @@
 #include "plan/lowering.h"
 #include "planner/planners.h"
 #include "runtime/executor.h"
+#include "runtime/in_process_cluster.h"
 #include "runtime/session.h"
 #include "test_util.h"
 
@@ -18,50 +19,6 @@
 
 namespace huddle {
 namespace {
-
-// Runs `drive` on the primary while the other devices follow; rethrows any device's error.
-// (The helper of tests/runtime/distributed_test.cpp.)
-void run_cluster(const Model& model, const Plan& plan,
-                 const std::function<void(StepRunner&)>& drive) {
-  const int n = plan.num_devices();
-  net::InprocCluster cluster(n);
-  std::vector<Program> programs;
-  std::vector<WeightMap> weights;
-  for (int r = 0; r < n; ++r) {
-    programs.push_back(lower(model.graph(), model.config(), plan, r));
-    weights.push_back(extract_weights(programs.back(), model.weights()));
-    localize_weights(programs.back());
-  }
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> workers;
-  for (int r = 1; r < n; ++r) {
-    workers.emplace_back([&, r] {
-      try {
-        Executor executor(programs[static_cast<std::size_t>(r)].graph,
-                          weights[static_cast<std::size_t>(r)], model.config().max_positions,
-                          DeviceGroup{&cluster.rank(r), plan.token_shares});
-        follow_primary(cluster.rank(r), executor);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-        cluster.rank(r).close();
-      }
-    });
-  }
-  try {
-    Executor executor(programs[0].graph, weights[0], model.config().max_positions,
-                      DeviceGroup{&cluster.rank(0), plan.token_shares});
-    PrimarySession session(cluster.rank(0), executor);
-    drive(session);
-    session.end();
-  } catch (...) {
-    errors[0] = std::current_exception();
-    cluster.rank(0).close();
-  }
-  for (auto& t : workers) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
 
 ClusterSpec cluster_of(std::int64_t memory_bytes, double bandwidth_bps) {
   std::vector<DeviceSpec> devices;
@@ -116,7 +73,8 @@ TEST_P(EveryPlanner, GivesTheReferenceAnswer) {
                 c.cluster->device(static_cast<int>(d)).memory_bytes);
     }
     Tensor out;
-    run_cluster(model, plan, [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
+    run_in_process(model, plan,
+                   [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
     ASSERT_EQ(out.shape(), reference.shape());
     EXPECT_LE(testing::relative_error(out, reference), 1e-4);
   }

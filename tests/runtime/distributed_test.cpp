@@ -8,6 +8,7 @@
 #include "planner/strategies.h"
 #include "runtime/executor.h"
 #include "runtime/generate.h"
+#include "runtime/in_process_cluster.h"
 #include "runtime/session.h"
 #include "test_util.h"
 
@@ -20,49 +21,6 @@
 
 namespace huddle {
 namespace {
-
-// Runs `drive` on the primary while the other devices follow; rethrows any device's error.
-void run_cluster(const Model& model, const Plan& plan,
-                 const std::function<void(StepRunner&)>& drive) {
-  const int n = plan.num_devices();
-  net::InprocCluster cluster(n);
-  std::vector<Program> programs;
-  std::vector<WeightMap> weights;
-  for (int r = 0; r < n; ++r) {
-    programs.push_back(lower(model.graph(), model.config(), plan, r));
-    weights.push_back(extract_weights(programs.back(), model.weights()));
-    localize_weights(programs.back());
-  }
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> workers;
-  for (int r = 1; r < n; ++r) {
-    workers.emplace_back([&, r] {
-      try {
-        Executor executor(programs[static_cast<std::size_t>(r)].graph,
-                          weights[static_cast<std::size_t>(r)], model.config().max_positions,
-                          DeviceGroup{&cluster.rank(r), plan.token_shares});
-        follow_primary(cluster.rank(r), executor);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-        cluster.rank(r).close();
-      }
-    });
-  }
-  try {
-    Executor executor(programs[0].graph, weights[0], model.config().max_positions,
-                      DeviceGroup{&cluster.rank(0), plan.token_shares});
-    PrimarySession session(cluster.rank(0), executor);
-    drive(session);
-    session.end();
-  } catch (...) {
-    errors[0] = std::current_exception();
-    cluster.rank(0).close();
-  }
-  for (auto& t : workers) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
 
 struct Case {
   std::string model;
@@ -94,7 +52,7 @@ TEST_P(Distributed, MatchesSingleDeviceReference) {
   const auto ids = testing::read_ids(testing::fixture(stem + ".ids.json"));
   const Tensor reference = io::read_npy(testing::fixture(stem + ".npy"));
   Tensor out;
-  run_cluster(model, plan, [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
+  run_in_process(model, plan, [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
   ASSERT_EQ(out.shape(), reference.shape());
   EXPECT_LE(testing::relative_error(out, reference), 1e-4);
 
@@ -102,7 +60,7 @@ TEST_P(Distributed, MatchesSingleDeviceReference) {
   std::ifstream in(testing::fixture("references/" + c.model + ".generate.json"));
   const nlohmann::json ref = nlohmann::json::parse(in);
   GenerationResult result;
-  run_cluster(model, plan, [&](StepRunner& runner) {
+  run_in_process(model, plan, [&](StepRunner& runner) {
     GenerationOptions options;
     options.n_predict = 16;
     result = generate(runner, ref["prompt"].get<std::vector<std::int32_t>>(), options);

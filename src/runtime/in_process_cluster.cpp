@@ -1,0 +1,55 @@
+#include "runtime/in_process_cluster.h"
+
+#include "net/inproc_transport.h"
+#include "plan/lowering.h"
+#include "runtime/executor.h"
+#include "runtime/session.h"
+
+#include <exception>
+#include <thread>
+
+namespace huddle {
+
+void run_in_process(const Model& model, const Plan& plan,
+                    const std::function<void(StepRunner&)>& drive) {
+  const int n = plan.num_devices();
+  net::InprocCluster cluster(n);
+  std::vector<Program> programs;
+  std::vector<WeightMap> weights;
+  for (int r = 0; r < n; ++r) {
+    programs.push_back(lower(model.graph(), model.config(), plan, r));
+    weights.push_back(extract_weights(programs.back(), model.weights()));
+    localize_weights(programs.back());
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> workers;
+  for (int r = 1; r < n; ++r) {
+    workers.emplace_back([&, r] {
+      try {
+        Executor executor(programs[static_cast<std::size_t>(r)].graph,
+                          weights[static_cast<std::size_t>(r)], model.config().max_positions,
+                          DeviceGroup{&cluster.rank(r), plan.token_shares});
+        follow_primary(cluster.rank(r), executor);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+        cluster.rank(r).close();
+      }
+    });
+  }
+  try {
+    Executor executor(programs[0].graph, weights[0], model.config().max_positions,
+                      DeviceGroup{&cluster.rank(0), plan.token_shares});
+    PrimarySession session(cluster.rank(0), executor);
+    drive(session);
+    session.end();
+  } catch (...) {
+    errors[0] = std::current_exception();
+    cluster.rank(0).close();
+  }
+  for (auto& t : workers) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+}  // namespace huddle
