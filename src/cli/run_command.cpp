@@ -7,6 +7,9 @@
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "net/key.h"
+#include "planner/cluster.h"
+#include "planner/cost_model.h"
+#include "planner/planners.h"
 #include "planner/strategies.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
@@ -48,6 +51,7 @@ struct RunOptions {
   std::string strategy;
   std::string shares;
   std::string plan_file;
+  std::string cluster_file;
   std::string save_plan;
   std::string trace;
   int local_devices = 1;
@@ -103,6 +107,45 @@ void check_ids(const std::vector<std::int32_t>& ids, const ModelConfig& config) 
                                    ids[i], i, config.vocab_size));
     }
   }
+}
+
+// The plan to run: a saved one (--plan), one a planner makes for a described cluster (--cluster;
+// `workers` is narrowed to the devices the plan uses), or a fixed strategy over the given shares.
+Plan choose_plan(const RunOptions& o, const Model& model, std::int64_t prompt_tokens,
+                 std::vector<std::string>& workers) {
+  if (!o.plan_file.empty()) return Plan::load(o.plan_file);
+  std::vector<std::string> devices = {"primary"};
+  devices.insert(devices.end(), workers.begin(), workers.end());
+  if (o.cluster_file.empty()) {
+    return make_plan(o.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : o.strategy,
+                     model.config(), devices, parse_shares(o.shares));
+  }
+  const ClusterSpec cluster = ClusterSpec::load(o.cluster_file);
+  const std::vector<std::string> names = device_names(cluster);
+  if (names.size() != devices.size()) {
+    throw UsageError(
+        fmt::format("{} lists {} devices; give its {} workers (in its order) after this primary",
+                    o.cluster_file, names.size(), names.size() - 1));
+  }
+  const CostModel cost(model.config(), model.graph());
+  const PlanResult result = run_planner(o.strategy.empty() ? "auto" : o.strategy,
+                                        PlanRequest{cost, cluster, prompt_tokens, std::nullopt});
+  Plan plan = result.runnable();
+  std::fprintf(stderr, "huddle: planner %s chose %s (%s) on %d of %zu devices, predicted %.1f ms\n",
+               result.strategy.c_str(), plan.strategy.c_str(), result.mode.c_str(),
+               plan.num_devices(), names.size(), result.prediction.latency_s * 1e3);
+  // Workers of the devices the plan uses, in plan order (device 0 is always this primary).
+  std::vector<std::string> used;
+  for (std::size_t d = 1; d < plan.devices.size(); ++d) {
+    const auto at = std::find(names.begin(), names.end(), plan.devices[d]);
+    if (at == names.end() || at == names.begin()) {
+      throw PlanError(
+          fmt::format("plan device '{}' is not a worker of {}", plan.devices[d], o.cluster_file));
+    }
+    used.push_back(workers[static_cast<std::size_t>(at - names.begin()) - 1]);
+  }
+  workers = used;
+  return plan;
 }
 
 struct Outcome {
@@ -182,13 +225,9 @@ void run(const RunOptions& o) {
     local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s, threads);
     workers = local->addresses();
   }
+  Plan plan = choose_plan(o, model, static_cast<std::int64_t>(prompt.size()), workers);
   std::vector<std::string> devices = {"primary"};
   devices.insert(devices.end(), workers.begin(), workers.end());
-  Plan plan =
-      o.plan_file.empty()
-          ? make_plan(o.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : o.strategy,
-                      model.config(), devices, parse_shares(o.shares))
-          : Plan::load(o.plan_file);
   plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
   if (!o.save_plan.empty()) plan.save(o.save_plan);
 
@@ -316,12 +355,18 @@ void add_run_command(CLI::App& app) {
                   "Start N-1 workers on 127.0.0.1 and run on N devices")
       ->check(CLI::PositiveNumber)
       ->group(dist);
-  cmd->add_option("--strategy", options->strategy,
-                  "local, megatron, sp or galaxy (default: galaxy with workers, else local)")
+  cmd->add_option(
+         "--strategy", options->strategy,
+         "local, megatron, sp, galaxy; with --cluster also hepti, auto (default: galaxy with "
+         "workers, else local; auto with --cluster)")
       ->group(dist);
   cmd->add_option("--shares", options->shares, "Relative device speeds, primary first (e.g. 5,3,1)")
       ->group(dist);
   cmd->add_option("--plan", options->plan_file, "Run a saved plan (JSON) instead of --strategy")
+      ->group(dist);
+  cmd->add_option("--cluster", options->cluster_file,
+                  "Cluster file (devices in --workers order, primary first): plan with --strategy "
+                  "galaxy, hepti, auto, ... (default auto)")
       ->group(dist);
   cmd->add_option("--save-plan", options->save_plan, "Write the plan used to this file")
       ->group(dist);

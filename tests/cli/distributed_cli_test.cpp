@@ -230,6 +230,31 @@ TEST(DistributedCli, WorkerWithItsOwnCopyMapsWeightsAndAStaleCopyIsNotUsed) {
             1e-4);
 }
 
+TEST(DistributedCli, PlannersChooseTheSplitFromAClusterFile) {
+  testing::TempDir dir;
+  const nlohmann::json cluster = {
+      {"devices",
+       {{{"name", "L"}, {"gflops", 100.0}, {"memory_bytes", 4e9}},
+        {{"name", "M"}, {"gflops", 60.0}, {"memory_bytes", 4e9}},
+        {{"name", "S"}, {"gflops", 25.0}, {"memory_bytes", 4e9}}}},
+      {"default_link", {{"bandwidth_bps", 1e9}, {"latency_s", 0.0005}}}};
+  std::ofstream(dir / "cluster.json") << cluster.dump();
+  const auto ids = testing::read_ids(fixture("references/gpt2-tiny.16.ids.json"));
+  const Tensor ref = io::read_npy(fixture("references/gpt2-tiny.16.npy"));
+  for (const std::string strategy : {"galaxy", "hepti", "auto"}) {
+    const auto r = run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", ids_arg(ids),
+                               "--local-devices", "3", "--cluster", dir / "cluster.json",
+                               "--strategy", strategy, "--dump-logits", dir / "out.npy"});
+    ASSERT_EQ(r.exit_code, 0) << strategy << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "planner " + strategy)) << r.err;
+    EXPECT_LE(testing::relative_error(io::read_npy(dir / "out.npy"), ref), 1e-4) << strategy;
+  }
+  const auto mismatch = run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", "1,2",
+                                    "--local-devices", "2", "--cluster", dir / "cluster.json"});
+  EXPECT_EQ(mismatch.exit_code, 2) << mismatch.err;
+  EXPECT_TRUE(contains(mismatch.err, "3 devices")) << mismatch.err;
+}
+
 TEST(DistributedCli, TraceHasComputeAndCommunicationPerDevice) {
   testing::TempDir dir;
   const auto r = run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", "1,2,3,4,5,6",
