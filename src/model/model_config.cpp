@@ -1,22 +1,18 @@
 #include "model/model_config.h"
 
 #include "core/error.h"
+#include "io/text_file.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
-
 namespace huddle {
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw LoadError(fmt::format("{}: cannot open (missing or unreadable)", path.string()));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  const std::optional<std::string> text = io::read_text_file(path);
+  if (!text) throw LoadError(fmt::format("{}: cannot open (missing or unreadable)", path.string()));
   try {
-    return nlohmann::json::parse(buffer.str());
+    return nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
     throw LoadError(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
   }

@@ -1,12 +1,12 @@
 #include "plan/plan.h"
 
 #include "core/error.h"
+#include "io/text_file.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
 
 namespace huddle {
 namespace {
@@ -208,13 +208,11 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
 }
 
 Plan Plan::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw PlanError(fmt::format("{}: cannot open plan file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  const std::optional<std::string> text = io::read_text_file(path);
+  if (!text) throw PlanError(fmt::format("{}: cannot open plan file", path));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(buffer.str());
+    j = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
     throw PlanError(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }

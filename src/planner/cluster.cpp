@@ -2,14 +2,13 @@
 
 #include "core/error.h"
 #include "io/strict_json.h"
+#include "io/text_file.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace huddle {
 namespace {
@@ -135,11 +134,9 @@ ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string
 }
 
 ClusterSpec ClusterSpec::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw LoadError(fmt::format("{}: cannot open cluster file", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return from_json(io::parse_strict_json(buffer.str(), path), path);
+  const std::optional<std::string> text = io::read_text_file(path);
+  if (!text) throw LoadError(fmt::format("{}: cannot open cluster file", path));
+  return from_json(io::parse_strict_json(*text, path), path);
 }
 
 ClusterSpec ClusterSpec::uniform(std::vector<DeviceSpec> devices, LinkSpec link) {

@@ -282,8 +282,10 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       Tensor out = x;
       if (!single) {
         out = Tensor::empty(DType::F32, out_shape);
-        if (step.local_count > 0)
-          std::memcpy(out.f32() + step.local_begin * out.dim(1), x.clone().f32(), x.nbytes());
+        if (step.local_count > 0) {
+          const Tensor packed = x.contiguous() ? x : x.clone();  // copy only strided views
+          std::memcpy(out.f32() + step.local_begin * out.dim(1), packed.f32(), x.nbytes());
+        }
       }
       // Linears reading the gathered rows run on each device's rows as soon as they land.
       const auto& consumers = gather_consumers_[op_index];

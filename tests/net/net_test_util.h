@@ -190,4 +190,14 @@ class Relay {
   std::thread thread_;
 };
 
+// The TransportError message `fn` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const TransportError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace huddle::net::testing

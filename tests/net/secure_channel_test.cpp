@@ -17,20 +17,12 @@ namespace {
 using testing::bytes_of;
 using testing::echo;
 using testing::EchoServer;
+using testing::error_of;
 using testing::fast_options;
 using ::testing::HasSubstr;
 using testing::loopback;
 using testing::Relay;
 using testing::string_of;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const TransportError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // Channel pair over loopback without a Server: (initiator, responder).
 std::pair<std::unique_ptr<SecureChannel>, std::unique_ptr<SecureChannel>> channel_pair(

@@ -15,20 +15,12 @@ namespace huddle::net {
 namespace {
 
 using testing::bytes_of;
+using testing::error_of;
 using ::testing::HasSubstr;
 using testing::run_ranks;
 using testing::string_of;
 using testing::TestCluster;
 using testing::TransportKind;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const TransportError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 class TransportTest : public ::testing::TestWithParam<TransportKind> {};
 
