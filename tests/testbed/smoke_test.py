@@ -7,7 +7,9 @@
   smoke_test.py smoke --testbed PATH --huddle BIN --model DIR
       A 2-device testbed runs a tiny model with one strategy and gives the single-device answer;
       `down` then leaves no namespace, link, cgroup or process behind. Skipped (exit 77) without
-      root or `ip netns`. Everything it makes is removed, also when a check fails.
+      root or `ip netns`. Then the same with `up --model DIR`: the worker maps its weights from
+      its own copy instead of receiving them. Everything it makes is removed, also when a check
+      fails.
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -197,6 +199,24 @@ def test_smoke(a):
             diff = max(abs(x - y) for x, y in zip(rv, dv)) if rs == ds else float("inf")
             # float32 reassociation across the split: far below 1e-4 of the logits' scale.
             check(diff <= 1e-4 * scale, f"prompt logits {rs} match within 1e-4 x {scale:.3g} (max diff {diff:.3g})")
+            check(not dj["devices"][1]["weights_mapped_locally"], "without --model the worker received its weights")
+
+        # up --model: the worker maps its slices from its own copy (the primary's fingerprint matches).
+        r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10", "--model", str(tmp)])
+        check(r.returncode == 1 and "no model directory" in r.stderr, f"up --model refuses a non-model: {r.stderr.strip()}")
+        check(run([a.testbed, "down", str(spec)]).returncode == 0, "down before up --model")
+        r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10", "--model", a.model])
+        if check(r.returncode == 0, f"up --model succeeds: {r.stderr.strip()[-800:]}"):
+            status = json.loads(run([a.testbed, "status", str(spec)]).stdout)
+            pids += status["pids"]
+            check(status.get("model") == str(Path(a.model).resolve()), f"status names the model: {status.get('model')}")
+            local = run([a.testbed, "exec", str(spec), "--", a.huddle, *common, "--strategy", "galaxy",
+                         "--timeout-s", "20", *r.stdout.split()])
+            if check(local.returncode == 0, f"testbed run with --model succeeds: {local.stderr.strip()}"):
+                lj = json.loads(local.stdout)
+                check(lj["devices"][1]["weights_mapped_locally"], f"the worker mapped its weights: {lj['devices']}")
+                check(ref.returncode == 0 and lj["generated"] == json.loads(ref.stdout)["generated"],
+                      f"and gives the single-device tokens: {lj['generated']}")
     finally:
         r = run([a.testbed, "down", str(spec)])
         check(r.returncode == 0, f"down succeeds: {r.stdout.strip()} {r.stderr.strip()}")
