@@ -30,7 +30,7 @@ std::string plan_to_string(const PlanOptions& o) {
   std::optional<double> deadline;
   if (o.deadline_ms) deadline = *o.deadline_ms / 1e3;
   const PlanResult result =
-      run_planner(o.strategy, PlanRequest{cost, cluster, o.seq_len, deadline});
+      run_planner(o.strategy, PlanRequest{cost, cluster, o.seq_len, deadline, o.hepti_mode});
   if (!o.output.empty()) {
     std::ofstream out(o.output);
     out << result.document.dump(1) << "\n";
@@ -96,6 +96,9 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   CLI::Option* deadline_opt =
       cmd->add_option("--deadline-ms", *deadline, "Latency deadline (Hepti's D)");
+  cmd->add_option("--hepti-mode", options->hepti_mode,
+                  "Force Hepti's mode: ws, 1d or 2d (with --strategy hepti)")
+      ->check(CLI::IsMember({"ws", "1d", "2d"}));
   cmd->add_option("-o,--output", options->output, "Write the plan here (for huddle run --plan)");
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->callback([options, deadline, deadline_opt] {

@@ -1,15 +1,15 @@
 // `huddle plan`: choose a plan for a model on a cluster and show its predicted cost.
 //
 //   huddle plan --cluster FILE --model DIR [--strategy NAME] [--seq-len T] [--deadline-ms D]
-//               [-o plan.json] [--json]
+//               [--hepti-mode ws|1d|2d] [-o plan.json] [--json]
 //     NAME: auto (default), galaxy, hepti, megatron, sp, local (docs/planner.md). Prints per
 //     device its heads, MLP columns, tokens, memory and predicted time, then the predicted
 //     latency (prefill of T tokens, default 128, and one decode step); --json prints one object
 //     {"strategy", "mode", "predicted_ms", "decode_ms", "seq_len", "runnable", "devices": [{"name",
 //     "heads", "ffn_columns", "tokens", "memory_bytes", "memory_budget_bytes", "predicted_ms",
 //     "compute_ms", "comm_ms", "exposed_comm_ms"}], "notes"}. -o writes the plan for
-//     `huddle run --plan` (a 2D-tiled Hepti plan is written in its documented form, which the
-//     runtime refuses).
+//     `huddle run --plan`. --hepti-mode forces Hepti's mode (with --strategy hepti), e.g. a
+//     2D-tiled plan on a cluster of fewer than 16 devices.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,8 @@ struct PlanOptions {
   std::string strategy = "auto";
   std::int64_t seq_len = 128;
   std::optional<double> deadline_ms;
-  std::string output;  // plan file to write, "" for none
+  std::string hepti_mode;  // "", "ws", "1d" or "2d"
+  std::string output;      // plan file to write, "" for none
   bool json = false;
 };
 

@@ -321,4 +321,46 @@ void all_reduce(net::Transport& transport, Tensor data, const RingOptions& optio
   all_gather(transport, flat, partition, {}, options);
 }
 
+void all_gather_cols(net::Transport& transport, const Tensor& local,
+                     const std::vector<std::int64_t>& col_counts, Tensor out,
+                     const RingOptions& options) {
+  const int n = transport.size();
+  const int r = transport.rank();
+  HUDDLE_CHECK(static_cast<int>(col_counts.size()) == n, "{} column parts for {} ranks",
+               col_counts.size(), n);
+  HUDDLE_CHECK(local.rank() == 2 && out.rank() == 2 && out.contiguous() &&
+                   local.dtype() == DType::F32 && out.dtype() == DType::F32,
+               "all_gather_cols on {} -> {}", shape_str(local.shape()), shape_str(out.shape()));
+  const std::int64_t rows = out.dim(0);
+  std::vector<std::int64_t> col_offset(static_cast<std::size_t>(n) + 1, 0), counts;
+  for (int p = 0; p < n; ++p) {
+    col_offset[static_cast<std::size_t>(p) + 1] =
+        col_offset[static_cast<std::size_t>(p)] + col_counts[static_cast<std::size_t>(p)];
+    counts.push_back(rows * col_counts[static_cast<std::size_t>(p)]);
+  }
+  HUDDLE_CHECK(col_offset.back() == out.dim(1) && local.dim(0) == rows &&
+                   local.dim(1) == col_counts[static_cast<std::size_t>(r)],
+               "all_gather_cols: {} into {} with parts of {} columns", shape_str(local.shape()),
+               shape_str(out.shape()), col_offset.back());
+  const RowPartition partition(counts);
+  // Block p packed row-major at elements [partition.offset(p), +rows * cols(p)).
+  Tensor packed = Tensor::empty(DType::F32, {partition.rows(), 1});
+  auto block = [&](int p) {
+    return Tensor::borrow(DType::F32, {rows, col_counts[static_cast<std::size_t>(p)]},
+                          packed.f32() + partition.offset(p));
+  };
+  auto copy_rows = [rows](const Tensor& from, Tensor to) {
+    const std::size_t row_bytes = static_cast<std::size_t>(from.dim(1)) * sizeof(float);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      std::memcpy(to.f32() + i * to.row_stride(), from.f32() + i * from.row_stride(), row_bytes);
+    }
+  };
+  copy_rows(local, block(r));
+  all_gather(transport, packed, partition, {}, options);
+  for (int p = 0; p < n; ++p) {
+    copy_rows(block(p), out.cols(col_offset[static_cast<std::size_t>(p)],
+                                 col_offset[static_cast<std::size_t>(p) + 1]));
+  }
+}
+
 }  // namespace huddle::collectives

@@ -62,4 +62,12 @@ Tensor reduce_scatter(net::Transport& transport, Tensor data, const RowPartition
 // all-gather over an even split of its elements.
 void all_reduce(net::Transport& transport, Tensor data, const RingOptions& options = {});
 
+// Column all-gather (f32): `local` is this rank's [rows, col_counts[rank]] block (any row
+// stride); on return `out` ([rows, sum(col_counts)], contiguous) holds every rank's block at
+// its columns, in rank order. Each block travels packed (rows * cols elements) around the ring:
+// the same bytes as all_gather of the blocks, plus one copy in and one out per element.
+void all_gather_cols(net::Transport& transport, const Tensor& local,
+                     const std::vector<std::int64_t>& col_counts, Tensor out,
+                     const RingOptions& options = {});
+
 }  // namespace huddle::collectives

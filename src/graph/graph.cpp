@@ -162,6 +162,7 @@ nlohmann::json Graph::to_json() const {
     if (v.kind == ValueKind::Weight) {
       j["tensor"] = v.weight.tensor;
       if (v.weight.axis >= 0) j["slice"] = {v.weight.axis, v.weight.begin, v.weight.end};
+      if (v.weight.axis2 >= 0) j["slice2"] = {v.weight.axis2, v.weight.begin2, v.weight.end2};
     }
     values.push_back(std::move(j));
   }
@@ -169,11 +170,13 @@ nlohmann::json Graph::to_json() const {
   for (const Op& op : ops_) {
     std::vector<std::string> inputs;
     for (ValueId id : op.inputs) inputs.push_back(value(id).name);
-    ops.push_back({{"op", op_name(op.kind)},
-                   {"name", op.name},
-                   {"role", op_role_name(op.role)},
-                   {"layer", op.layer},
-                   {"inputs", inputs}});
+    nlohmann::json j = {{"op", op_name(op.kind)},
+                        {"name", op.name},
+                        {"role", op_role_name(op.role)},
+                        {"layer", op.layer},
+                        {"inputs", inputs}};
+    if (!op.attrs.group.empty()) j["group"] = op.attrs.group;
+    ops.push_back(std::move(j));
   }
   std::vector<std::string> outputs;
   for (ValueId id : outputs_) outputs.push_back(value(id).name);

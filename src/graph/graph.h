@@ -36,13 +36,17 @@ inline constexpr std::int64_t kOutputRows = -3;   // after LastRow: 1, or T when
 
 enum class ValueKind : std::uint8_t { Input, Weight, Activation };
 
-// Where a weight comes from: a checkpoint tensor, whole or a slice [begin, end) along `axis`.
+// Where a weight comes from: a checkpoint tensor, whole or a slice [begin, end) along `axis`,
+// optionally also sliced [begin2, end2) along another axis `axis2` (a 2-D tile: 2D-tiled plans).
 struct WeightRef {
   std::string tensor;
   Shape tensor_shape;  // the whole checkpoint tensor's shape, checked at load
   int axis = -1;       // -1: the whole tensor
   std::int64_t begin = 0;
   std::int64_t end = 0;
+  int axis2 = -1;  // -1: no second slice; otherwise != axis
+  std::int64_t begin2 = 0;
+  std::int64_t end2 = 0;
 };
 
 struct Value {
@@ -101,7 +105,13 @@ struct OpAttrs {
   int q_head_begin = 0;
   int kv_group = 0;
   bool local_queries = false;  // queries are this device's token rows; keys are all tokens
-  std::int64_t width = 0;      // scatter/broadcast from the primary: columns of the data
+  std::int64_t width = 0;      // scatter/broadcast from the primary, slice_cols: output columns
+  std::int64_t col_begin = 0;  // slice_cols: first column
+  // Data movement and local-query attention: the global ranks taking part, in group order
+  // (a grid row or column of a 2D-tiled plan); empty = every rank. Token-split values of one
+  // program are all split over the same group (the executor checks).
+  std::vector<int> group;
+  std::vector<std::int64_t> parts;  // all_gather_cols: columns of each group member, in order
 };
 
 struct Op {

@@ -23,11 +23,15 @@ namespace huddle {
     "q[T,H*D], k[T,Hkv*D], v[T,Hkv*D] -> [T,H*D]; attrs heads, kv_heads, head_dim, causal, "    \
     "cache_slot (KV cache of this step's keys/values appended before attending)")               \
   X(LastRow, "last_row", 1, "x[T,C] -> [R,C]: the last token (R = 1), or all rows when wanted") \
-  /* Data movement between devices (lowered programs only; T = all tokens, L = local). */       \
+  X(SliceCols, "slice_cols", 1, "x[T,C] -> [T,width]: columns [col_begin, +width) (a view)")    \
+  /* Data movement between devices (lowered programs only; T = all tokens, L = local; attr */   \
+  /* group: the ranks taking part, all when empty). */                                          \
   X(LocalRows, "local_rows", 1, "x[T,...] -> [L,...]: this device's token rows (a view)")       \
   X(AllGather, "all_gather", 1, "x[L,C] -> [T,C]: every device's rows, ring all-gather")        \
   X(ReduceScatter, "reduce_scatter", 1, "partial x[T,C] -> [L,C]: summed, own rows")            \
   X(AllReduce, "all_reduce", 1, "partial x[T,C] -> [T,C]: summed on every device")              \
+  X(AllGatherCols, "all_gather_cols", 1,                                                        \
+    "x[T,parts[me]] -> [T,sum(parts)]: every member's columns, in group order (ring)")          \
   X(GatherToPrimary, "gather_to_primary", 1, "x[L,C] -> [T,C] on device 0 (others: nothing)")   \
   X(ScatterFromPrimary, "scatter_from_primary", 1,                                              \
     "x[T,C] on device 0 -> [L,C] on every device (elsewhere the input is the ids: rows only)")  \

@@ -99,6 +99,28 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
     case OpKind::LastRow:
       expect_rank(in[0], 2, op, "x");
       return {kOutputRows, in[0][1]};
+    case OpKind::SliceCols:
+      expect_rank(in[0], 2, op, "x");
+      if (a.col_begin < 0 || a.width <= 0 || a.col_begin + a.width > in[0][1]) {
+        mismatch(op, fmt::format("columns [{}, {}) do not fit the input {}", a.col_begin,
+                                 a.col_begin + a.width, shape_str(in[0])));
+      }
+      return {in[0][0], a.width};
+    case OpKind::AllGatherCols: {
+      expect_rank(in[0], 2, op, "x");
+      std::int64_t total = 0;
+      bool mine = false;
+      for (std::int64_t p : a.parts) {
+        if (p <= 0) mismatch(op, "every group member needs at least one column");
+        total += p;
+        mine = mine || p == in[0][1];
+      }
+      if (a.parts.size() != a.group.size() || !mine) {
+        mismatch(op, fmt::format("{} column parts for a group of {} ranks, input {}",
+                                 a.parts.size(), a.group.size(), shape_str(in[0])));
+      }
+      return {in[0][0], total};
+    }
     case OpKind::LocalRows:
       if (in[0].empty() || in[0][0] != kTokens) mismatch(op, "local_rows needs all tokens' rows");
       return [&] {

@@ -23,9 +23,23 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
                                 ref.begin, ref.end, ref.axis, ref.tensor,
                                 shape_str(whole.shape())));
   }
-  if (ref.axis == 0) return whole.rows(ref.begin, ref.end);
-  if (ref.axis == 1 && whole.rank() == 2) return whole.cols(ref.begin, ref.end);
-  throw PlanError(fmt::format("cannot slice axis {} of tensor '{}'", ref.axis, ref.tensor));
+  Tensor first;
+  if (ref.axis == 0) {
+    first = whole.rows(ref.begin, ref.end);
+  } else if (ref.axis == 1 && whole.rank() == 2) {
+    first = whole.cols(ref.begin, ref.end);
+  } else {
+    throw PlanError(fmt::format("cannot slice axis {} of tensor '{}'", ref.axis, ref.tensor));
+  }
+  if (ref.axis2 < 0) return first;
+  // A 2-D tile: the other axis of a matrix.
+  if (whole.rank() != 2 || ref.axis2 == ref.axis || ref.axis2 > 1 || ref.begin2 < 0 ||
+      ref.begin2 > ref.end2 || ref.end2 > whole.dim(ref.axis2)) {
+    throw PlanError(fmt::format("slice [{}:{}] on axis {} does not fit tensor '{}' of shape {}",
+                                ref.begin2, ref.end2, ref.axis2, ref.tensor,
+                                shape_str(whole.shape())));
+  }
+  return ref.axis2 == 0 ? first.rows(ref.begin2, ref.end2) : first.cols(ref.begin2, ref.end2);
 }
 
 Model Model::load(const std::filesystem::path& dir) {

@@ -1,6 +1,7 @@
 #include "plan/lowering.h"
 
 #include "core/error.h"
+#include "plan/lowering_2d.h"
 
 #include <fmt/format.h>
 
@@ -316,7 +317,8 @@ class Lowering {
 
 Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank) {
   HUDDLE_CHECK(rank >= 0 && rank < plan.num_devices());
-  Program program = Lowering(graph, config, plan, rank).run();
+  Program program = plan.tiled_2d() ? lower_2d(graph, config, plan, rank)
+                                    : Lowering(graph, config, plan, rank).run();
   // Encoders have no head: their final hidden states must reach device 0.
   if (rank == 0 && program.graph.outputs().empty()) {
     throw PlanError("lowering produced no output on device 0");

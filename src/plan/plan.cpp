@@ -21,6 +21,8 @@ std::string split_name(BlockSplit s) {
       return "columns";
     case BlockSplit::Tokens:
       return "tokens";
+    case BlockSplit::Tiled2D:
+      return "2d-tiled";
   }
   return "?";
 }
@@ -65,6 +67,13 @@ class Reader {
     if (!j_.is_number()) fail(fmt::format("expected a number, got {}", j_.dump()));
     return j_.get<double>();
   }
+  std::vector<Range> ranges(std::size_t expected, const char* parts) const {
+    const std::vector<Range> out = ranges();
+    if (out.size() != expected) {
+      fail(fmt::format("{} ranges for {} {}", out.size(), expected, parts));
+    }
+    return out;
+  }
   std::vector<Range> ranges() const {
     std::vector<Range> out;
     for (std::size_t i = 0; i < array_size(); ++i) {
@@ -85,10 +94,11 @@ class Reader {
 };
 
 void check_cover(const std::vector<Range>& ranges, std::int64_t total, int devices,
-                 const std::string& what, const std::string& source) {
+                 const std::string& what, const std::string& source,
+                 const char* parts = "devices") {
   if (static_cast<int>(ranges.size()) != devices) {
     throw PlanError(
-        fmt::format("{}: {} has {} ranges for {} devices", source, what, ranges.size(), devices));
+        fmt::format("{}: {} has {} ranges for {} {}", source, what, ranges.size(), devices, parts));
   }
   std::int64_t expected = 0;
   for (std::size_t d = 0; d < ranges.size(); ++d) {
@@ -106,7 +116,30 @@ void check_cover(const std::vector<Range>& ranges, std::int64_t total, int devic
   }
 }
 
+// 2D tiles need at least one unit per grid row / column.
+void check_nonempty(const std::vector<Range>& ranges, const std::string& what,
+                    const std::string& source, const char* part) {
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].second <= ranges[i].first) {
+      throw PlanError(fmt::format("{}: {}[{}] is empty; every grid {} needs at least one", source,
+                                  what, i, part));
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<int> Grid::row_group(int row) const {
+  std::vector<int> ranks;
+  for (int c = 0; c < cols; ++c) ranks.push_back(rank_at(row, c));
+  return ranks;
+}
+
+std::vector<int> Grid::column_group(int col) const {
+  std::vector<int> ranks;
+  for (int r = 0; r < rows; ++r) ranks.push_back(rank_at(r, col));
+  return ranks;
+}
 
 PlanModel PlanModel::of(const ModelConfig& c) {
   return PlanModel{c.architecture, c.layers, c.hidden, c.ffn, c.heads, c.kv_heads};
@@ -119,24 +152,29 @@ nlohmann::json Plan::to_json() const {
         {"attention", split_name(l.attention)},
         {"mlp", split_name(l.mlp)},
         {"residual", l.residual == ResidualLayout::Tokens ? "tokens" : "replicated"}};
-    if (l.attention == BlockSplit::Heads) j["heads"] = ranges_json(l.heads);
-    if (l.mlp == BlockSplit::Columns) j["columns"] = ranges_json(l.columns);
+    if (l.attention == BlockSplit::Heads || l.attention == BlockSplit::Tiled2D)
+      j["heads"] = ranges_json(l.heads);
+    if (l.mlp == BlockSplit::Columns || l.mlp == BlockSplit::Tiled2D)
+      j["columns"] = ranges_json(l.columns);
+    if (l.attention == BlockSplit::Tiled2D) j["hidden"] = ranges_json(l.hidden);
     layer_list.push_back(std::move(j));
   }
   nlohmann::json device_list = nlohmann::json::array();
   for (const std::string& d : devices) device_list.push_back({{"name", d}});
-  return {{"version", kPlanVersion},
-          {"strategy", strategy},
-          {"model",
-           {{"architecture", model.architecture},
-            {"layers", model.layers},
-            {"hidden", model.hidden},
-            {"heads", model.heads},
-            {"kv_heads", model.kv_heads},
-            {"ffn", model.ffn}}},
-          {"devices", device_list},
-          {"token_shares", token_shares},
-          {"layers", layer_list}};
+  nlohmann::json j = {{"version", kPlanVersion},
+                      {"strategy", strategy},
+                      {"model",
+                       {{"architecture", model.architecture},
+                        {"layers", model.layers},
+                        {"hidden", model.hidden},
+                        {"heads", model.heads},
+                        {"kv_heads", model.kv_heads},
+                        {"ffn", model.ffn}}},
+                      {"devices", device_list},
+                      {"token_shares", token_shares},
+                      {"layers", layer_list}};
+  if (grid) j["grid"] = {{"rows", grid->rows}, {"cols", grid->cols}};
+  return j;
 }
 
 Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
@@ -172,18 +210,58 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
     p.token_shares.push_back(s);
   }
   if (!(share_sum > 0)) shares.fail("shares must not all be 0");
+  if (root.has("grid")) {
+    const Reader g = root.at("grid");
+    const std::int64_t rows = g.at("rows").integer(), cols = g.at("cols").integer();
+    if (rows < 1) g.at("rows").fail(fmt::format("{} grid rows; a grid needs at least one", rows));
+    if (cols < 1)
+      g.at("cols").fail(fmt::format("{} grid columns; a grid needs at least one", cols));
+    if (rows * cols != static_cast<std::int64_t>(p.devices.size())) {
+      g.fail(fmt::format("a {} x {} grid for {} devices", rows, cols, p.devices.size()));
+    }
+    p.grid = Grid{static_cast<int>(rows), static_cast<int>(cols)};
+  }
   const Reader layers = root.at("layers");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const Reader l = layers.at(i);
     LayerPlan lp;
     const std::string attention = l.at("attention").str();
+    if (p.grid) {
+      // A 2D-tiled plan: every layer is tiled, attention and MLP, with a replicated residual.
+      if (attention != "2d-tiled") {
+        l.at("attention")
+            .fail(fmt::format(
+                "'{}' in a 2D-tiled plan (it has a \"grid\"); every layer must be '2d-tiled'",
+                attention));
+      }
+      if (l.at("mlp").str() != "2d-tiled") {
+        l.at("mlp").fail(fmt::format("'{}' in a 2d-tiled layer; the MLP must be '2d-tiled' too",
+                                     l.at("mlp").str()));
+      }
+      if (l.at("residual").str() != "replicated") {
+        l.at("residual")
+            .fail(fmt::format("'{}' in a 2d-tiled layer; it must be 'replicated'",
+                              l.at("residual").str()));
+      }
+      lp.attention = lp.mlp = BlockSplit::Tiled2D;
+      lp.residual = ResidualLayout::Replicated;
+      const auto rows = static_cast<std::size_t>(p.grid->rows);
+      const auto cols = static_cast<std::size_t>(p.grid->cols);
+      lp.hidden = l.at("hidden").ranges(rows, "grid rows");
+      lp.heads = l.at("heads").ranges(cols, "grid columns");
+      lp.columns = l.at("columns").ranges(cols, "grid columns");
+      p.layers.push_back(std::move(lp));
+      continue;
+    }
     if (attention == "heads") {
       lp.attention = BlockSplit::Heads;
       lp.heads = l.at("heads").ranges();
     } else if (attention == "tokens") {
       lp.attention = BlockSplit::Tokens;
+    } else if (attention == "2d-tiled") {
+      l.at("attention").fail("'2d-tiled' needs the plan's \"grid\" ({\"rows\": R, \"cols\": C})");
     } else {
-      l.at("attention").fail(fmt::format("'{}' is not 'heads' or 'tokens'", attention));
+      l.at("attention").fail(fmt::format("'{}' is not 'heads', 'tokens' or '2d-tiled'", attention));
     }
     const std::string mlp = l.at("mlp").str();
     if (mlp == "columns") {
@@ -241,6 +319,27 @@ void Plan::validate(const ModelConfig& config, const std::string& source) const 
   }
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LayerPlan& l = layers[i];
+    if (grid) {
+      const auto field = [i](const char* name) { return fmt::format("layers[{}].{}", i, name); };
+      if (grid->rows * grid->cols != num_devices() || l.attention != BlockSplit::Tiled2D ||
+          l.mlp != BlockSplit::Tiled2D || l.residual != ResidualLayout::Replicated) {
+        throw PlanError(
+            fmt::format("{}: layers[{}] is not a 2d-tiled layer of a {} x {} grid "
+                        "of {} devices",
+                        source, i, grid->rows, grid->cols, num_devices()));
+      }
+      check_cover(l.hidden, config.hidden, grid->rows, field("hidden"), source, "grid rows");
+      check_cover(l.heads, config.heads, grid->cols, field("heads"), source, "grid columns");
+      check_cover(l.columns, config.ffn, grid->cols, field("columns"), source, "grid columns");
+      check_nonempty(l.hidden, field("hidden"), source, "row");
+      check_nonempty(l.heads, field("heads"), source, "column");
+      check_nonempty(l.columns, field("columns"), source, "column");
+      continue;
+    }
+    if (l.attention == BlockSplit::Tiled2D || l.mlp == BlockSplit::Tiled2D) {
+      throw PlanError(
+          fmt::format("{}: layers[{}] is 2d-tiled but the plan has no \"grid\"", source, i));
+    }
     if (l.attention == BlockSplit::Heads) {
       check_cover(l.heads, config.heads, num_devices(), fmt::format("layers[{}].heads", i), source);
     }

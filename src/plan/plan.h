@@ -21,6 +21,19 @@
 //              "mlp": "columns", "columns": [[0, 1920], [1920, 3072]],
 //              "residual": "tokens"}, ...]}
 // ("attention": "tokens" / "mlp": "tokens" need no ranges.)
+//
+// 2D-tiled (Hepti's 2D-tiled weight-stationary mode; lowering_2d.cpp): the devices form a
+// grid of `rows` x `cols`, device r at grid row r / cols, grid column r % cols (row-major, the
+// primary at (0, 0)). Per layer, hidden ranges per grid row and head / FFN-column ranges per grid
+// column (uneven allowed, at least one unit each); device (i, j) holds the (hidden[i]) x
+// (heads[j] / columns[j]) tile of every weight of the layer. Every layer is 2d-tiled and the
+// residual stream is replicated:
+// {"version": 1, "strategy": "hepti", "model": {...}, "devices": [...4 devices...],
+//  "token_shares": [1, 1, 1, 1], "grid": {"rows": 2, "cols": 2},
+//  "layers": [{"attention": "2d-tiled", "mlp": "2d-tiled", "residual": "replicated",
+//              "hidden": [[0, 40], [40, 64]], "heads": [[0, 2], [2, 4]],
+//              "columns": [[0, 100], [100, 256]]}, ...]}
+// Token shares split a grid column's work on its tokens among the column's devices.
 #pragma once
 
 #include "model/model_config.h"
@@ -28,20 +41,35 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace huddle {
 
-enum class BlockSplit : std::uint8_t { Heads, Columns, Tokens };
+enum class BlockSplit : std::uint8_t { Heads, Columns, Tokens, Tiled2D };
 enum class ResidualLayout : std::uint8_t { Replicated, Tokens };
 
 struct LayerPlan {
-  BlockSplit attention = BlockSplit::Heads;  // Heads or Tokens
-  std::vector<Range> heads;                  // per device, when Heads; contiguous, cover all
-  BlockSplit mlp = BlockSplit::Columns;      // Columns or Tokens
-  std::vector<Range> columns;                // per device, when Columns
+  BlockSplit attention = BlockSplit::Heads;  // Heads, Tokens or Tiled2D
+  std::vector<Range> heads;  // per device when Heads, per grid column when Tiled2D; cover all
+  BlockSplit mlp = BlockSplit::Columns;  // Columns, Tokens or Tiled2D (with attention)
+  std::vector<Range> columns;            // per device when Columns, per grid column when Tiled2D
+  std::vector<Range> hidden;             // per grid row, when Tiled2D
   ResidualLayout residual = ResidualLayout::Replicated;
+};
+
+// The device grid of a 2D-tiled plan: device r is at (r / cols, r % cols).
+struct Grid {
+  int rows = 1, cols = 1;
+  int row_of(int rank) const { return rank / cols; }
+  int col_of(int rank) const { return rank % cols; }
+  int rank_at(int row, int col) const { return row * cols + col; }
+  // Global ranks of grid row `row` (a row group: same hidden range), in column order, and of
+  // grid column `col` (a column group: same heads / FFN columns), in row order.
+  std::vector<int> row_group(int row) const;
+  std::vector<int> column_group(int col) const;
+  bool operator==(const Grid&) const = default;
 };
 
 // The model facts a plan depends on; a plan for another model is refused.
@@ -59,8 +87,10 @@ struct Plan {
   std::vector<std::string> devices;  // device 0 is the primary
   std::vector<double> token_shares;  // per device, >= 0, not all 0
   std::vector<LayerPlan> layers;
+  std::optional<Grid> grid;  // 2D-tiled plans only; then every layer is Tiled2D
 
   int num_devices() const { return static_cast<int>(devices.size()); }
+  bool tiled_2d() const { return grid.has_value(); }
 
   nlohmann::json to_json() const;
   // Parses and checks structure; PlanError naming `source` and the field at fault.

@@ -61,10 +61,12 @@ ModelFootprint ModelFootprint::of(const Graph& graph, const ModelConfig& c) {
       switch (op.role) {
         case OpRole::AttnQ:
           l.q_head_bytes += bytes / c.heads;
+          if (bias) l.q_head_bias_bytes += bytes / c.heads;
           break;
         case OpRole::AttnK:
         case OpRole::AttnV:
           l.kv_head_bytes += bytes / c.kv_heads;
+          if (bias) l.kv_head_bias_bytes += bytes / c.kv_heads;
           break;
         case OpRole::AttnOut:
           (bias ? l.attn_primary_bytes : l.q_head_bytes) += bias ? bytes : bytes / c.heads;
@@ -72,6 +74,7 @@ ModelFootprint ModelFootprint::of(const Graph& graph, const ModelConfig& c) {
         case OpRole::MlpUp:
         case OpRole::MlpGate:
           l.column_bytes += bytes / c.ffn;
+          if (bias) l.column_bias_bytes += bytes / c.ffn;
           break;
         case OpRole::MlpDown:
           (bias ? l.mlp_primary_bytes : l.column_bytes) += bias ? bytes : bytes / c.ffn;
@@ -110,6 +113,7 @@ std::int64_t ModelFootprint::total_weight_bytes(const ModelConfig& c) const {
 }
 
 LayerShare layer_share(const LayerPlan& layer, const ModelConfig& c, int rank) {
+  HUDDLE_CHECK(layer.attention != BlockSplit::Tiled2D, "2d-tiled layers need the plan's grid");
   LayerShare s{c.heads, c.kv_heads, c.ffn};
   const auto r = static_cast<std::size_t>(rank);
   if (layer.attention == BlockSplit::Heads) {
@@ -125,6 +129,41 @@ LayerShare layer_share(const LayerPlan& layer, const ModelConfig& c, int rank) {
   return s;
 }
 
+LayerShare layer_share(const Plan& plan, std::size_t layer, const ModelConfig& c, int rank) {
+  const LayerPlan& l = plan.layers.at(layer);
+  if (!plan.grid) return layer_share(l, c, rank);
+  const auto [hb, he] = l.heads.at(static_cast<std::size_t>(plan.grid->col_of(rank)));
+  const auto [cb, ce] = l.columns.at(static_cast<std::size_t>(plan.grid->col_of(rank)));
+  const std::int64_t group = c.heads / c.kv_heads;
+  return LayerShare{he - hb, (he - 1) / group + 1 - hb / group, ce - cb};
+}
+
+namespace {
+
+// Weights of device `rank`'s tiles of layer `i` of a 2D-tiled plan (see lowering_2d.cpp): the
+// hidden-spanning weights scale with its hidden rows; column-tiled biases live on grid row 0,
+// the hidden rows of row-tiled biases on grid column 0.
+std::int64_t tile_weight_bytes(const LayerFootprint& l, const ModelConfig& c, const Plan& plan,
+                               std::size_t i, int rank, const LayerShare& s) {
+  const Grid& g = *plan.grid;
+  const auto [hb, he] = plan.layers[i].hidden.at(static_cast<std::size_t>(g.row_of(rank)));
+  const std::int64_t h = he - hb, H = c.hidden;
+  const bool first_row = g.row_of(rank) == 0, first_col = g.col_of(rank) == 0;
+  const std::int64_t q_weights = l.q_head_bytes - l.q_head_bias_bytes;  // q rows + out columns
+  const std::int64_t kv_weights = l.kv_head_bytes - l.kv_head_bias_bytes;
+  const std::int64_t column_weights = l.column_bytes - l.column_bias_bytes;
+  std::int64_t bytes = q_weights / H * s.heads * h + kv_weights / H * s.kv_heads * h +
+                       column_weights / H * s.columns * h;
+  if (first_row) {
+    bytes += l.q_head_bias_bytes * s.heads + l.kv_head_bias_bytes * s.kv_heads +
+             l.column_bias_bytes * s.columns;
+  }
+  if (first_col) bytes += (l.attn_primary_bytes + l.mlp_primary_bytes) / H * h;
+  return bytes;
+}
+
+}  // namespace
+
 DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const Plan& plan,
                            int rank, std::int64_t seq_len) {
   DeviceMemory m;
@@ -133,14 +172,18 @@ DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const 
   for (std::size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& lp = plan.layers[i];
     const LayerFootprint& l = f.layers.at(i);
-    const LayerShare s = layer_share(lp, c, rank);
-    if (lp.attention == BlockSplit::Heads) {
+    const LayerShare s = layer_share(plan, i, c, rank);
+    if (plan.grid) {
+      m.weights += tile_weight_bytes(l, c, plan, i, rank, s);
+    } else if (lp.attention == BlockSplit::Heads) {
       m.weights += s.heads * l.q_head_bytes + s.kv_heads * l.kv_head_bytes +
                    (rank == 0 ? l.attn_primary_bytes : 0);
     } else {
       m.weights += f.attention_block_bytes(i, c);
     }
-    if (lp.mlp == BlockSplit::Columns) {
+    if (plan.grid) {
+      // counted with the attention tiles
+    } else if (lp.mlp == BlockSplit::Columns) {
       m.weights += s.columns * l.column_bytes + (rank == 0 ? l.mlp_primary_bytes : 0);
     } else {
       m.weights += f.mlp_block_bytes(i, c);

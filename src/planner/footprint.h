@@ -6,7 +6,9 @@
 // rows, out-projection columns), per kv head (k and v rows), per FFN column (up/gate rows, down
 // columns), and the row-parallel biases that only device 0 holds when a block is split. A block
 // split by tokens holds its whole weights on every device. tests/planner checks that these sums
-// equal program_weight_bytes(lower(...)) for every device of every strategy.
+// equal program_weight_bytes(lower(...)) for every device of every strategy, 2D-tiled plans too
+// (device (i, j) holds the hidden[i] x (heads[j] / columns[j]) tile of each layer weight, the
+// column-tiled biases on grid row 0 and the row-tiled ones' hidden[i] rows on grid column 0).
 #pragma once
 
 #include "graph/graph.h"
@@ -24,7 +26,12 @@ struct LayerFootprint {
   std::int64_t attn_primary_bytes = 0;  // out-projection bias
   std::int64_t column_bytes = 0;        // per FFN column
   std::int64_t mlp_primary_bytes = 0;   // down-projection bias
-  bool kv_cache = false;                // attention keeps a KV cache (causal models)
+  // The bias parts of the per-unit figures above (q; k and v; MLP up and gate); the rest of each
+  // is weights that span the hidden dimension, which 2D tiles split.
+  std::int64_t q_head_bias_bytes = 0;
+  std::int64_t kv_head_bias_bytes = 0;
+  std::int64_t column_bias_bytes = 0;
+  bool kv_cache = false;  // attention keeps a KV cache (causal models)
 };
 
 struct ModelFootprint {
@@ -48,7 +55,10 @@ struct LayerShare {
   std::int64_t kv_heads = 0;  // kv heads those read
   std::int64_t columns = 0;   // FFN columns (all, when the MLP is split by tokens)
 };
+// For a 2D-tiled layer use the Plan overload (the grid places the rank).
 LayerShare layer_share(const LayerPlan& layer, const ModelConfig& config, int rank);
+// Device `rank`'s share of layer `layer` of `plan`; 2D-tiled: its grid column's heads / columns.
+LayerShare layer_share(const Plan& plan, std::size_t layer, const ModelConfig& config, int rank);
 
 struct DeviceMemory {
   std::int64_t weights = 0;

@@ -75,60 +75,23 @@ std::string memory_shortfall(const SplitProblem& p, const ClusterSpec& cluster,
   return out.empty() ? "; the devices' memory together is too small for the whole model" : out;
 }
 
-// The documented form of a 2D-tiled plan (not runnable) and its estimated cost.
+// A 2D-tiled plan on the request's whole cluster with its estimated cost.
 PlanResult plan_2d(const PlanRequest& r) {
   const ModelConfig& c = r.cost.config();
   const ModelFootprint& f = r.cost.footprint();
   const int n = r.cluster.size();
-  int rows = 1;
-  for (int k = 1; k * k <= n; ++k) {
-    if (n % k == 0) rows = k;
-  }
-  const int cols = n / rows;
-  std::vector<double> row_speed(static_cast<std::size_t>(rows), 0),
-      col_speed(static_cast<std::size_t>(cols), 0);
-  for (int i = 0; i < n; ++i) {
-    row_speed[static_cast<std::size_t>(i / cols)] += r.cluster.device(i).gflops;
-    col_speed[static_cast<std::size_t>(i % cols)] += r.cluster.device(i).gflops;
-  }
-  const std::vector<Range> hidden = split_at_least_one(c.hidden, row_speed, "hidden rows");
-  const std::vector<Range> heads = split_at_least_one(c.heads, col_speed, "attention heads");
-  const std::vector<Range> columns = split_at_least_one(c.ffn, col_speed, "MLP columns");
-  const auto ranges = [](const std::vector<Range>& rs) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& [b, e] : rs) j.push_back({b, e});
-    return j;
-  };
+  const Grid grid = hepti_grid(n);
+  const int rows = grid.rows, cols = grid.cols;
+  std::vector<double> speeds;
+  for (int i = 0; i < n; ++i) speeds.push_back(r.cluster.device(i).gflops);
+  Plan plan = tiled_2d_plan(c, device_names(r.cluster), grid, speeds);
+  const LayerPlan& first = plan.layers.front();
+  const std::vector<Range>&hidden = first.hidden, &heads = first.heads, &columns = first.columns;
   PlanResult result;
   result.strategy = "hepti";
   result.mode = "2d-tiled";
-  Plan shape;  // model facts and device names for the document
-  shape.model = PlanModel::of(c);
-  shape.devices = device_names(r.cluster);
-  nlohmann::json doc = {{"version", 1},
-                        {"strategy", "hepti"},
-                        {"mode", "2d-tiled"},
-                        {"unsupported",
-                         "2D-tiled plans need runtime support Huddle does not have yet; huddle run "
-                         "refuses this file"},
-                        {"grid", {{"rows", rows}, {"cols", cols}}},
-                        {"devices", nlohmann::json::array()},
-                        {"token_shares", std::vector<double>(static_cast<std::size_t>(n), 1.0)},
-                        {"layers", nlohmann::json::array()}};
-  doc["model"] = shape.to_json()["model"];
-  for (const std::string& name : shape.devices) doc["devices"].push_back({{"name", name}});
-  for (std::int64_t l = 0; l < c.layers; ++l) {
-    doc["layers"].push_back({{"attention", "2d-tiled"},
-                             {"mlp", "2d-tiled"},
-                             {"residual", "replicated"},
-                             {"hidden", ranges(hidden)},
-                             {"heads", ranges(heads)},
-                             {"columns", ranges(columns)}});
-  }
-  result.document = std::move(doc);
   // Estimate: device (i / cols, i % cols) holds its tile of every block and does that fraction
-  // of the block FLOPs; per layer and block, an all-reduce of partial sums over its grid column
-  // and an all-gather over its grid row.
+  // of the block FLOPs (attention split over the column group by tokens does the same total).
   const CostModel::UnitFlops u = r.cost.unit_flops(r.seq_len, r.seq_len);
   const double T = static_cast<double>(r.seq_len), H = static_cast<double>(c.hidden);
   double slowest = 0, comm = 0;
@@ -150,32 +113,94 @@ PlanResult plan_2d(const PlanRequest& r) {
     d.compute_s = flops / (r.cluster.device(i).gflops * 1e9) +
                   static_cast<double>(c.layers) * T * u.conn_per_row /
                       (r.cluster.device(i).connection_gflops * 1e9);
-    d.memory.weights = f.shared_bytes + (i == 0 ? f.primary_bytes : 0);
-    for (std::size_t l = 0; l < f.layers.size(); ++l) {
-      d.memory.weights +=
-          static_cast<std::int64_t>(fr * (fa * static_cast<double>(f.attention_block_bytes(l, c)) +
-                                          fm * static_cast<double>(f.mlp_block_bytes(l, c))));
-    }
-    d.memory.activations = static_cast<std::int64_t>(T * kF32 * (3 * H + (fa + fm) * H));
+    d.memory = device_memory(f, c, plan, i, r.seq_len);
     slowest = std::max(slowest, d.compute_s);
     result.prediction.devices.push_back(std::move(d));
   }
-  std::vector<int> column_group, row_group;
-  for (int k = 0; k < rows; ++k) column_group.push_back(k * cols);
-  for (int k = 0; k < cols; ++k) row_group.push_back(k);
-  if (rows > 1) comm += ring_all_reduce_s(r.cluster, column_group, T * H * kF32 / cols);
-  if (cols > 1) comm += ring_even(r.cluster, row_group, T * H * kF32, true);
-  comm *= 2.0 * static_cast<double>(c.layers);
+  // The collectives lowering_2d.cpp runs per layer, timed in device 0's row and column groups
+  // (bulk-synchronous, no overlap credited): in the column group a reduce-scatter of q, all-
+  // reduces of k and v, an all-gather of the attention output, a reduce-scatter per MLP input
+  // projection and an all-gather of the activation, two all-gathers of the hidden columns; in
+  // the row group two all-reduces of this row's hidden columns.
+  const std::vector<int> column_group = grid.column_group(0), row_group = grid.row_group(0);
+  const int group = c.heads / c.kv_heads;
+  const double head_dim = c.head_dim;
+  const double q_bytes =
+      T * head_dim * static_cast<double>(heads[0].second - heads[0].first) * kF32;
+  const double kv_bytes =
+      T * head_dim *
+      static_cast<double>((heads[0].second - 1) / group + 1 - heads[0].first / group) * kF32;
+  const double f_bytes = T * static_cast<double>(columns[0].second - columns[0].first) * kF32;
+  const double h_bytes = T * static_cast<double>(hidden[0].second - hidden[0].first) * kF32;
+  if (rows > 1) {
+    comm += ring_even(r.cluster, column_group, q_bytes, false) +
+            2 * ring_all_reduce_s(r.cluster, column_group, kv_bytes) +
+            ring_even(r.cluster, column_group, q_bytes, true) +
+            (f.gated_mlp ? 2 : 1) * ring_even(r.cluster, column_group, f_bytes, false) +
+            ring_even(r.cluster, column_group, f_bytes, true) +
+            2 * ring_even(r.cluster, column_group, T * H * kF32, true);
+  }
+  if (cols > 1) comm += 2 * ring_all_reduce_s(r.cluster, row_group, h_bytes);
+  comm *= static_cast<double>(c.layers);
   for (DevicePrediction& d : result.prediction.devices) d.comm_s = d.exposed_comm_s = comm;
   result.prediction.latency_s = slowest + comm;
   result.prediction.decode_s = 0;
   result.notes.push_back(
       fmt::format("2d-tiled on a {}x{} grid: figures are estimates, not simulated", rows, cols));
   check_memory(result.prediction, r.cluster, "hepti (2d-tiled)");
+  result.document = plan.to_json();
+  result.plan = std::move(plan);
   return result;
 }
 
+std::optional<HeptiMode> forced_mode(const std::string& mode) {
+  if (mode.empty()) return std::nullopt;
+  if (mode == "ws" || mode == "weight-stationary") return HeptiMode::WeightStationary;
+  if (mode == "1d" || mode == "1d-tiled") return HeptiMode::Tiled1D;
+  if (mode == "2d" || mode == "2d-tiled") return HeptiMode::Tiled2D;
+  throw UsageError(fmt::format("unknown hepti mode '{}' (choose ws, 1d or 2d)", mode));
+}
+
 }  // namespace
+
+Grid hepti_grid(int devices) {
+  HUDDLE_CHECK(devices >= 1);
+  int rows = 1;
+  for (int k = 1; k * k <= devices; ++k) {
+    if (devices % k == 0) rows = k;
+  }
+  return Grid{rows, devices / rows};
+}
+
+Plan tiled_2d_plan(const ModelConfig& c, const std::vector<std::string>& devices, Grid grid,
+                   const std::vector<double>& speeds) {
+  const int n = static_cast<int>(devices.size());
+  if (grid.rows < 1 || grid.cols < 1 || grid.rows * grid.cols != n ||
+      static_cast<int>(speeds.size()) != n) {
+    throw PlanError(fmt::format("a {} x {} grid for {} devices ({} speeds)", grid.rows, grid.cols,
+                                n, speeds.size()));
+  }
+  std::vector<double> row_speed(static_cast<std::size_t>(grid.rows), 0),
+      col_speed(static_cast<std::size_t>(grid.cols), 0);
+  for (int i = 0; i < n; ++i) {
+    row_speed[static_cast<std::size_t>(grid.row_of(i))] += speeds[static_cast<std::size_t>(i)];
+    col_speed[static_cast<std::size_t>(grid.col_of(i))] += speeds[static_cast<std::size_t>(i)];
+  }
+  LayerPlan layer;
+  layer.attention = layer.mlp = BlockSplit::Tiled2D;
+  layer.residual = ResidualLayout::Replicated;
+  layer.hidden = split_at_least_one(c.hidden, row_speed, "hidden rows");
+  layer.heads = split_at_least_one(c.heads, col_speed, "attention heads");
+  layer.columns = split_at_least_one(c.ffn, col_speed, "MLP columns");
+  Plan plan;
+  plan.strategy = "hepti";
+  plan.model = PlanModel::of(c);
+  plan.devices = devices;
+  plan.token_shares = speeds;
+  plan.grid = grid;
+  plan.layers.assign(static_cast<std::size_t>(c.layers), layer);
+  return plan;
+}
 
 const char* hepti_mode_name(HeptiMode mode) {
   switch (mode) {
@@ -246,7 +271,9 @@ PlanResult plan_hepti(const PlanRequest& r) {
   std::iota(active.begin(), active.end(), 0);
 
   HeptiMode mode = HeptiMode::WeightStationary;
-  if (!solve_split(hepti_problem(r, mode, active)).feasible) {
+  if (const std::optional<HeptiMode> forced = forced_mode(r.mode)) {
+    mode = *forced;
+  } else if (!solve_split(hepti_problem(r, mode, active)).feasible) {
     mode = n < kTiled2DDevices ? HeptiMode::Tiled1D : HeptiMode::Tiled2D;
   }
   if (mode == HeptiMode::Tiled2D) return plan_2d(r);

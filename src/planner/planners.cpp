@@ -67,6 +67,10 @@ PlanResult run_planner(const std::string& name, const PlanRequest& request) {
     throw UsageError(fmt::format("--seq-len {} exceeds the model's {} positions", request.seq_len,
                                  request.cost.config().max_positions));
   }
+  if (!request.mode.empty() && name != "hepti") {
+    throw UsageError(fmt::format("a mode ('{}') applies to the hepti planner only, not '{}'",
+                                 request.mode, name));
+  }
   if (request.deadline_s && !(*request.deadline_s > 0)) {
     throw UsageError(fmt::format("--deadline-ms must be > 0, got {}", *request.deadline_s * 1e3));
   }

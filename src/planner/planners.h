@@ -26,13 +26,16 @@ struct PlanRequest {
   const ClusterSpec& cluster;
   std::int64_t seq_len = 128;
   std::optional<double> deadline_s;  // Hepti's D; other planners report whether it is met
+  // Hepti only: force a mode, "ws", "1d" or "2d" ("" = Hepti's own choice: weight-stationary
+  // when it fits, else 1d-tiled below 16 devices and 2d-tiled from 16). UsageError elsewhere.
+  std::string mode = {};
 };
 
 struct PlanResult {
   std::string strategy;      // the planner that made it ("auto" reports what it picked in `mode`)
   std::string mode;          // e.g. "tensor+sequence", "weight-stationary", "1d-tiled", "2d-tiled"
-  std::optional<Plan> plan;  // absent when the plan cannot run on this runtime (2D-tiled)
-  nlohmann::json document;   // what `huddle plan -o` writes: the plan JSON or the 2D-tiled form
+  std::optional<Plan> plan;  // absent when the plan cannot run on this runtime
+  nlohmann::json document;   // what `huddle plan -o` writes: the plan JSON
   Prediction prediction;     // of `plan`; an estimate for 2D-tiled
   std::vector<std::string> notes;  // what the planner considered (auto's candidates, ...)
 

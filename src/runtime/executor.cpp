@@ -8,9 +8,11 @@
 #include "plan/split.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 namespace huddle {
 namespace {
@@ -23,7 +25,21 @@ bool is_elementwise(OpKind kind) {
 bool is_data_movement(OpKind kind) {
   return kind == OpKind::LocalRows || kind == OpKind::AllGather || kind == OpKind::ReduceScatter ||
          kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary ||
-         kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary;
+         kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary ||
+         kind == OpKind::AllGatherCols;
+}
+
+// Ops whose input or output rows are this device's share of the step's tokens.
+bool splits_tokens(const Op& op) {
+  return op.kind == OpKind::LocalRows || op.kind == OpKind::AllGather ||
+         op.kind == OpKind::ReduceScatter || op.kind == OpKind::GatherToPrimary ||
+         op.kind == OpKind::ScatterFromPrimary ||
+         (op.kind == OpKind::Attention && op.attrs.local_queries);
+}
+
+std::string group_text(const std::vector<int>& group) {
+  if (group.empty()) return "every rank";
+  return fmt::format("ranks {}", fmt::join(group, ", "));
 }
 
 }  // namespace
@@ -58,7 +74,48 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
   }
   for (ValueId id : graph.outputs()) is_output_[static_cast<std::size_t>(id)] = true;
   caches_.resize(static_cast<std::size_t>(graph.num_cache_slots()));
+  plan_groups();
   plan_overlap();
+}
+
+void Executor::plan_groups() {
+  std::optional<std::vector<int>> token_group;
+  const Op* token_op = nullptr;
+  for (const Op& op : graph_.ops()) {
+    const std::vector<int>& g = op.attrs.group;
+    if (!g.empty() && !groups_.contains(g)) {
+      if (!group_.transport) {
+        throw PlanError(
+            fmt::format("op '{}' runs in a device group but this executor has no "
+                        "transport",
+                        op.name));
+      }
+      groups_.emplace(g, std::make_unique<collectives::GroupTransport>(*group_.transport, g));
+    }
+    if (!splits_tokens(op)) continue;
+    if (token_group && *token_group != g) {
+      throw PlanError(
+          fmt::format("ops '{}' ({}) and '{}' ({}) split tokens over different "
+                      "device groups; a program has one token group",
+                      token_op->name, group_text(*token_group), op.name, group_text(g)));
+    }
+    token_group = g;
+    token_op = &op;
+  }
+  if (!token_group || token_group->empty()) {
+    token_shares_ = group_.token_shares;
+    token_rank_ = rank();
+    return;
+  }
+  token_shares_.clear();
+  for (int r : *token_group)
+    token_shares_.push_back(group_.token_shares[static_cast<std::size_t>(r)]);
+  token_rank_ = groups_.at(*token_group)->rank();
+}
+
+net::Transport* Executor::transport_for(const Op& op) const {
+  if (op.attrs.group.empty()) return group_.transport;
+  return groups_.at(op.attrs.group).get();
 }
 
 void Executor::plan_overlap() {
@@ -137,10 +194,10 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
                     "{} positions",
                     tokens, position_, max_positions_));
   }
-  Step step{tokens, all_rows,
-            collectives::RowPartition(split_proportional(tokens, group_.token_shares)), 0, 0};
-  step.local_begin = step.partition.offset(rank());
-  step.local_count = step.partition.count(rank());
+  Step step{tokens, all_rows, collectives::RowPartition(split_proportional(tokens, token_shares_)),
+            0, 0};
+  step.local_begin = step.partition.offset(token_rank_);
+  step.local_count = step.partition.count(token_rank_);
 
   std::vector<Tensor> values(graph_.values().size());
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -206,7 +263,8 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   Tensor out;
   if (is_elementwise(op.kind)) {
     out = reusable_or_new(op, op_index, values, out_shape);
-  } else if (op.kind != OpKind::LastRow && op.kind != OpKind::Attention) {
+  } else if (op.kind != OpKind::LastRow && op.kind != OpKind::Attention &&
+             op.kind != OpKind::SliceCols) {
     out = Tensor::empty(DType::F32, out_shape);
   }
   switch (op.kind) {
@@ -252,6 +310,10 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     case OpKind::LastRow:
       out = step.all_rows ? in(0) : in(0).rows(in(0).dim(0) - 1, in(0).dim(0));
       break;
+    case OpKind::SliceCols:
+      out = in(0).cols(op.attrs.col_begin, op.attrs.col_begin + op.attrs.width);
+      break;
+    case OpKind::AllGatherCols:
     case OpKind::LocalRows:
     case OpKind::AllGather:
     case OpKind::ReduceScatter:
@@ -266,7 +328,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
 
 Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape,
                                const Step& step, std::size_t op_index) {
-  net::Transport* transport = group_.transport;
+  net::Transport* transport = transport_for(op);
   const bool single = transport == nullptr || transport->size() == 1;
   const auto input_id = static_cast<std::size_t>(op.inputs[0]);
   const bool input_is_dead = last_use_[input_id] == op_index && !is_output_[input_id] &&
@@ -337,7 +399,7 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
     case OpKind::ScatterFromPrimary: {
       const Tensor& x = values[input_id];
       if (single) return x;
-      if (rank() == 0) {
+      if (transport->rank() == 0) {
         for (int r = 1; r < transport->size(); ++r) {
           collectives::send_tensor(*transport, r,
                                    x.rows(step.partition.offset(r), step.partition.end(r)));
@@ -351,8 +413,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
     case OpKind::BroadcastFromPrimary: {
       const Tensor& x = values[input_id];
       if (single) return x;
-      Tensor data =
-          rank() == 0 ? (x.contiguous() ? x : x.clone()) : Tensor::empty(DType::F32, out_shape);
+      Tensor data = transport->rank() == 0 ? (x.contiguous() ? x : x.clone())
+                                           : Tensor::empty(DType::F32, out_shape);
       collectives::broadcast(*transport, data, /*root=*/0);
       return data;
     }
@@ -362,6 +424,18 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
       collectives::all_reduce(*transport, data);
       return data;
+    }
+    case OpKind::AllGatherCols: {
+      const Tensor& x = values[input_id];
+      if (single) return x;
+      if (x.dim(1) != op.attrs.parts[static_cast<std::size_t>(transport->rank())]) {
+        throw PlanError(
+            fmt::format("op '{}': this device's block has {} columns, the op expects {}", op.name,
+                        x.dim(1), op.attrs.parts[static_cast<std::size_t>(transport->rank())]));
+      }
+      Tensor out = Tensor::empty(DType::F32, out_shape);
+      collectives::all_gather_cols(*transport, x, op.attrs.parts, out);
+      return out;
     }
     default:
       HUDDLE_CHECK(false, "not a data-movement op: {}", op.name);

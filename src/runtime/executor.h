@@ -6,8 +6,15 @@
 // Overlap (Galaxy): a linear that reads an all-gather's output runs inside the all-gather, on
 // each device's rows as they arrive; a linear whose only reader is a reduce-scatter runs inside
 // the reduce-scatter, producing each destination's rows just before they are sent.
+//
+// Device groups (2D-tiled plans): a data-movement op whose attrs.group names a subset of the
+// ranks runs over a GroupTransport of those ranks. A program splits its tokens over one group
+// (its token group, every rank when no token-splitting op names one): each step's tokens are
+// split over the group's members by their token shares, and L (kLocalTokens) is this device's
+// part of that split.
 #pragma once
 
+#include "collectives/group_transport.h"
 #include "collectives/partition.h"
 #include "graph/graph.h"
 #include "model/model.h"
@@ -15,6 +22,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
 #include <vector>
 
 namespace huddle {
@@ -60,7 +69,7 @@ class Executor final : public StepRunner {
   struct Step {
     std::int64_t tokens = 0;  // T
     bool all_rows = false;
-    collectives::RowPartition partition{{0}};  // tokens per rank
+    collectives::RowPartition partition{{0}};  // tokens per member of the token group
     std::int64_t local_begin = 0, local_count = 0;
   };
 
@@ -74,6 +83,10 @@ class Executor final : public StepRunner {
   void linear_rows(std::size_t op_index, const std::vector<Tensor>& values, const Tensor& input,
                    std::int64_t begin, std::int64_t end, Tensor& out);
   void plan_overlap();
+  // Group transports for the ops' groups and the token group; PlanError for a bad group.
+  void plan_groups();
+  // The transport op `op` runs over: its group's, or the whole session's.
+  net::Transport* transport_for(const Op& op) const;
   int rank() const;
   // Output buffer for an element-wise op: an input's buffer when nothing reads it later.
   Tensor reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values,
@@ -93,6 +106,9 @@ class Executor final : public StepRunner {
   std::vector<std::vector<std::size_t>> gather_consumers_;
   std::vector<std::ptrdiff_t> scatter_producer_;
   std::vector<bool> done_inside_collective_;
+  std::map<std::vector<int>, std::unique_ptr<collectives::GroupTransport>> groups_;
+  std::vector<double> token_shares_;  // per member of the token group
+  int token_rank_ = 0;                // this device's index in the token group
 };
 
 }  // namespace huddle

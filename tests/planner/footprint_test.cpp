@@ -2,6 +2,7 @@
 #include "planner/footprint.h"
 #include "model/model.h"
 #include "plan/lowering.h"
+#include "planner/hepti_planner.h"
 #include "planner/strategies.h"
 #include "test_util.h"
 
@@ -36,6 +37,48 @@ TEST(Footprint, WeightsMatchLoweringForEveryStrategy) {
                 << shares.size();
           }
         }
+      }
+    }
+  }
+}
+
+// 2D-tiled plans: the footprint equals lowering's bytes on every device, and the tiles partition
+// every layer weight (no byte held twice, none missing; only a GQA kv head whose query heads
+// span two grid columns is held by both): each device holds ~1/n of the layers.
+TEST(Footprint, TwoDTilesMatchLoweringAndPartitionTheLayers) {
+  for (const std::string name : {"gpt2-tiny", "bert-tiny", "llama-tiny"}) {
+    const Model model = Model::load(testing::fixture_model(name));
+    const ModelConfig& c = model.config();
+    const ModelFootprint f = ModelFootprint::of(model.graph(), c);
+    std::int64_t layer_bytes = 0;
+    for (std::size_t l = 0; l < f.layers.size(); ++l)
+      layer_bytes += f.attention_block_bytes(l, c) + f.mlp_block_bytes(l, c);
+    for (const auto& [grid, speeds] :
+         std::vector<std::pair<Grid, std::vector<double>>>{{Grid{2, 2}, {1, 1, 1, 1}},
+                                                           {Grid{2, 3}, {5, 3, 1, 2, 2, 4}},
+                                                           {Grid{3, 2}, {4, 1, 2, 3, 1, 1}},
+                                                           {Grid{1, 4}, {1, 1, 1, 1}}}) {
+      std::vector<std::string> devices;
+      for (std::size_t i = 0; i < speeds.size(); ++i) devices.push_back(fmt::format("d{}", i));
+      const Plan plan = tiled_2d_plan(c, devices, grid, speeds);
+      std::int64_t tiles = 0, kv_per_head = 0, kv_held = 0;
+      for (const LayerFootprint& l : f.layers) kv_per_head += l.kv_head_bytes;
+      for (int j = 0; j < grid.cols; ++j) kv_held += layer_share(plan, 0, c, j).kv_heads;
+      for (int r = 0; r < plan.num_devices(); ++r) {
+        const Program program = lower(model.graph(), c, plan, r);
+        const auto bytes = static_cast<std::int64_t>(program_weight_bytes(program));
+        EXPECT_EQ(device_memory(f, c, plan, r, 16).weights, bytes)
+            << name << " " << grid.rows << "x" << grid.cols << " device " << r;
+        tiles += bytes - f.shared_bytes - (r == 0 ? f.primary_bytes : 0);
+        if (grid.rows == 2 && grid.cols == 2) {  // even grid: a quarter of the layers, +- biases
+          const std::int64_t own = bytes - f.shared_bytes - (r == 0 ? f.primary_bytes : 0);
+          EXPECT_NEAR(static_cast<double>(own), layer_bytes / 4.0, 0.01 * layer_bytes) << name;
+        }
+      }
+      EXPECT_EQ(tiles, layer_bytes + (kv_held - c.kv_heads) * kv_per_head)
+          << name << " " << grid.rows << "x" << grid.cols;
+      if (c.kv_heads == c.heads) {
+        EXPECT_EQ(kv_held, c.kv_heads);
       }
     }
   }

@@ -171,22 +171,46 @@ TEST(Hepti, DeadlineIsRespectedOrRefused) {
   }
 }
 
-TEST(Hepti, TwoDTiledFromSixteenDevicesIsDocumentedButNotRunnable) {
+TEST(Hepti, TwoDTiledFromSixteenDevicesIsARunnablePlan) {
   const testing::PaperModel m = testing::paper_model("gpt2", "gpt2-large");
   const ClusterSpec c = testing::nano_cluster(std::string(16, 'M'), 1000000000);
   const PlanResult r = plan_hepti(PlanRequest{*m.cost, c, 128, std::nullopt});
   EXPECT_EQ(r.mode, "2d-tiled");
-  EXPECT_FALSE(r.plan);
-  EXPECT_THROW(r.runnable(), PlanError);
+  ASSERT_TRUE(r.plan);
+  ASSERT_TRUE(r.plan->grid);
+  EXPECT_EQ(*r.plan->grid, (Grid{4, 4}));
   EXPECT_EQ(r.document["grid"]["rows"].get<int>() * r.document["grid"]["cols"].get<int>(), 16);
   EXPECT_EQ(r.prediction.devices.size(), 16u);
   for (const DevicePrediction& d : r.prediction.devices) EXPECT_LE(d.memory.total(), 1000000000);
-  try {
-    Plan::from_json(r.document, "plan.json");
-    FAIL() << "the runtime's plan reader accepted a 2D-tiled plan";
-  } catch (const PlanError& e) {
-    EXPECT_NE(std::string(e.what()).find("2d-tiled"), std::string::npos) << e.what();
-  }
+  // The document is the plan: it loads and validates against the model.
+  const Plan back = Plan::from_json(r.document, "plan.json");
+  EXPECT_NO_THROW(back.validate(m.cost->config(), "plan.json"));
+  EXPECT_EQ(back.to_json(), r.document);
+}
+
+TEST(Hepti, ModeCanBeForced) {
+  const testing::PaperModel m = testing::paper_model("gpt2", "gpt2-large");
+  const ClusterSpec c = testing::nano_cluster("LMMS", kAmple);
+  PlanRequest request{*m.cost, c, 128, std::nullopt};
+  EXPECT_EQ(plan_hepti(request).mode, "weight-stationary");  // ample memory: Hepti's own choice
+  request.mode = "2d";
+  const PlanResult two_d = plan_hepti(request);
+  EXPECT_EQ(two_d.mode, "2d-tiled");
+  ASSERT_TRUE(two_d.plan && two_d.plan->grid);
+  EXPECT_EQ(*two_d.plan->grid, (Grid{2, 2}));
+  // Faster grid columns get more heads; the hidden split follows the rows' speeds.
+  const LayerPlan& l = two_d.plan->layers.front();
+  EXPECT_GE(l.heads[0].second - l.heads[0].first, l.heads[1].second - l.heads[1].first);
+  request.mode = "1d";
+  const PlanResult one_d = plan_hepti(request);
+  EXPECT_EQ(one_d.mode, "1d-tiled");
+  ASSERT_TRUE(one_d.plan);
+  EXPECT_FALSE(one_d.plan->grid);
+  request.mode = "3d";
+  EXPECT_THROW(plan_hepti(request), UsageError);
+  request.mode = "2d";
+  EXPECT_THROW(run_planner("galaxy", request), UsageError);
+  EXPECT_EQ(run_planner("hepti", request).mode, "2d-tiled");
 }
 
 TEST(Hepti, NothingFitsIsRefused) {
