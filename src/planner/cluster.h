@@ -52,7 +52,7 @@ struct DeviceSpec {
   double attention_gflops = 0;    // per block type; equal to gflops when not measured
   double mlp_gflops = 0;
   double connection_gflops = 0;
-  std::optional<OpCurves> curves;  // measured per op class (rich form)
+  std::optional<OpCurves> curves = std::nullopt;  // measured per op class (rich form)
 
   double speed(BlockType block) const;  // GFLOP/s for `block`
   // Seconds for `ops` ops of class `op` totalling `flops` FLOPs in a block of type `block`: the

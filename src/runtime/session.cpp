@@ -33,11 +33,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-StepReport measure(StepMeter* meter, double wall_s, const net::Transport& transport) {
-  if (meter) return meter->take(wall_s, transport.bytes_sent());
+StepReport measure(StepMeter* meter, double wall_s, std::uint64_t bytes_sent) {
+  if (meter) return meter->take(wall_s, bytes_sent);
   StepReport r;
   r.wall_s = wall_s;
-  r.bytes_sent = transport.bytes_sent();
+  r.bytes_sent = bytes_sent;
   return r;
 }
 
@@ -84,9 +84,10 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
   std::memcpy(payload.data(), &header, sizeof header);
   if (!ids.empty()) std::memcpy(payload.data() + sizeof header, ids.data(), ids.size_bytes());
   const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t sent_before = transport_.bytes_sent();
   broadcast(kStepTag, payload);
   Tensor out = executor_.forward(ids, all_rows);
-  reports_.assign(1, measure(meter_, seconds_since(start), transport_));
+  reports_.assign(1, measure(meter_, seconds_since(start), transport_.bytes_sent() - sent_before));
   for (int r = 1; r < transport_.size(); ++r) {
     WireReport w{};
     transport_.recv_into(r, kStepReportTag, std::as_writable_bytes(std::span(&w, 1)));
@@ -134,8 +135,9 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
     if (header.count > 0)
       std::memcpy(ids.data(), m.payload.data() + sizeof header, ids.size() * sizeof(std::int32_t));
     const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t sent_before = transport.bytes_sent();
     executor.forward(ids, header.all_rows != 0);
-    const StepReport r = measure(meter, seconds_since(start), transport);
+    const StepReport r = measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
     const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
     transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));
   }

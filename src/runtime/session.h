@@ -6,7 +6,7 @@
 //   step:  u64 position, u8 all_rows, u32 count, then count little-endian i32 token ids
 //   reset: empty;  end: empty
 // After each step every worker answers with a report (kStepReportTag, 32 bytes: f64 compute
-// seconds, f64 wall seconds, u64 bytes sent so far, i64 free memory bytes), from which the
+// seconds, f64 wall seconds, u64 bytes it sent in the step, i64 free memory bytes), from which the
 // primary re-estimates each device's speed and memory while it serves (Hepti §4.1).
 #pragma once
 
@@ -28,7 +28,7 @@ inline constexpr std::uint32_t kStepReportTag = 0x10000004u;
 struct StepReport {
   double compute_s = 0;                // time in compute ops (0 when not metered)
   double wall_s = 0;                   // the whole step, communication included
-  std::uint64_t bytes_sent = 0;        // on the mesh since the session began
+  std::uint64_t bytes_sent = 0;        // on the mesh during the step
   std::int64_t free_memory_bytes = 0;  // what the device could still allocate (0: unknown)
 };
 
@@ -39,7 +39,7 @@ class StepMeter {
   // Adds the time of every compute op (not the data movement between devices, whose time is
   // waiting as much as work) to the meter, then calls `inner` (e.g. a TraceRecorder's).
   OpObserver observer(OpObserver inner = {});
-  // The compute seconds since the last call, and the system's free memory now.
+  // The compute seconds since the last call, the system's free memory now, and what it is given.
   StepReport take(double wall_s, std::uint64_t bytes_sent);
 
  private:
