@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   huddle::cli::add_worker_command(app);
   huddle::cli::add_tokenize_commands(app);
   huddle::cli::add_plan_command(app);
+  huddle::cli::add_profile_command(app);
 
   try {
     app.parse(argc, argv);

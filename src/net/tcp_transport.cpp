@@ -41,6 +41,7 @@ void TcpTransport::send(int peer, std::uint32_t tag, std::span<const std::byte> 
   SecureChannel& ch = link(peer);
   if (emulation_.active()) std::this_thread::sleep_for(emulation_.delay(payload.size()));
   ch.send(tag, payload);
+  bytes_sent_ += payload.size();
 }
 
 Message TcpTransport::recv(int peer) {

@@ -28,6 +28,7 @@ class TcpTransport final : public Transport {
   void send(int peer, std::uint32_t tag, std::span<const std::byte> payload) override;
   Message recv(int peer) override;
   void recv_into(int peer, std::uint32_t tag, std::span<std::byte> out) override;
+  std::uint64_t bytes_sent() const override { return bytes_sent_.load(); }
   Duration timeout() const override { return Duration(timeout_ms_.load()); }
   void set_timeout(Duration timeout) override;
   void close() override;
@@ -38,6 +39,7 @@ class TcpTransport final : public Transport {
   int rank_;
   std::vector<std::unique_ptr<SecureChannel>> links_;
   std::atomic<std::int64_t> timeout_ms_;
+  std::atomic<std::uint64_t> bytes_sent_{0};
   LinkEmulation emulation_;
 };
 

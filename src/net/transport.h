@@ -53,6 +53,9 @@ class Transport {
   // Receives the next message from `peer` into `out`; it must have `tag` and out.size() bytes.
   virtual void recv_into(int peer, std::uint32_t tag, std::span<std::byte> out) = 0;
 
+  // Payload bytes this rank has sent on the session's mesh links so far (0 where not counted).
+  virtual std::uint64_t bytes_sent() const { return 0; }
+
   virtual Duration timeout() const = 0;
   virtual void set_timeout(Duration timeout) = 0;
 

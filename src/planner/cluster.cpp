@@ -67,7 +67,49 @@ LinkSpec read_link(const Field& f) {
   return LinkSpec{f.at("bandwidth_bps").positive(), f.at("latency_s").non_negative()};
 }
 
+OpCurve read_curve(const Field& f) {
+  return OpCurve{f.at("gflops").positive(), f.at("overhead_us").non_negative() * 1e-6};
+}
+
+nlohmann::json curve_json(const OpCurve& c) {
+  return {{"gflops", c.gflops}, {"overhead_us", c.overhead_s * 1e6}};
+}
+
 }  // namespace
+
+const OpCurve& OpCurves::of(OpClass c) const {
+  switch (c) {
+    case OpClass::Gemm:
+      return gemm;
+    case OpClass::Attention:
+      return attention;
+    case OpClass::Elementwise:
+      return elementwise;
+  }
+  return gemm;
+}
+
+double DeviceSpec::op_seconds(OpClass op, BlockType block, double flops, int ops) const {
+  if (curves) {
+    const OpCurve& c = curves->of(op);
+    return static_cast<double>(ops) * c.overhead_s + flops / (c.gflops * 1e9);
+  }
+  return flops / (speed(block) * 1e9);
+}
+
+void DeviceSpec::scale_speed(double factor) {
+  HUDDLE_CHECK(factor > 0);
+  gflops *= factor;
+  attention_gflops *= factor;
+  mlp_gflops *= factor;
+  connection_gflops *= factor;
+  if (curves) {
+    for (OpCurve* c : {&curves->gemm, &curves->attention, &curves->elementwise}) {
+      c->gflops *= factor;
+      c->overhead_s /= factor;
+    }
+  }
+}
 
 double DeviceSpec::speed(BlockType block) const {
   switch (block) {
@@ -105,6 +147,11 @@ ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string
       if (by.has("attention")) spec.attention_gflops = by.at("attention").positive();
       if (by.has("mlp")) spec.mlp_gflops = by.at("mlp").positive();
       if (by.has("connection")) spec.connection_gflops = by.at("connection").positive();
+    }
+    if (d.has("op_curves")) {
+      const Field curves = d.at("op_curves");
+      spec.curves = OpCurves{read_curve(curves.at("gemm")), read_curve(curves.at("attention")),
+                             read_curve(curves.at("elementwise"))};
     }
     c.devices_.push_back(std::move(spec));
   }
@@ -155,13 +202,19 @@ ClusterSpec ClusterSpec::uniform(std::vector<DeviceSpec> devices, LinkSpec link)
 nlohmann::json ClusterSpec::to_json() const {
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceSpec& d : devices_) {
-    devices.push_back({{"name", d.name},
-                       {"gflops", d.gflops},
-                       {"memory_bytes", d.memory_bytes},
-                       {"gflops_by_block",
-                        {{"attention", d.attention_gflops},
-                         {"mlp", d.mlp_gflops},
-                         {"connection", d.connection_gflops}}}});
+    nlohmann::json device = {{"name", d.name},
+                             {"gflops", d.gflops},
+                             {"memory_bytes", d.memory_bytes},
+                             {"gflops_by_block",
+                              {{"attention", d.attention_gflops},
+                               {"mlp", d.mlp_gflops},
+                               {"connection", d.connection_gflops}}}};
+    if (d.curves) {
+      device["op_curves"] = {{"gemm", curve_json(d.curves->gemm)},
+                             {"attention", curve_json(d.curves->attention)},
+                             {"elementwise", curve_json(d.curves->elementwise)}};
+    }
+    devices.push_back(std::move(device));
   }
   nlohmann::json links = nlohmann::json::array();
   for (const auto& [pair, l] : links_) {

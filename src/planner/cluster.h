@@ -4,11 +4,14 @@
 //   {"devices": [{"name": "L", "gflops": 40.0, "memory_bytes": 2000000000}, ...],
 //    "links": [{"from": "L", "to": "M", "bandwidth_bps": 1e8, "latency_s": 0.002}, ...],
 //    "default_link": {"bandwidth_bps": 1e9, "latency_s": 0.0005}}
-// Rich form (what a profiler writes) adds, per device, measured speed per block type:
+// Rich form (what `huddle profile` writes) adds, per device, measured speed per block type:
 //   "gflops_by_block": {"attention": 31.0, "mlp": 45.5, "connection": 4.0}
-// (each optional; a missing entry falls back to "gflops"). Other keys are ignored so newer
-// profilers can add fields. Links are symmetric unless both directions are given; a pair with
-// no entry uses "default_link" (an error if a pair is needed and there is none).
+// (each optional; a missing entry falls back to "gflops"), and the fitted cost of each op class:
+//   "op_curves": {"gemm": {"gflops": 52.0, "overhead_us": 9.0}, "attention": {...},
+//                 "elementwise": {...}}
+// (all three or none): an op of `flops` FLOPs takes overhead + flops / gflops. Other keys are
+// ignored so newer profilers can add fields. Links are symmetric unless both directions are given;
+// a pair with no entry uses "default_link" (an error if a pair is needed and there is none).
 // Bandwidth is in bits per second (the "bps" unit of network specifications).
 #pragma once
 
@@ -26,6 +29,22 @@ namespace huddle {
 // The three block types of a transformer layer whose speeds Galaxy measures separately.
 enum class BlockType : std::uint8_t { Attention, Mlp, Connection };
 
+// The op classes the profiler measures and the cost model charges separately.
+enum class OpClass : std::uint8_t { Gemm, Attention, Elementwise };
+
+// Time of one op as a function of its size: overhead_s + flops / (gflops · 1e9), fitted by the
+// profiler by least squares over the model's shapes.
+struct OpCurve {
+  double gflops = 0;      // asymptotic throughput, > 0
+  double overhead_s = 0;  // fixed cost per op, >= 0
+  double seconds(double flops) const { return overhead_s + flops / (gflops * 1e9); }
+};
+
+struct OpCurves {
+  OpCurve gemm, attention, elementwise;
+  const OpCurve& of(OpClass c) const;
+};
+
 struct DeviceSpec {
   std::string name;
   double gflops = 0;              // sustained float32 GFLOP/s
@@ -33,8 +52,14 @@ struct DeviceSpec {
   double attention_gflops = 0;    // per block type; equal to gflops when not measured
   double mlp_gflops = 0;
   double connection_gflops = 0;
+  std::optional<OpCurves> curves = std::nullopt;  // measured per op class (rich form)
 
   double speed(BlockType block) const;  // GFLOP/s for `block`
+  // Seconds for `ops` ops of class `op` totalling `flops` FLOPs in a block of type `block`: the
+  // fitted curve when measured, else flops at the block's speed.
+  double op_seconds(OpClass op, BlockType block, double flops, int ops) const;
+  // Every speed (block speeds and curve throughputs) multiplied by `factor` > 0.
+  void scale_speed(double factor);
 };
 
 struct LinkSpec {
@@ -58,6 +83,7 @@ class ClusterSpec {
 
   const std::vector<DeviceSpec>& devices() const { return devices_; }
   const DeviceSpec& device(int i) const { return devices_.at(static_cast<std::size_t>(i)); }
+  DeviceSpec& mutable_device(int i) { return devices_.at(static_cast<std::size_t>(i)); }
   int size() const { return static_cast<int>(devices_.size()); }
   // Index of the device called `name`; PlanError naming it if there is none.
   int index_of(const std::string& name) const;

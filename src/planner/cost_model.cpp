@@ -44,9 +44,15 @@ double ring_time(const ClusterSpec& cluster, const std::vector<int>& ring,
 // Bulk-synchronous replay of one step: compute accumulates per device until a collective.
 class Simulator {
  public:
-  Simulator(const ModelConfig& c, const ModelFootprint& f, const Plan& plan,
+  Simulator(const ModelConfig& c, const ModelFootprint& f, bool rotary, const Plan& plan,
             const ClusterSpec& cluster, std::int64_t tokens, std::int64_t context)
-      : c_(c), f_(f), plan_(plan), cluster_(cluster), tokens_(tokens), context_(context) {
+      : c_(c),
+        f_(f),
+        rotary_(rotary),
+        plan_(plan),
+        cluster_(cluster),
+        tokens_(tokens),
+        context_(context) {
     n_ = plan.num_devices();
     for (const std::string& name : plan.devices) ring_.push_back(cluster.index_of(name));
     rows_ = split_proportional(tokens, plan.token_shares);
@@ -66,14 +72,14 @@ class Simulator {
       if (l == 0) embedding(tok);
       if (prev == ResidualLayout::Tokens && !tok) collective(all_gather(H), {});
       prev = lp.residual;
-      each([&](int d) { return conn(d, tok, H * kNormFlops); });
+      each([&](int d) { return conn(d, tok, H * kNormFlops, 1); });
       attention(lp, tok);
-      each([&](int d) { return conn(d, tok, H * (kResidualFlops + kNormFlops)); });
+      each([&](int d) { return conn(d, tok, H * (kResidualFlops + kNormFlops), 2); });
       mlp(lp, tok);
-      each([&](int d) { return conn(d, tok, H * kResidualFlops); });
+      each([&](int d) { return conn(d, tok, H * kResidualFlops, 1); });
     }
     const bool tok = plan_.layers.back().residual == ResidualLayout::Tokens;
-    each([&](int d) { return conn(d, tok, H * kNormFlops); });
+    each([&](int d) { return conn(d, tok, H * kNormFlops, 1); });
     if (tok && n_ > 1) {
       double t = 0;
       for (int d = 1; d < n_; ++d) {
@@ -85,10 +91,10 @@ class Simulator {
       collective(t, {});
     }
     if (f_.head_outputs > 0) {
-      pending_[0] +=
-          flops_time(0, BlockType::Connection, 2 * H * static_cast<double>(f_.head_outputs));
-      devices_[0].compute_s +=
-          flops_time(0, BlockType::Connection, 2 * H * static_cast<double>(f_.head_outputs));
+      const double head = op_time(0, OpClass::Gemm, BlockType::Connection,
+                                  2 * H * static_cast<double>(f_.head_outputs));
+      pending_[0] += head;
+      devices_[0].compute_s += head;
     }
     latency_ += *std::max_element(pending_.begin(), pending_.end());
     bool split = false;
@@ -105,13 +111,23 @@ class Simulator {
  private:
   std::int64_t rows(int d) const { return rows_[static_cast<std::size_t>(d)]; }
 
-  double flops_time(int d, BlockType block, double flops) const {
-    return flops / (cluster_.device(ring_[static_cast<std::size_t>(d)]).speed(block) * 1e9);
+  // Seconds device d spends on `ops` ops of class `op` in a `block` totalling `flops`.
+  double op_time(int d, OpClass op, BlockType block, double flops, int ops = 1) const {
+    if (flops <= 0) return 0;
+    return cluster_.device(ring_[static_cast<std::size_t>(d)]).op_seconds(op, block, flops, ops);
   }
 
-  double conn(int d, bool token_split, double flops_per_row) const {
+  // RoPE over `elements` values of q and k (Llama); other architectures have none.
+  double rope(int d, double elements) const {
+    return rotary_
+               ? op_time(d, OpClass::Elementwise, BlockType::Attention, kRopeFlops * elements, 2)
+               : 0.0;
+  }
+
+  // `ops` element-wise ops of a connection block over the device's rows.
+  double conn(int d, bool token_split, double flops_per_row, int ops) const {
     const double r = static_cast<double>(token_split ? rows(d) : tokens_);
-    return flops_time(d, BlockType::Connection, r * flops_per_row);
+    return op_time(d, OpClass::Elementwise, BlockType::Connection, r * flops_per_row, ops);
   }
 
   template <typename F>
@@ -164,12 +180,10 @@ class Simulator {
   void embedding(bool tok) {
     const double H = static_cast<double>(c_.hidden);
     const double flops = static_cast<double>(tokens_) * H * 2;  // token + position rows
-    if (n_ == 1) {
-      each([&](int d) { return flops_time(d, BlockType::Connection, flops); });
-      return;
-    }
-    pending_[0] += flops_time(0, BlockType::Connection, flops);
-    devices_[0].compute_s += flops_time(0, BlockType::Connection, flops);
+    const double own = op_time(0, OpClass::Elementwise, BlockType::Connection, flops);
+    pending_[0] += own;
+    devices_[0].compute_s += own;
+    if (n_ == 1) return;
     double t = 0;
     for (int d = 1; d < n_; ++d) {
       const double bytes = static_cast<double>(tok ? rows(d) : tokens_) * H * kF32;
@@ -187,7 +201,8 @@ class Simulator {
       const auto qkv = per_device([&](int d) {
         const LayerShare s = share(d);
         const double width = static_cast<double>(s.heads + 2 * s.kv_heads) * hd;
-        return flops_time(d, BlockType::Attention, 2.0 * static_cast<double>(tokens_) * H * width);
+        return op_time(d, OpClass::Gemm, BlockType::Attention,
+                       2.0 * static_cast<double>(tokens_) * H * width, 3);
       });
       if (tok) {
         collective(all_gather(H), qkv);
@@ -197,13 +212,13 @@ class Simulator {
       each([&](int d) {
         const LayerShare s = share(d);
         const double T = static_cast<double>(tokens_), h = static_cast<double>(s.heads);
-        return flops_time(d, BlockType::Attention,
-                          4.0 * T * static_cast<double>(context_) * hd * h +
-                              kRopeFlops * T * static_cast<double>(s.heads + s.kv_heads) * hd);
+        return op_time(d, OpClass::Attention, BlockType::Attention,
+                       4.0 * T * static_cast<double>(context_) * hd * h) +
+               rope(d, T * static_cast<double>(s.heads + s.kv_heads) * hd);
       });
       const auto out = per_device([&](int d) {
-        return flops_time(
-            d, BlockType::Attention,
+        return op_time(
+            d, OpClass::Gemm, BlockType::Attention,
             2.0 * static_cast<double>(tokens_) * static_cast<double>(share(d).heads) * hd * H);
       });
       if (tok) {
@@ -218,16 +233,17 @@ class Simulator {
     const double q_width = c_.heads * hd, kv_width = c_.kv_heads * hd;
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
-      return flops_time(
-          d, BlockType::Attention,
-          2.0 * r * H * (q_width + 2 * kv_width) + kRopeFlops * r * (q_width + kv_width));
+      return op_time(d, OpClass::Gemm, BlockType::Attention, 2.0 * r * H * (q_width + 2 * kv_width),
+                     3) +
+             rope(d, r * (q_width + kv_width));
     });
     collective(all_gather(kv_width), {});
     collective(all_gather(kv_width), {});
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
-      return flops_time(d, BlockType::Attention,
-                        4.0 * r * static_cast<double>(context_) * q_width + 2.0 * r * q_width * H);
+      return op_time(d, OpClass::Attention, BlockType::Attention,
+                     4.0 * r * static_cast<double>(context_) * q_width) +
+             op_time(d, OpClass::Gemm, BlockType::Attention, 2.0 * r * q_width * H);
     });
     if (!tok) collective(all_gather(H), {});
   }
@@ -238,18 +254,21 @@ class Simulator {
     if (lp.mlp == BlockSplit::Columns) {
       const auto cols = [&](int d) { return static_cast<double>(layer_share(lp, c_, d).columns); };
       const double T = static_cast<double>(tokens_);
-      const auto up = per_device(
-          [&](int d) { return flops_time(d, BlockType::Mlp, 2.0 * T * H * cols(d) * in_linears); });
+      const auto up = per_device([&](int d) {
+        return op_time(d, OpClass::Gemm, BlockType::Mlp, 2.0 * T * H * cols(d) * in_linears,
+                       static_cast<int>(in_linears));
+      });
       if (tok) {
         collective(all_gather(H), up);
       } else {
         each([&](int d) { return up[static_cast<std::size_t>(d)]; });
       }
       each([&](int d) {
-        return flops_time(d, BlockType::Mlp, kActivationFlops * T * cols(d) * in_linears);
+        return op_time(d, OpClass::Elementwise, BlockType::Mlp,
+                       kActivationFlops * T * cols(d) * in_linears, static_cast<int>(in_linears));
       });
-      const auto down =
-          per_device([&](int d) { return flops_time(d, BlockType::Mlp, 2.0 * T * cols(d) * H); });
+      const auto down = per_device(
+          [&](int d) { return op_time(d, OpClass::Gemm, BlockType::Mlp, 2.0 * T * cols(d) * H); });
       if (tok) {
         collective(reduce_scatter(H), down);
       } else {
@@ -261,14 +280,17 @@ class Simulator {
     const double F = static_cast<double>(c_.ffn);
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
-      return flops_time(d, BlockType::Mlp,
-                        2.0 * r * H * F * (in_linears + 1) + kActivationFlops * r * F * in_linears);
+      return op_time(d, OpClass::Gemm, BlockType::Mlp, 2.0 * r * H * F * (in_linears + 1),
+                     static_cast<int>(in_linears) + 1) +
+             op_time(d, OpClass::Elementwise, BlockType::Mlp, kActivationFlops * r * F * in_linears,
+                     static_cast<int>(in_linears));
     });
     if (!tok) collective(all_gather(H), {});
   }
 
   const ModelConfig& c_;
   const ModelFootprint& f_;
+  bool rotary_;
   const Plan& plan_;
   const ClusterSpec& cluster_;
   std::int64_t tokens_, context_;
@@ -309,13 +331,15 @@ int Prediction::first_over_budget(const ClusterSpec& cluster) const {
 }
 
 CostModel::CostModel(const ModelConfig& config, const Graph& graph)
-    : config_(config), footprint_(ModelFootprint::of(graph, config)) {}
+    : config_(config), footprint_(ModelFootprint::of(graph, config)) {
+  for (const Op& op : graph.ops()) rotary_ = rotary_ || op.kind == OpKind::Rope;
+}
 
 double CostModel::simulate_step(const Plan& plan, const ClusterSpec& cluster, std::int64_t tokens,
                                 std::int64_t context,
                                 std::vector<DevicePrediction>* devices) const {
   HUDDLE_CHECK(tokens > 0 && context >= tokens && !plan.layers.empty());
-  return Simulator(config_, footprint_, plan, cluster, tokens, context).run(devices);
+  return Simulator(config_, footprint_, rotary_, plan, cluster, tokens, context).run(devices);
 }
 
 CostModel::UnitFlops CostModel::unit_flops(std::int64_t tokens, std::int64_t context) const {

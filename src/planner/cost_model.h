@@ -3,7 +3,9 @@
 //
 // Compute: FLOPs per device per op (2·rows·K·N for its slice of each linear, 4·rows·context·
 // head_dim per attention head, a few FLOPs per element for norms, activations and residuals)
-// divided by the device's speed for the op's block type.
+// over the device's fitted curve for the op's class (GEMM, attention, element-wise: a fixed cost
+// per op plus FLOPs over throughput) when the cluster file has one, else divided by the device's
+// speed for the op's block type.
 // Communication: the data movement lowering inserts for the plan's layouts, over ring order
 // 0 -> 1 -> ... -> n-1 -> 0. A ring all-gather / reduce-scatter runs n-1 steps; in each step every
 // device sends one part to its successor and the step lasts as long as its slowest transfer
@@ -78,6 +80,7 @@ class CostModel {
  private:
   ModelConfig config_;
   ModelFootprint footprint_;
+  bool rotary_ = false;  // the graph has RoPE ops
 };
 
 // Ring collective times over devices `ring` (cluster indices, in ring order); `part_bytes` per

@@ -6,6 +6,7 @@
 #include "net/session.h"
 #include "runtime/cluster_protocol.h"
 #include "runtime/fingerprint.h"
+#include "runtime/mesh.h"
 
 #include <fmt/format.h>
 #include <sodium.h>
@@ -65,14 +66,8 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     controls_[static_cast<std::size_t>(r - 1)]->send(kSetupTag, std::as_bytes(std::span(text)));
   }
   // 3. Rank 0's mesh links: one more channel to each worker, opened as session links.
-  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(world));
-  for (int r = 1; r < world; ++r) {
-    links[static_cast<std::size_t>(r)] =
-        net::open_link(worker_endpoints[static_cast<std::size_t>(r - 1)], options_.key, channel,
-                       session_id, 0, world);
-  }
-  transport_ =
-      std::make_unique<net::TcpTransport>(0, std::move(links), options_.timeout, options_.link);
+  transport_ = open_primary_mesh(worker_endpoints, options_.key, channel, session_id,
+                                 options_.timeout, options_.link);
 
   // 4. Ship every worker that has no copy of the model its weights, one thread per worker so the
   //    links work in parallel.
@@ -136,8 +131,8 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
   executor_ =
       std::make_unique<Executor>(program_.graph, model_.weights(), model_.config().max_positions,
                                  DeviceGroup{transport_.get(), plan_.token_shares});
-  if (options_.trace) executor_->set_observer(recorder_.observer());
-  session_ = std::make_unique<PrimarySession>(*transport_, *executor_);
+  executor_->set_observer(meter_.observer(options_.trace ? recorder_.observer() : OpObserver{}));
+  session_ = std::make_unique<PrimarySession>(*transport_, *executor_, &meter_);
 }
 
 Cluster::~Cluster() {

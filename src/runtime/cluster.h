@@ -42,6 +42,9 @@ class Cluster {
 
   StepRunner& runner() { return *session_; }
   const std::vector<DeviceReport>& devices() const { return devices_; }
+  // Every device's report of the last step (device 0 first): compute and wall time, bytes sent,
+  // free memory.
+  const std::vector<StepReport>& last_reports() const { return session_->last_reports(); }
 
   // Ends the session. With tracing on, returns every device's spans (device 0 first).
   std::vector<std::vector<Span>> finish();
@@ -53,6 +56,7 @@ class Cluster {
   std::vector<std::unique_ptr<net::SecureChannel>> controls_;  // session channels, one per worker
   std::unique_ptr<net::TcpTransport> transport_;
   Program program_;
+  StepMeter meter_;  // before the executor and session that use it
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<PrimarySession> session_;
   TraceRecorder recorder_;

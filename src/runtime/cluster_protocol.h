@@ -23,5 +23,9 @@ inline constexpr std::uint32_t kSetupTag = 0x10000010u;
 inline constexpr std::uint32_t kReadyTag = 0x10000011u;
 inline constexpr std::uint32_t kTraceTag = 0x10000012u;
 inline constexpr std::uint32_t kWeightsTag = 0x10000013u;
+// A profiling session instead of an inference one (runtime/profile_session.h).
+inline constexpr std::uint32_t kProfileTag = 0x10000014u;
+inline constexpr std::uint32_t kProfileCommandTag = 0x10000015u;
+inline constexpr std::uint32_t kProfileReplyTag = 0x10000016u;
 
 }  // namespace huddle

@@ -1,9 +1,12 @@
 #include "runtime/session.h"
 
 #include "core/error.h"
+#include "profile/memory_probe.h"
+#include "runtime/trace.h"
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -18,10 +21,44 @@ struct StepHeader {
 };
 static_assert(sizeof(StepHeader) == 16, "wire layout of a step header");
 
+struct WireReport {
+  double compute_s;
+  double wall_s;
+  std::uint64_t bytes_sent;
+  std::int64_t free_memory_bytes;
+};
+static_assert(sizeof(WireReport) == 32, "wire layout of a step report");
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+StepReport measure(StepMeter* meter, double wall_s, std::uint64_t bytes_sent) {
+  if (meter) return meter->take(wall_s, bytes_sent);
+  StepReport r;
+  r.wall_s = wall_s;
+  r.bytes_sent = bytes_sent;
+  return r;
+}
+
 }  // namespace
 
-PrimarySession::PrimarySession(net::Transport& transport, Executor& executor)
-    : transport_(transport), executor_(executor) {
+OpObserver StepMeter::observer(OpObserver inner) {
+  return [this, inner = std::move(inner)](const Op& op, const Tensor& out,
+                                          std::chrono::nanoseconds elapsed) {
+    if (!is_communication(op.kind)) compute_s_ += std::chrono::duration<double>(elapsed).count();
+    if (inner) inner(op, out, elapsed);
+  };
+}
+
+StepReport StepMeter::take(double wall_s, std::uint64_t bytes_sent) {
+  StepReport r{compute_s_, wall_s, bytes_sent, profile::available_memory_bytes()};
+  compute_s_ = 0;
+  return r;
+}
+
+PrimarySession::PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter)
+    : transport_(transport), executor_(executor), meter_(meter) {
   HUDDLE_CHECK(transport.rank() == 0, "the primary is rank 0");
 }
 
@@ -46,8 +83,17 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
                           static_cast<std::uint32_t>(ids.size())};
   std::memcpy(payload.data(), &header, sizeof header);
   if (!ids.empty()) std::memcpy(payload.data() + sizeof header, ids.data(), ids.size_bytes());
+  const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t sent_before = transport_.bytes_sent();
   broadcast(kStepTag, payload);
-  return executor_.forward(ids, all_rows);
+  Tensor out = executor_.forward(ids, all_rows);
+  reports_.assign(1, measure(meter_, seconds_since(start), transport_.bytes_sent() - sent_before));
+  for (int r = 1; r < transport_.size(); ++r) {
+    WireReport w{};
+    transport_.recv_into(r, kStepReportTag, std::as_writable_bytes(std::span(&w, 1)));
+    reports_.push_back({w.compute_s, w.wall_s, w.bytes_sent, w.free_memory_bytes});
+  }
+  return out;
 }
 
 void PrimarySession::reset() {
@@ -61,7 +107,7 @@ void PrimarySession::end() {
   broadcast(kEndTag, {});
 }
 
-void follow_primary(net::Transport& transport, Executor& executor) {
+void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter) {
   for (;;) {
     net::Message m = transport.recv(0);
     if (m.tag == kEndTag) return;
@@ -88,7 +134,12 @@ void follow_primary(net::Transport& transport, Executor& executor) {
     std::vector<std::int32_t> ids(header.count);
     if (header.count > 0)
       std::memcpy(ids.data(), m.payload.data() + sizeof header, ids.size() * sizeof(std::int32_t));
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t sent_before = transport.bytes_sent();
     executor.forward(ids, header.all_rows != 0);
+    const StepReport r = measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
+    const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
+    transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));
   }
 }
 

@@ -5,6 +5,9 @@
 // Control messages (primary -> each worker, tags kStepTag / kResetTag / kEndTag):
 //   step:  u64 position, u8 all_rows, u32 count, then count little-endian i32 token ids
 //   reset: empty;  end: empty
+// After each step every worker answers with a report (kStepReportTag, 32 bytes: f64 compute
+// seconds, f64 wall seconds, u64 bytes it sent in the step, i64 free memory bytes), from which the
+// primary re-estimates each device's speed and memory while it serves (Hepti §4.1).
 #pragma once
 
 #include "net/transport.h"
@@ -12,19 +15,44 @@
 #include "runtime/step_runner.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace huddle {
 
 inline constexpr std::uint32_t kStepTag = 0x10000001u;
 inline constexpr std::uint32_t kResetTag = 0x10000002u;
 inline constexpr std::uint32_t kEndTag = 0x10000003u;
+inline constexpr std::uint32_t kStepReportTag = 0x10000004u;
+
+// What one device measured of one step.
+struct StepReport {
+  double compute_s = 0;                // time in compute ops (0 when not metered)
+  double wall_s = 0;                   // the whole step, communication included
+  std::uint64_t bytes_sent = 0;        // on the mesh during the step
+  std::int64_t free_memory_bytes = 0;  // what the device could still allocate (0: unknown)
+};
+
+// Measures a device's steps: install observer() on its executor; the session takes a report
+// after each step. Free memory is read from the system (profile/memory_probe.h).
+class StepMeter {
+ public:
+  // Adds the time of every compute op (not the data movement between devices, whose time is
+  // waiting as much as work) to the meter, then calls `inner` (e.g. a TraceRecorder's).
+  OpObserver observer(OpObserver inner = {});
+  // The compute seconds since the last call, the system's free memory now, and what it is given.
+  StepReport take(double wall_s, std::uint64_t bytes_sent);
+
+ private:
+  double compute_s_ = 0;
+};
 
 // The primary's side. forward() sends the step to every worker, then runs device 0's program and
 // returns its output. The transport and executor must outlive it; end() (or the destructor)
 // tells the workers the session is over.
 class PrimarySession final : public StepRunner {
  public:
-  PrimarySession(net::Transport& transport, Executor& executor);
+  // `meter` (optional, outliving the session) measures device 0's own steps.
+  PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr);
   ~PrimarySession() override;
 
   Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override;
@@ -33,16 +61,22 @@ class PrimarySession final : public StepRunner {
   std::int64_t max_positions() const override { return executor_.max_positions(); }
   void end();
 
+  // Every device's report of the last step (device 0 first); empty before the first step.
+  const std::vector<StepReport>& last_reports() const { return reports_; }
+
  private:
   void broadcast(std::uint32_t tag, std::span<const std::byte> payload);
 
   net::Transport& transport_;
   Executor& executor_;
+  StepMeter* meter_;
+  std::vector<StepReport> reports_;
   bool ended_ = false;
 };
 
 // A worker's side: follows the primary's steps until it ends the session. TransportError when
 // the primary or a peer fails; InputError/PlanError from the step itself propagate.
-void follow_primary(net::Transport& transport, Executor& executor);
+// `meter` (optional) measures the steps this device reports.
+void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr);
 
 }  // namespace huddle

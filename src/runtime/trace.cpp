@@ -11,12 +11,6 @@
 namespace huddle {
 namespace {
 
-bool is_comm(OpKind kind) {
-  return kind == OpKind::AllGather || kind == OpKind::ReduceScatter || kind == OpKind::AllReduce ||
-         kind == OpKind::GatherToPrimary || kind == OpKind::ScatterFromPrimary ||
-         kind == OpKind::BroadcastFromPrimary;
-}
-
 double now_us() {
   return std::chrono::duration<double, std::micro>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -25,11 +19,17 @@ double now_us() {
 
 }  // namespace
 
+bool is_communication(OpKind kind) {
+  return kind == OpKind::AllGather || kind == OpKind::ReduceScatter || kind == OpKind::AllReduce ||
+         kind == OpKind::GatherToPrimary || kind == OpKind::ScatterFromPrimary ||
+         kind == OpKind::BroadcastFromPrimary;
+}
+
 OpObserver TraceRecorder::observer() {
   return [this](const Op& op, const Tensor&, std::chrono::nanoseconds elapsed) {
     const double duration = std::chrono::duration<double, std::micro>(elapsed).count();
-    spans_.push_back(
-        {op.name, is_comm(op.kind) ? "comm" : "compute", op.layer, now_us() - duration, duration});
+    spans_.push_back({op.name, is_communication(op.kind) ? "comm" : "compute", op.layer,
+                      now_us() - duration, duration});
   };
 }
 

@@ -9,6 +9,8 @@
 #include "runtime/cluster_protocol.h"
 #include "runtime/executor.h"
 #include "runtime/fingerprint.h"
+#include "runtime/mesh.h"
+#include "runtime/profile_session.h"
 #include "runtime/session.h"
 #include "runtime/trace.h"
 
@@ -17,7 +19,6 @@
 
 #include <exception>
 #include <optional>
-#include <thread>
 
 namespace huddle {
 namespace {
@@ -66,44 +67,11 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
   }
 }
 
-// Takes the primary's link and those of higher-ranked workers while opening links to the
-// lower-ranked ones (concurrently, since they open theirs to us at the same time).
-std::unique_ptr<net::TcpTransport> build_mesh(const Setup& s, net::LinkAcceptor& acceptor,
-                                              const WorkerOptions& options) {
-  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(s.world));
-  const net::Duration timeout(s.timeout_ms);
-  std::exception_ptr accept_error;
-  std::thread taker([&] {
-    try {
-      links[0] = acceptor.take_link(s.session_id, 0, s.world, timeout);
-      for (int p = s.rank + 1; p < s.world; ++p) {
-        links[static_cast<std::size_t>(p)] = acceptor.take_link(s.session_id, p, s.world, timeout);
-      }
-    } catch (...) {
-      accept_error = std::current_exception();
-    }
-  });
-  std::exception_ptr open_error;
-  try {
-    for (int p = 1; p < s.rank; ++p) {
-      links[static_cast<std::size_t>(p)] =
-          net::open_link(net::parse_endpoint(s.endpoints[static_cast<std::size_t>(p)]), options.key,
-                         options.channel, s.session_id, s.rank, s.world);
-    }
-  } catch (...) {
-    open_error = std::current_exception();
-  }
-  taker.join();
-  if (open_error) std::rethrow_exception(open_error);
-  if (accept_error) std::rethrow_exception(accept_error);
-  return std::make_unique<net::TcpTransport>(s.rank, std::move(links), timeout, options.link);
-}
-
-void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTransport>& transport,
-                   const net::OpenRequest& open, net::LinkAcceptor& acceptor,
-                   const WorkerOptions& options) {
+void serve_session(net::SecureChannel& control, const net::Message& setup,
+                   std::unique_ptr<net::TcpTransport>& transport, const net::OpenRequest& open,
+                   net::LinkAcceptor& acceptor, const WorkerOptions& options) {
   const std::string primary = control.name();
-  const Setup s = parse_setup(control.recv(), open, primary);
+  const Setup s = parse_setup(setup, open, primary);
   const std::string source = fmt::format("session {} from {}", s.session_id, primary);
   ModelDescription model = describe_model(s.config, s.tensors, source);
   const Plan plan = Plan::from_json(s.plan, source);
@@ -112,7 +80,9 @@ void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTranspor
     throw PlanError(fmt::format("{}: plan for {} devices", source, plan.num_devices()));
   Program program = lower(model.graph, model.config, plan, s.rank);
 
-  transport = build_mesh(s, acceptor, options);
+  transport =
+      join_mesh(MeshPlace{s.rank, s.world, s.session_id, s.endpoints, net::Duration(s.timeout_ms)},
+                acceptor, options.key, options.channel, options.link);
   // Map the weights from our own copy of the model when it is the primary's, else receive them.
   WeightMap weights;
   std::optional<Model> local;
@@ -144,7 +114,8 @@ void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTranspor
   Executor executor(program.graph, weights, model.config.max_positions,
                     DeviceGroup{transport.get(), plan.token_shares});
   TraceRecorder recorder;
-  if (s.trace) executor.set_observer(recorder.observer());
+  StepMeter meter;
+  executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}));
   const std::string ready = nlohmann::json{
       {"weight_bytes", program_weight_bytes(program)},
       {"rss_bytes",
@@ -155,7 +126,7 @@ void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTranspor
         "session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank, s.world,
         static_cast<double>(program_weight_bytes(program)) / 1e6, program.graph.ops().size()));
   }
-  follow_primary(*transport, executor);
+  follow_primary(*transport, executor, &meter);
   if (s.trace) {
     const std::string spans = recorder.to_json().dump();
     transport->send(0, kTraceTag, std::as_bytes(std::span(spans)));
@@ -163,12 +134,18 @@ void serve_session(net::SecureChannel& control, std::unique_ptr<net::TcpTranspor
   if (options.log) options.log(fmt::format("session {}: ended", s.session_id));
 }
 
-// Runs a session; on failure tells the primary why (on its data link too) before links close.
+// Runs a session (an inference session, or a profiling one when the first message says so); on
+// failure tells the primary why (on its data link too) before links close.
 void serve(net::SecureChannel& control, const net::OpenRequest& open, net::LinkAcceptor& acceptor,
            const WorkerOptions& options) {
   std::unique_ptr<net::TcpTransport> transport;
   try {
-    serve_session(control, transport, open, acceptor, options);
+    const net::Message first = control.recv();
+    if (first.tag == kProfileTag) {
+      serve_profile(control, first, transport, open, acceptor, options);
+    } else {
+      serve_session(control, first, transport, open, acceptor, options);
+    }
   } catch (const std::exception& e) {
     if (transport) transport->link(0).close(e.what());
     throw;

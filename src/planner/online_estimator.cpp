@@ -1,0 +1,85 @@
+#include "planner/online_estimator.h"
+
+#include "core/error.h"
+#include "planner/planners.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace huddle {
+
+OnlineEstimator::OnlineEstimator(const CostModel& cost, ClusterSpec initial, double smoothing)
+    : cost_(cost),
+      initial_(initial),
+      current_(std::move(initial)),
+      smoothing_(smoothing),
+      factor_(static_cast<std::size_t>(current_.size()), 1.0) {
+  HUDDLE_CHECK(smoothing > 0 && smoothing <= 1);
+}
+
+void OnlineEstimator::observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
+                              const std::vector<DeviceObservation>& devices, double min_compute_s) {
+  HUDDLE_CHECK(static_cast<int>(devices.size()) == plan.num_devices());
+  std::vector<DevicePrediction> predicted;
+  cost_.simulate_step(plan, current_, tokens, context, &predicted);
+  for (int d = 0; d < plan.num_devices(); ++d) {
+    const DeviceObservation& seen = devices[static_cast<std::size_t>(d)];
+    const int index = current_.index_of(plan.devices[static_cast<std::size_t>(d)]);
+    const double expected = predicted[static_cast<std::size_t>(d)].compute_s;
+    const auto i = static_cast<std::size_t>(index);
+    if (expected > 0 && seen.compute_s >= min_compute_s) {
+      // Smoothed in log space: a device measured 2x slower twice ends at 2x, not 4x.
+      const double step_factor = factor_[i] * expected / seen.compute_s;
+      factor_[i] =
+          std::exp((1 - smoothing_) * std::log(factor_[i]) + smoothing_ * std::log(step_factor));
+      DeviceSpec updated = initial_.device(index);
+      updated.scale_speed(factor_[i]);
+      updated.memory_bytes = current_.device(index).memory_bytes;
+      current_.mutable_device(index) = updated;
+    }
+    if (seen.free_memory_bytes > 0) {
+      current_.mutable_device(index).memory_bytes = seen.free_memory_bytes + seen.held_bytes;
+    }
+  }
+  ++steps_;
+}
+
+ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimate,
+                           const Plan& current, const std::string& strategy, std::int64_t seq_len,
+                           double threshold) {
+  ReplanAdvice advice;
+  const ClusterSpec& cluster = estimate.cluster();
+  advice.current_s = cost.predict(current, cluster, seq_len).latency_s;
+  // What the estimate learned, for the log line.
+  std::string changes;
+  for (int i = 0; i < cluster.size(); ++i) {
+    const double f = estimate.speed_factor(i);
+    if (std::abs(f - 1) > 0.1) {
+      changes += fmt::format("{}{} computes at {:.2f}x its profiled speed",
+                             changes.empty() ? "" : "; ", cluster.device(i).name, f);
+    }
+  }
+  if (changes.empty()) changes = "every device computes within 10% of its profiled speed";
+  try {
+    const PlanResult result =
+        run_planner(strategy, PlanRequest{cost, cluster, seq_len, std::nullopt});
+    advice.plan = result.runnable();
+    advice.proposed_s = result.prediction.latency_s;
+  } catch (const PlanError& e) {
+    advice.reason = fmt::format("{}; no new plan: {}", changes, e.what());
+    return advice;
+  }
+  const bool same = advice.plan->to_json() == current.to_json();
+  const double gain = advice.current_s / advice.proposed_s - 1;
+  advice.replan = !same && gain > threshold;
+  advice.reason = fmt::format(
+      "{}; current plan predicted {:.1f} ms, {} plan {:.1f} ms ({:+.0f}%, threshold {:.0f}%)",
+      changes, advice.current_s * 1e3, strategy, advice.proposed_s * 1e3, gain * 100,
+      threshold * 100);
+  if (same) advice.reason += "; the planner proposes the same plan";
+  return advice;
+}
+
+}  // namespace huddle

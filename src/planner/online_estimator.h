@@ -1,0 +1,66 @@
+// Online re-estimation (Hepti §4.1): while a cluster serves, the primary compares what each device
+// reports of each step (its compute time, its free memory) with what the cost model predicted
+// for it, and keeps a running estimate of the cluster; between requests it re-plans when the
+// estimate says another plan is faster by more than a threshold.
+#pragma once
+
+#include "plan/plan.h"
+#include "planner/cluster.h"
+#include "planner/cost_model.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace huddle {
+
+// What one device measured of one step (plan order).
+struct DeviceObservation {
+  double compute_s = 0;                // time in its compute ops
+  std::int64_t free_memory_bytes = 0;  // 0: not reported
+  std::int64_t held_bytes = 0;         // the model's bytes it holds now (weights)
+};
+
+class OnlineEstimator {
+ public:
+  // `initial`: the profiled (or described) cluster. `smoothing` in (0, 1]: the weight of a new
+  // step in the running estimate of each device's speed (in log space).
+  OnlineEstimator(const CostModel& cost, ClusterSpec initial, double smoothing = 0.7);
+
+  // A step of `tokens` new rows with `context` positions after it, run under `plan`. A device's
+  // speed is scaled by predicted / measured compute (smoothed); a device that computed for less
+  // than `min_compute_s` teaches nothing (timer noise). Its memory becomes what it holds plus
+  // what it reports free.
+  void observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
+               const std::vector<DeviceObservation>& devices, double min_compute_s = 1e-4);
+
+  const ClusterSpec& cluster() const { return current_; }
+  // Current speed over the initial one, by cluster index (1: as profiled).
+  double speed_factor(int index) const { return factor_.at(static_cast<std::size_t>(index)); }
+  int steps_observed() const { return steps_; }
+
+ private:
+  const CostModel& cost_;
+  ClusterSpec initial_;
+  ClusterSpec current_;
+  double smoothing_;
+  std::vector<double> factor_;
+  int steps_ = 0;
+};
+
+struct ReplanAdvice {
+  bool replan = false;
+  std::optional<Plan> plan;  // the proposed plan, when the planner found one
+  double current_s = 0;      // the current plan, predicted on the estimated cluster
+  double proposed_s = 0;     // the proposed plan, same
+  std::string reason;        // one line: what changed and what it is worth
+};
+
+// Runs `strategy` on the estimate and compares its plan with `current`. Re-planning is advised
+// when the proposed plan differs and is predicted faster by more than `threshold` (0.1 = 10%).
+ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimate,
+                           const Plan& current, const std::string& strategy, std::int64_t seq_len,
+                           double threshold);
+
+}  // namespace huddle

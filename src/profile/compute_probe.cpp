@@ -1,0 +1,274 @@
+#include "profile/compute_probe.h"
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "kernels/kernels.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <random>
+
+namespace huddle::profile {
+namespace {
+
+// FLOPs per element the cost model charges (planner/cost_model.cpp): the fit must use the same
+// definitions for its curves to mean the same thing there.
+constexpr double kNormFlops = 8, kResidualFlops = 1, kActivationFlops = 10;
+
+using Clock = std::chrono::steady_clock;
+
+Tensor random_tensor(Shape shape, std::mt19937& rng) {
+  Tensor t = Tensor::empty(DType::F32, std::move(shape));
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  float* p = t.f32();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
+  return t;
+}
+
+// Median seconds of `run` over at least 3 runs (after one warm-up) and about `budget_s`.
+double median_seconds(const std::function<void()>& run, double budget_s) {
+  run();
+  std::vector<double> times;
+  const auto start = Clock::now();
+  while (times.size() < 3 ||
+         (times.size() < 50 &&
+          std::chrono::duration<double>(Clock::now() - start).count() < budget_s)) {
+    const auto t0 = Clock::now();
+    run();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2),
+                   times.end());
+  return std::max(times[times.size() / 2], 1e-9);
+}
+
+// The sample shapes: the layer's own GEMMs and attention, and slices of them as a split gives a
+// device (a quarter of the heads / columns, a quarter of the rows).
+struct GemmShape {
+  std::int64_t m, k, n;
+};
+
+std::vector<GemmShape> gemm_shapes(const ProbeShapes& s) {
+  const std::int64_t qkv = static_cast<std::int64_t>(s.heads + 2 * s.kv_heads) * s.head_dim;
+  const std::int64_t q = static_cast<std::int64_t>(s.heads) * s.head_dim;
+  std::vector<GemmShape> out;
+  for (const std::int64_t m : {s.tokens, std::max<std::int64_t>(1, s.tokens / 4)}) {
+    out.push_back({m, s.hidden, qkv});
+    out.push_back({m, s.hidden, std::max<std::int64_t>(1, qkv / 4)});
+    out.push_back({m, q, s.hidden});
+    out.push_back({m, s.hidden, s.ffn});
+    out.push_back({m, s.hidden, std::max<std::int64_t>(1, s.ffn / 4)});
+    out.push_back({m, s.ffn, s.hidden});
+    out.push_back({m, std::max<std::int64_t>(1, s.ffn / 4), s.hidden});
+  }
+  return out;
+}
+
+// Shrinks a dimension so a [k, n] weight fits `max_bytes`.
+GemmShape fit_memory(GemmShape g, std::int64_t max_bytes) {
+  while (g.k * g.n * 4 > max_bytes && std::max(g.k, g.n) > 16) {
+    (g.k >= g.n ? g.k : g.n) /= 2;
+  }
+  return g;
+}
+
+double to_gflops(double flops, double seconds) {
+  return flops / seconds / 1e9;
+}
+
+}  // namespace
+
+ProbeShapes ProbeShapes::of(const ModelConfig& c, std::int64_t tokens) {
+  ProbeShapes s;
+  s.hidden = c.hidden;
+  s.ffn = c.ffn;
+  s.heads = c.heads;
+  s.kv_heads = c.kv_heads;
+  s.head_dim = c.head_dim;
+  s.tokens = tokens;
+  s.causal = c.causal;
+  s.gated = c.activation == Activation::Silu;
+  return s;
+}
+
+nlohmann::json ProbeShapes::to_json() const {
+  return {{"hidden", hidden},     {"ffn", ffn},       {"heads", heads},   {"kv_heads", kv_heads},
+          {"head_dim", head_dim}, {"tokens", tokens}, {"causal", causal}, {"gated", gated}};
+}
+
+ProbeShapes ProbeShapes::from_json(const nlohmann::json& j) {
+  ProbeShapes s;
+  s.hidden = j.at("hidden").get<std::int64_t>();
+  s.ffn = j.at("ffn").get<std::int64_t>();
+  s.heads = j.at("heads").get<int>();
+  s.kv_heads = j.at("kv_heads").get<int>();
+  s.head_dim = j.at("head_dim").get<int>();
+  s.tokens = j.at("tokens").get<std::int64_t>();
+  s.causal = j.at("causal").get<bool>();
+  s.gated = j.at("gated").get<bool>();
+  const auto in = [](std::int64_t v, std::int64_t hi) { return v >= 1 && v <= hi; };
+  if (!in(s.hidden, 1 << 16) || !in(s.ffn, 1 << 18) || !in(s.heads, 1024) ||
+      !in(s.kv_heads, s.heads) || s.heads % s.kv_heads != 0 || !in(s.head_dim, 1024) ||
+      !in(s.tokens, 1 << 16)) {
+    throw InputError("probe shapes out of range");
+  }
+  return s;
+}
+
+nlohmann::json ComputeProfile::to_json() const {
+  const auto curve = [](const OpCurve& c) {
+    return nlohmann::json{{"gflops", c.gflops}, {"overhead_us", c.overhead_s * 1e6}};
+  };
+  return {
+      {"op_curves",
+       {{"gemm", curve(curves.gemm)},
+        {"attention", curve(curves.attention)},
+        {"elementwise", curve(curves.elementwise)}}},
+      {"gflops_by_block",
+       {{"attention", attention_gflops}, {"mlp", mlp_gflops}, {"connection", connection_gflops}}},
+      {"fit_error", fit_error},
+      {"samples", samples},
+      {"seconds", seconds},
+      {"threads", threads}};
+}
+
+ComputeProfile ComputeProfile::from_json(const nlohmann::json& j) {
+  const auto curve = [](const nlohmann::json& c) {
+    const OpCurve fitted{c.at("gflops").get<double>(), c.at("overhead_us").get<double>() * 1e-6};
+    if (!(fitted.gflops > 0) || !std::isfinite(fitted.gflops) || !(fitted.overhead_s >= 0) ||
+        !std::isfinite(fitted.overhead_s)) {
+      throw InputError("a cost curve needs gflops > 0 and overhead_us >= 0");
+    }
+    return fitted;
+  };
+  ComputeProfile p;
+  const nlohmann::json& c = j.at("op_curves");
+  p.curves = OpCurves{curve(c.at("gemm")), curve(c.at("attention")), curve(c.at("elementwise"))};
+  const nlohmann::json& b = j.at("gflops_by_block");
+  p.attention_gflops = b.at("attention").get<double>();
+  p.mlp_gflops = b.at("mlp").get<double>();
+  p.connection_gflops = b.at("connection").get<double>();
+  p.fit_error = j.at("fit_error").get<double>();
+  p.samples = j.at("samples").get<int>();
+  p.seconds = j.at("seconds").get<double>();
+  p.threads = j.at("threads").get<int>();
+  return p;
+}
+
+void derive_block_speeds(const ProbeShapes& s, ComputeProfile& p) {
+  const double T = static_cast<double>(s.tokens), H = static_cast<double>(s.hidden),
+               F = static_cast<double>(s.ffn), hd = s.head_dim;
+  const double q = s.heads * hd, kv = s.kv_heads * hd, in_linears = s.gated ? 2 : 1;
+  const OpCurves& c = p.curves;
+  // Attention block: q, k, v, attention, out projection.
+  const double qkv_flops = 2 * T * H * (q + 2 * kv), core_flops = 4 * T * T * q,
+               out_flops = 2 * T * q * H;
+  p.attention_gflops =
+      to_gflops(qkv_flops + core_flops + out_flops,
+                3 * c.gemm.overhead_s + (qkv_flops + out_flops) / (c.gemm.gflops * 1e9) +
+                    c.attention.seconds(core_flops));
+  // MLP block: up (and gate), activation, down.
+  const double up_flops = 2 * T * H * F * in_linears,
+               act_flops = kActivationFlops * T * F * in_linears, down_flops = 2 * T * F * H;
+  p.mlp_gflops = to_gflops(up_flops + act_flops + down_flops,
+                           (in_linears + 1) * c.gemm.overhead_s +
+                               (up_flops + down_flops) / (c.gemm.gflops * 1e9) +
+                               c.elementwise.seconds(act_flops));
+  // Connection blocks: two norms and two residual adds per layer.
+  const double conn_flops = T * H * (2 * kNormFlops + 2 * kResidualFlops);
+  p.connection_gflops = to_gflops(
+      conn_flops, 4 * c.elementwise.overhead_s + conn_flops / (c.elementwise.gflops * 1e9));
+}
+
+ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t max_bytes) {
+  const auto start = Clock::now();
+  std::mt19937 rng(1234);
+  const std::vector<GemmShape> gemms = gemm_shapes(s);
+  // Share of the budget per sample: GEMMs dominate real layers, so they get half.
+  const double gemm_budget = 0.5 * budget_s / static_cast<double>(gemms.size());
+  const double other_budget = 0.5 * budget_s / 10.0;
+  const std::int64_t per_buffer = std::max<std::int64_t>(max_bytes / 4, 1 << 16);
+
+  std::vector<Sample> gemm_samples, attention_samples, elementwise_samples;
+  for (GemmShape g : gemms) {
+    g = fit_memory(g, per_buffer);
+    const Tensor x = random_tensor({g.m, g.k}, rng);
+    const Tensor w = random_tensor({g.k, g.n}, rng);
+    Tensor y = Tensor::empty(DType::F32, {g.m, g.n});
+    const double t = median_seconds(
+        [&] { kernels::linear(x, w, kernels::WeightLayout::InOut, nullptr, y); }, gemm_budget);
+    gemm_samples.push_back({2.0 * static_cast<double>(g.m * g.k * g.n), t});
+  }
+
+  // Attention: all heads and a quarter of them, over all rows and a quarter of them.
+  for (const int heads : {s.heads, std::max(1, s.heads / 4)}) {
+    const int kv_heads = std::max(1, heads * s.kv_heads / s.heads);
+    const int group = s.heads / s.kv_heads;
+    const int q_heads = kv_heads * group;  // whole groups, as a split into kv groups gives
+    for (const std::int64_t rows : {s.tokens, std::max<std::int64_t>(1, s.tokens / 4)}) {
+      const Tensor q = random_tensor({rows, static_cast<std::int64_t>(q_heads) * s.head_dim}, rng);
+      const Tensor k = random_tensor({rows, static_cast<std::int64_t>(kv_heads) * s.head_dim}, rng);
+      const Tensor v = random_tensor({rows, static_cast<std::int64_t>(kv_heads) * s.head_dim}, rng);
+      Tensor out = Tensor::empty(DType::F32, q.shape());
+      const double t = median_seconds(
+          [&] { kernels::attention(q, k, v, q_heads, kv_heads, s.head_dim, 0, s.causal, out); },
+          other_budget);
+      attention_samples.push_back(
+          {4.0 * static_cast<double>(rows * rows) * q_heads * s.head_dim, t});
+    }
+  }
+
+  // Element-wise: a norm and a residual add over the hidden state, the activation over the FFN
+  // intermediate, at all rows and a quarter of them.
+  const std::int64_t ffn = std::min(s.ffn, std::max<std::int64_t>(16, per_buffer / 4 / s.tokens));
+  for (const std::int64_t rows : {s.tokens, std::max<std::int64_t>(1, s.tokens / 4)}) {
+    const Tensor a = random_tensor({rows, s.hidden}, rng);
+    const Tensor b = random_tensor({rows, s.hidden}, rng);
+    const Tensor gamma = random_tensor({s.hidden}, rng);
+    const Tensor beta = random_tensor({s.hidden}, rng);
+    const Tensor f = random_tensor({rows, ffn}, rng);
+    Tensor y = Tensor::empty(DType::F32, {rows, s.hidden});
+    Tensor fy = Tensor::empty(DType::F32, {rows, ffn});
+    const double elements = static_cast<double>(rows * s.hidden);
+    elementwise_samples.push_back(
+        {kNormFlops * elements,
+         median_seconds([&] { kernels::layer_norm(a, gamma, beta, 1e-5f, y); }, other_budget)});
+    elementwise_samples.push_back(
+        {kResidualFlops * elements, median_seconds([&] { kernels::add(a, b, y); }, other_budget)});
+    elementwise_samples.push_back(
+        {kActivationFlops * static_cast<double>(rows * ffn), median_seconds(
+                                                                 [&] {
+                                                                   if (s.gated) {
+                                                                     kernels::silu(f, fy);
+                                                                   } else {
+                                                                     kernels::gelu_tanh(f, fy);
+                                                                   }
+                                                                 },
+                                                                 other_budget)});
+  }
+
+  ComputeProfile p;
+  p.curves = OpCurves{fit_curve(gemm_samples), fit_curve(attention_samples),
+                      fit_curve(elementwise_samples)};
+  std::vector<double> errors;
+  for (const auto& [curve, samples] :
+       {std::pair{p.curves.gemm, &gemm_samples}, std::pair{p.curves.attention, &attention_samples},
+        std::pair{p.curves.elementwise, &elementwise_samples}}) {
+    for (const Sample& sample : *samples)
+      errors.push_back(std::abs(curve.seconds(sample.flops) - sample.seconds) / sample.seconds);
+  }
+  std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2),
+                   errors.end());
+  p.fit_error = errors[errors.size() / 2];
+  p.samples = static_cast<int>(errors.size());
+  p.threads = kernels::num_threads();
+  derive_block_speeds(s, p);
+  p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return p;
+}
+
+}  // namespace huddle::profile

@@ -1,0 +1,54 @@
+// Compute probe: times this device's kernels at a model's shapes and fits one cost curve per op
+// class (GEMM, attention, element-wise), as `huddle profile` reports them per device.
+#pragma once
+
+#include "model/model_config.h"
+#include "planner/cluster.h"
+#include "profile/curve_fit.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace huddle::profile {
+
+// The layer shapes to measure at: a prefill step of `tokens` rows.
+struct ProbeShapes {
+  std::int64_t hidden = 768;
+  std::int64_t ffn = 3072;
+  int heads = 12;
+  int kv_heads = 12;
+  int head_dim = 64;
+  std::int64_t tokens = 128;
+  bool causal = true;
+  bool gated = false;  // the MLP has a gate projection
+
+  static ProbeShapes of(const ModelConfig& config, std::int64_t tokens);
+  nlohmann::json to_json() const;
+  // PlanError-free parse of what to_json wrote; TransportError-style failures are the caller's.
+  static ProbeShapes from_json(const nlohmann::json& json);
+};
+
+struct ComputeProfile {
+  OpCurves curves;
+  // Speed of a whole block at the shapes (FLOPs over the curves' time), for the planners.
+  double attention_gflops = 0, mlp_gflops = 0, connection_gflops = 0;
+  double fit_error = 0;  // median relative error of the curves over all samples
+  int samples = 0;
+  double seconds = 0;  // wall time the probe took
+  int threads = 0;     // kernel threads it ran with
+
+  nlohmann::json to_json() const;
+  static ComputeProfile from_json(const nlohmann::json& json);
+};
+
+// Runs the probe; about `budget_s` seconds (at least three runs of every shape). Memory: a few
+// buffers of the largest weight shape, capped at `max_bytes` by shrinking the shapes (the curves
+// are per FLOP, so they carry over).
+ComputeProfile probe_compute(const ProbeShapes& shapes, double budget_s, std::int64_t max_bytes);
+
+// The block speeds the curves give at `shapes` (fills the *_gflops fields of `profile`).
+void derive_block_speeds(const ProbeShapes& shapes, ComputeProfile& profile);
+
+}  // namespace huddle::profile

@@ -1,0 +1,56 @@
+#include "runtime/mesh.h"
+
+#include <exception>
+#include <thread>
+
+namespace huddle {
+
+std::unique_ptr<net::TcpTransport> open_primary_mesh(const std::vector<net::Endpoint>& workers,
+                                                     const net::PresharedKey& key,
+                                                     const net::ChannelOptions& channel,
+                                                     std::uint64_t session_id,
+                                                     net::Duration timeout,
+                                                     const net::LinkEmulation& link) {
+  const int world = static_cast<int>(workers.size()) + 1;
+  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(world));
+  for (int r = 1; r < world; ++r) {
+    links[static_cast<std::size_t>(r)] = net::open_link(workers[static_cast<std::size_t>(r - 1)],
+                                                        key, channel, session_id, 0, world);
+  }
+  return std::make_unique<net::TcpTransport>(0, std::move(links), timeout, link);
+}
+
+std::unique_ptr<net::TcpTransport> join_mesh(const MeshPlace& s, net::LinkAcceptor& acceptor,
+                                             const net::PresharedKey& key,
+                                             const net::ChannelOptions& channel,
+                                             const net::LinkEmulation& link) {
+  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(s.world));
+  std::exception_ptr accept_error;
+  std::thread taker([&] {
+    try {
+      links[0] = acceptor.take_link(s.session_id, 0, s.world, s.timeout);
+      for (int p = s.rank + 1; p < s.world; ++p) {
+        links[static_cast<std::size_t>(p)] =
+            acceptor.take_link(s.session_id, p, s.world, s.timeout);
+      }
+    } catch (...) {
+      accept_error = std::current_exception();
+    }
+  });
+  std::exception_ptr open_error;
+  try {
+    for (int p = 1; p < s.rank; ++p) {
+      links[static_cast<std::size_t>(p)] =
+          net::open_link(net::parse_endpoint(s.endpoints[static_cast<std::size_t>(p)]), key,
+                         channel, s.session_id, s.rank, s.world);
+    }
+  } catch (...) {
+    open_error = std::current_exception();
+  }
+  taker.join();
+  if (open_error) std::rethrow_exception(open_error);
+  if (accept_error) std::rethrow_exception(accept_error);
+  return std::make_unique<net::TcpTransport>(s.rank, std::move(links), s.timeout, link);
+}
+
+}  // namespace huddle

@@ -1,0 +1,43 @@
+// The session mesh: one authenticated channel per pair of devices, opened after the primary has
+// described the session to every worker (runtime/cluster_protocol.h, step 2). Rank 0 (the
+// primary) opens a link to every worker; each worker opens links to the workers of lower rank
+// and takes those of higher rank.
+#pragma once
+
+#include "net/key.h"
+#include "net/server.h"
+#include "net/session.h"
+#include "net/tcp_transport.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace huddle {
+
+// Where a worker sits in a session, as the primary's setup message tells it.
+struct MeshPlace {
+  int rank = 0;
+  int world = 0;
+  std::uint64_t session_id = 0;
+  std::vector<std::string> endpoints;  // per rank; [0] is the primary (not dialled)
+  net::Duration timeout{10000};
+};
+
+// Rank 0's side: a link to each of `workers` (ranks 1..n).
+std::unique_ptr<net::TcpTransport> open_primary_mesh(const std::vector<net::Endpoint>& workers,
+                                                     const net::PresharedKey& key,
+                                                     const net::ChannelOptions& channel,
+                                                     std::uint64_t session_id,
+                                                     net::Duration timeout,
+                                                     const net::LinkEmulation& link);
+
+// A worker's side: takes the links of the primary and of higher ranks from `acceptor` while
+// opening those to lower ranks (concurrently, since they open theirs to us at the same time).
+std::unique_ptr<net::TcpTransport> join_mesh(const MeshPlace& place, net::LinkAcceptor& acceptor,
+                                             const net::PresharedKey& key,
+                                             const net::ChannelOptions& channel,
+                                             const net::LinkEmulation& link);
+
+}  // namespace huddle

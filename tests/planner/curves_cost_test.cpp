@@ -1,0 +1,66 @@
+// The cost model with measured op curves (the rich cluster form `huddle profile` writes).
+#include "core/error.h"
+#include "model/model.h"
+#include "planner/cost_model.h"
+#include "planner/strategies.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace huddle {
+namespace {
+
+ClusterSpec with_curves(double gemm_gflops, double overhead_s) {
+  DeviceSpec d{"A", 10, 4'000'000'000};
+  d.curves =
+      OpCurves{{gemm_gflops, overhead_s}, {gemm_gflops, overhead_s}, {gemm_gflops, overhead_s}};
+  return ClusterSpec::uniform({d}, LinkSpec{1e9, 0});
+}
+
+TEST(CurvesCost, CurvesReplaceBlockSpeedsAndChargeOverheadPerOp) {
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  const CostModel cost(model.config(), model.graph());
+  const Plan local = make_plan("local", model.config(), {"A"}, {});
+  const double plain =
+      cost.predict(local, ClusterSpec::uniform({{"A", 10, 4'000'000'000}}, LinkSpec{1e9, 0}), 32)
+          .latency_s;
+  // Same throughput, no overhead: the same prediction.
+  EXPECT_NEAR(cost.predict(local, with_curves(10, 0), 32).latency_s, plain, plain * 1e-9);
+  // Twice the throughput halves it; a fixed cost per op adds to it.
+  EXPECT_NEAR(cost.predict(local, with_curves(20, 0), 32).latency_s, plain / 2, plain * 1e-9);
+  EXPECT_GT(cost.predict(local, with_curves(10, 1e-3), 32).latency_s, plain + 10 * 1e-3);
+}
+
+TEST(CurvesCost, ClusterFilesCarryCurvesAndRefuseBadOnes) {
+  nlohmann::json j = {{"devices",
+                       {{{"name", "A"},
+                         {"gflops", 10},
+                         {"memory_bytes", 1e9},
+                         {"op_curves",
+                          {{"gemm", {{"gflops", 50}, {"overhead_us", 4}}},
+                           {"attention", {{"gflops", 20}, {"overhead_us", 2}}},
+                           {"elementwise", {{"gflops", 3}, {"overhead_us", 1}}}}}}}}};
+  const ClusterSpec c = ClusterSpec::from_json(j, "c.json");
+  ASSERT_TRUE(c.device(0).curves.has_value());
+  EXPECT_DOUBLE_EQ(c.device(0).curves->gemm.gflops, 50);
+  EXPECT_DOUBLE_EQ(c.device(0).curves->attention.overhead_s, 2e-6);
+  // Written and read back the same.
+  const ClusterSpec again = ClusterSpec::from_json(c.to_json(), "again");
+  EXPECT_DOUBLE_EQ(again.device(0).curves->elementwise.gflops, 3);
+
+  j["devices"][0]["op_curves"]["attention"]["gflops"] = 0;
+  try {
+    ClusterSpec::from_json(j, "c.json");
+    FAIL() << "expected a LoadError";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("devices[0].op_curves.attention.gflops"),
+              std::string::npos)
+        << e.what();
+  }
+  j["devices"][0]["op_curves"].erase("gemm");
+  EXPECT_THROW(ClusterSpec::from_json(j, "c.json"), LoadError);
+}
+
+}  // namespace
+}  // namespace huddle

@@ -1,0 +1,86 @@
+#include "planner/online_estimator.h"
+
+#include "model/model.h"
+#include "planner/planners.h"
+#include "planner/strategies.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace huddle {
+namespace {
+
+class OnlineEstimatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = std::make_unique<Model>(Model::load(testing::fixture_model("gpt2-tiny")));
+    cost_ = std::make_unique<CostModel>(model_->config(), model_->graph());
+    cluster_ = ClusterSpec::uniform({{"A", 10, 4'000'000'000}, {"B", 10, 4'000'000'000}},
+                                    LinkSpec{1e9, 1e-4});
+    plan_ = make_plan("galaxy", model_->config(), {"A", "B"}, {1, 1});
+  }
+
+  // What each device would report if it really ran at `true_gflops`.
+  std::vector<DeviceObservation> observations(const std::vector<double>& true_gflops) const {
+    std::vector<DevicePrediction> predicted;
+    cost_->simulate_step(plan_, cluster_, 16, 16, &predicted);
+    std::vector<DeviceObservation> out;
+    for (std::size_t d = 0; d < predicted.size(); ++d)
+      out.push_back({predicted[d].compute_s * 10 / true_gflops[d], 0, 0});
+    return out;
+  }
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<CostModel> cost_;
+  ClusterSpec cluster_;
+  Plan plan_;
+};
+
+TEST_F(OnlineEstimatorTest, ConvergesToTheMeasuredSpeeds) {
+  OnlineEstimator estimate(*cost_, cluster_, 0.5);
+  const auto seen = observations({10, 5});  // B runs at half its profiled speed
+  estimate.observe(plan_, 16, 16, seen);
+  EXPECT_NEAR(estimate.speed_factor(0), 1.0, 1e-9);
+  EXPECT_NEAR(estimate.speed_factor(1), std::sqrt(0.5), 1e-9);  // halfway, in log space
+  for (int i = 0; i < 30; ++i) estimate.observe(plan_, 16, 16, observations({10, 5}));
+  EXPECT_NEAR(estimate.speed_factor(1), 0.5, 1e-6);
+  EXPECT_NEAR(estimate.cluster().device(1).speed(BlockType::Mlp), 5.0, 1e-5);
+  EXPECT_EQ(estimate.steps_observed(), 31);
+}
+
+TEST_F(OnlineEstimatorTest, TooShortStepsTeachNothingAndMemoryFollowsReports) {
+  OnlineEstimator estimate(*cost_, cluster_);
+  auto seen = observations({10, 5});
+  seen[1].compute_s = 1e-6;  // below the timer-noise floor
+  seen[1].free_memory_bytes = 1'000'000;
+  seen[1].held_bytes = 500'000;
+  estimate.observe(plan_, 16, 16, seen);
+  EXPECT_EQ(estimate.speed_factor(1), 1.0);
+  EXPECT_EQ(estimate.cluster().device(1).memory_bytes, 1'500'000);
+  EXPECT_EQ(estimate.cluster().device(0).memory_bytes, 4'000'000'000);
+}
+
+TEST_F(OnlineEstimatorTest, AdvisesReplanningOnlyPastTheThreshold) {
+  OnlineEstimator estimate(*cost_, cluster_, 1.0);  // trust each step fully
+  ReplanAdvice advice = advise_replan(*cost_, estimate, plan_, "galaxy", 16, 0.1);
+  EXPECT_FALSE(advice.replan) << advice.reason;
+  EXPECT_TRUE(advice.reason.find("within 10%") != std::string::npos) << advice.reason;
+
+  estimate.observe(plan_, 16, 16, observations({10, 2.5}));  // B is 4x slower than believed
+  advice = advise_replan(*cost_, estimate, plan_, "galaxy", 16, 0.1);
+  EXPECT_TRUE(advice.replan) << advice.reason;
+  ASSERT_TRUE(advice.plan.has_value());
+  EXPECT_LT(advice.proposed_s, advice.current_s);
+  EXPECT_TRUE(advice.reason.find("B computes at 0.25x") != std::string::npos) << advice.reason;
+  // The new plan gives B fewer heads than the even one.
+  const LayerPlan& layer = advice.plan->layers.front();
+  EXPECT_LT(layer.heads[1].second - layer.heads[1].first,
+            layer.heads[0].second - layer.heads[0].first);
+  // A huge threshold keeps the plan.
+  EXPECT_FALSE(advise_replan(*cost_, estimate, plan_, "galaxy", 16, 100.0).replan);
+}
+
+}  // namespace
+}  // namespace huddle
