@@ -138,16 +138,17 @@ void Server::run_session(std::unique_ptr<SecureChannel> channel, OpenRequest ope
     ++stats_.sessions_failed;
   }
   {
-    // Unpublish the channel before closing it, so that stop() never touches a dead one.
+    // Unpublish the channel before closing it, so that stop() never touches a dead one, and
+    // take new sessions from here on: a primary that sees the control channel close may open the
+    // next session at once (a new session first joins this thread, which only closes it).
     std::lock_guard lock(mutex_);
     session_channel_ = nullptr;
+    pending_links_.clear();
+    session_active_ = false;
+    links_cv_.notify_all();
   }
   channel->close(outcome);
   channel.reset();
-  std::lock_guard lock(mutex_);
-  pending_links_.clear();
-  session_active_ = false;
-  links_cv_.notify_all();
 }
 
 std::unique_ptr<SecureChannel> Server::take_link(std::uint64_t session_id, int from_rank, int world,

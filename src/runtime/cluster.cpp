@@ -148,7 +148,10 @@ std::vector<std::vector<Span>> Cluster::finish() {
   if (finished_) return spans;
   finished_ = true;
   session_->end();
-  if (!options_.trace) return spans;
+  if (!options_.trace) {
+    await_session_end(controls_);
+    return spans;
+  }
   spans.push_back(recorder_.spans());
   for (int r = 1; r < transport_->size(); ++r) {
     const net::Message m = transport_->recv(r);
@@ -163,6 +166,7 @@ std::vector<std::vector<Span>> Cluster::finish() {
           fmt::format("{}: malformed trace: {}", transport_->peer_name(r), e.what()));
     }
   }
+  await_session_end(controls_);
   return spans;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/mesh.h"
 
+#include "core/error.h"
+
 #include <exception>
 #include <thread>
 
@@ -51,6 +53,16 @@ std::unique_ptr<net::TcpTransport> join_mesh(const MeshPlace& s, net::LinkAccept
   if (open_error) std::rethrow_exception(open_error);
   if (accept_error) std::rethrow_exception(accept_error);
   return std::make_unique<net::TcpTransport>(s.rank, std::move(links), s.timeout, link);
+}
+
+void await_session_end(std::vector<std::unique_ptr<net::SecureChannel>>& controls) {
+  for (auto& control : controls) {
+    try {
+      for (;;) control->recv();  // nothing more is sent on it; returns by its closing
+    } catch (const Error&) {
+      // Closed (the normal end), timed out or broken: either way this session is over.
+    }
+  }
 }
 
 }  // namespace huddle

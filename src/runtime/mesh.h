@@ -40,4 +40,9 @@ std::unique_ptr<net::TcpTransport> join_mesh(const MeshPlace& place, net::LinkAc
                                              const net::ChannelOptions& channel,
                                              const net::LinkEmulation& link);
 
+// The primary's side of a session's end, after it has told the workers: waits until each worker
+// closes its control channel (when it does, it takes new sessions), so that the next session
+// is not refused as busy. Errors are ignored: a worker that is gone has ended too.
+void await_session_end(std::vector<std::unique_ptr<net::SecureChannel>>& controls);
+
 }  // namespace huddle

@@ -77,6 +77,7 @@ class Profiler {
     try {
       for (int r = 1; r < world_; ++r)
         send_json(*transport_, r, kProfileCommandTag, {{"op", "end"}});
+      await_session_end(controls_);
     } catch (const Error&) {
       // Best effort: a worker that failed has closed its link already.
     }
