@@ -12,6 +12,8 @@
 #include <functional>
 #include <random>
 
+#include <time.h>
+
 namespace huddle::profile {
 namespace {
 
@@ -29,17 +31,31 @@ Tensor random_tensor(Shape shape, std::mt19937& rng) {
   return t;
 }
 
-// Median seconds of `run` over at least 3 runs (after one warm-up) and about `budget_s`.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Median seconds of `run` over at least 3 runs (after one warm-up) and about `budget_s`. On one
+// thread the time is this thread's CPU time: a sample short beside a CPU quota's period (100 ms)
+// may run whole or be throttled half-way, so wall time would be noise; the quota enters through
+// the CPU share instead (measure_cpu_share).
 double median_seconds(const std::function<void()>& run, double budget_s) {
   run();
+  const bool cpu_clock = kernels::num_threads() == 1;
+  const auto now = [&] {
+    return cpu_clock ? thread_cpu_seconds()
+                     : std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  };
   std::vector<double> times;
   const auto start = Clock::now();
   while (times.size() < 3 ||
          (times.size() < 50 &&
           std::chrono::duration<double>(Clock::now() - start).count() < budget_s)) {
-    const auto t0 = Clock::now();
+    const double t0 = now();
     run();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    times.push_back(now() - t0);
   }
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2),
                    times.end());
@@ -78,6 +94,18 @@ GemmShape fit_memory(GemmShape g, std::int64_t max_bytes) {
 
 double to_gflops(double flops, double seconds) {
   return flops / seconds / 1e9;
+}
+
+// The fraction of wall time this thread gets to run: CPU time over wall time while spinning.
+double measure_cpu_share(double seconds) {
+  const auto start = Clock::now();
+  const double cpu0 = thread_cpu_seconds();
+  volatile double sink = 1;
+  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+    for (int i = 0; i < 10000; ++i) sink = sink * 1.0000001 + 1e-9;
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  return std::clamp((thread_cpu_seconds() - cpu0) / wall, 0.01, 1.0);
 }
 
 }  // namespace
@@ -131,6 +159,7 @@ nlohmann::json ComputeProfile::to_json() const {
       {"gflops_by_block",
        {{"attention", attention_gflops}, {"mlp", mlp_gflops}, {"connection", connection_gflops}}},
       {"fit_error", fit_error},
+      {"cpu_share", cpu_share},
       {"samples", samples},
       {"seconds", seconds},
       {"threads", threads}};
@@ -153,6 +182,7 @@ ComputeProfile ComputeProfile::from_json(const nlohmann::json& j) {
   p.mlp_gflops = b.at("mlp").get<double>();
   p.connection_gflops = b.at("connection").get<double>();
   p.fit_error = j.at("fit_error").get<double>();
+  p.cpu_share = j.at("cpu_share").get<double>();
   p.samples = j.at("samples").get<int>();
   p.seconds = j.at("seconds").get<double>();
   p.threads = j.at("threads").get<int>();
@@ -254,6 +284,15 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   ComputeProfile p;
   p.curves = OpCurves{fit_curve(gemm_samples), fit_curve(attention_samples),
                       fit_curve(elementwise_samples)};
+  // On one thread the samples are CPU time: what the device delivers is that at its CPU share
+  // (over three CFS periods, so a quota shows up whole).
+  p.cpu_share = measure_cpu_share(0.3);
+  if (kernels::num_threads() == 1) {
+    for (OpCurve* c : {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise}) {
+      c->gflops *= p.cpu_share;
+      c->overhead_s /= p.cpu_share;
+    }
+  }
   std::vector<double> errors;
   for (const auto& [curve, samples] :
        {std::pair{p.curves.gemm, &gemm_samples}, std::pair{p.curves.attention, &attention_samples},

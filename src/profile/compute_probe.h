@@ -35,6 +35,9 @@ struct ComputeProfile {
   // Speed of a whole block at the shapes (FLOPs over the curves' time), for the planners.
   double attention_gflops = 0, mlp_gflops = 0, connection_gflops = 0;
   double fit_error = 0;  // median relative error of the curves over all samples
+  // Fraction of wall time a thread of this process gets (a CPU quota, competing processes); on
+  // one thread the curves are CPU-time throughput scaled by it.
+  double cpu_share = 1;
   int samples = 0;
   double seconds = 0;  // wall time the probe took
   int threads = 0;     // kernel threads it ran with
@@ -43,7 +46,8 @@ struct ComputeProfile {
   static ComputeProfile from_json(const nlohmann::json& json);
 };
 
-// Runs the probe; about `budget_s` seconds (at least three runs of every shape). Memory: a few
+// Runs the probe; about `budget_s` + 0.3 seconds (at least three runs of every shape, and the CPU
+// share). Memory: a few
 // buffers of the largest weight shape, capped at `max_bytes` by shrinking the shapes (the curves
 // are per FLOP, so they carry over).
 ComputeProfile probe_compute(const ProbeShapes& shapes, double budget_s, std::int64_t max_bytes);
