@@ -93,12 +93,14 @@ class Testbed:
         self.spec = REPO / "bench" / "clusters" / f"{scenario}.json"
         # the primary's threads: ceil(cpu), as the testbed gives its workers
         self.threads = math.ceil(testbed.load_spec(self.spec)["devices"][0]["cpu"])
-        self.cluster = ctx.work / f"{scenario}.cluster.json"
+        self.names = [d["name"] for d in testbed.load_spec(self.spec)["devices"]]
+        self.spec_cluster = ctx.work / f"{scenario}.cluster.json"  # cpu x core GFLOP/s, cgroup limits
+        self.cluster = self.spec_cluster  # what the runs plan from: the spec's or a profile (below)
         self.args = []
 
     def up(self):
         cmd = [TESTBED, "up", self.spec, "--huddle", self.ctx.huddle, "--core-gflops", self.ctx.core_gflops,
-               "--model", self.ctx.model_dir(self.model), "--cluster-out", self.cluster]
+               "--model", self.ctx.model_dir(self.model), "--cluster-out", self.spec_cluster]
         r = sh(cmd, timeout=120)
         if r.returncode != 0 and "already up" in r.stderr:  # left behind by an interrupted run
             log(f"{self.scenario}: a testbed of that name was left up; taking it down first")
@@ -142,6 +144,42 @@ class Testbed:
 # One measurement
 
 
+def profile(ctx, tb, wl):
+    """`huddle profile` of the testbed at the workload's model and prompt length, run on the
+    primary through `scripts/testbed exec` (so through its cgroups, namespace and shaped links);
+    the cluster file it writes is what every run of the workload plans and predicts from.
+    The testbed is then rebuilt, so that the runs start from fresh workers as without a profile
+    (the probes' buffers would otherwise stay in the workers' cgroups). Returns the record."""
+    out = ctx.work / f"{tb.scenario}.{wl['model']}.{wl['tokens']}.profile.json"
+    out.unlink(missing_ok=True)
+    cmd = [TESTBED, "exec", tb.spec, "--", ctx.huddle, "profile"] + tb.args + [
+        "--model", ctx.model_dir(wl["model"]), "--seq-len", wl["tokens"], "--names", ",".join(tb.names),
+        "--threads", 1, "-o", out]
+    rec = {"command": shlex.join(str(c) for c in cmd), "loadavg_before": loadavg()}
+    t0 = time.monotonic()
+    try:
+        r = sh(cmd, timeout=300)
+        rc, err = r.returncode, r.stderr
+    except subprocess.TimeoutExpired:
+        rc, err = 124, "timed out after 300 s"
+    rec["wall_s"] = round(time.monotonic() - t0, 2)
+    rec["log"] = [l for l in err.strip().splitlines() if l.startswith("huddle")]
+    if rc != 0 or not out.is_file():
+        rec.update(ok=False, error=tail(err, 600))
+        tb.restart()
+        return rec, None
+    j = json.loads(out.read_text())
+    details = {d["name"]: d for d in j.get("profile", {}).get("devices", [])}
+    rec.update(ok=True, file=j, devices=[
+        {"name": d["name"], "gflops": d["gflops"], "gflops_by_block": d.get("gflops_by_block"),
+         "op_curves": d.get("op_curves"), "memory_bytes": d["memory_bytes"],
+         **{k: details.get(d["name"], {}).get(k) for k in ("cpu_share", "fit_error", "seconds", "samples")}}
+        for d in j["devices"]],
+        links=[{k: l[k] for k in ("from", "to", "bandwidth_bps", "latency_s")} for l in j.get("links", [])])
+    tb.restart()
+    return rec, out
+
+
 def plan(ctx, tb, wl, strategy):
     cmd = [ctx.huddle, "plan", "--cluster", tb.cluster, "--model", ctx.model_dir(wl["model"]), "--strategy",
            strategy, "--seq-len", wl["tokens"], "--json"]
@@ -158,8 +196,13 @@ def run_command(ctx, tb, wl, strategy, trace):
     cmd = [TESTBED, "exec", tb.spec, "--", ctx.huddle, "run", "--model", ctx.model_dir(wl["model"]),
            "--ids", "@IDS", "--json", "--repeat", ctx.repeat + 1, "--threads", tb.threads, "--timeout-s", 60,
            "--trace", trace, "--strategy", strategy]
-    if strategy != "local":
-        cmd += (["--cluster", tb.cluster] if strategy in PLANNED else []) + tb.args
+    # Every strategy gets the cluster file (so `huddle run --json` reports predicted_ms) and the
+    # workers (the file lists them all). local, megatron and sp get even --shares: with --shares
+    # `huddle run` runs that fixed split (not the planner registry's baseline, whose memory check
+    # would refuse megatron on memory-starved instead of letting it run into the OOM killer).
+    cmd += ["--cluster", tb.cluster] + tb.args
+    if strategy not in PLANNED:
+        cmd += ["--shares", ",".join(["1"] * len(tb.names))]
     if strategy in PLANNED and ctx.can_pin_plan:  # measure the planner's plan, not online re-planning
         cmd += ["--replan-threshold", "1e9"]
     return [str(c) for c in cmd]
@@ -170,6 +213,7 @@ def measure(ctx, tb, wl, strategy):
     cmd = run_command(ctx, tb, wl, strategy, trace)
     row = {"scenario": tb.scenario, "workload": wl["name"], "model": wl["model"], "tokens": wl["tokens"],
            "strategy": strategy, "command": shlex.join(cmd), "loadavg_before": loadavg(),
+           "cluster_source": ctx.cluster_source if tb.cluster != tb.spec_cluster else "spec",
            "started": datetime.datetime.now().isoformat(timespec="seconds")}
     row["plan"] = plan(ctx, tb, wl, strategy)
     before = tb.status()["devices"]
@@ -231,8 +275,12 @@ def derive(rows, scenarios):
         r["speedup"] = base["median_ms"] / r["median_ms"] if r["ok"] and base else None
         r["efficiency"] = r["speedup"] / sc["ideal_speedup"] if r["speedup"] else None
         p = r["plan"]
-        r["predicted_ms"] = p["predicted_ms"] if p["ok"] else None
-        r["prediction_error"] = (p["predicted_ms"] - r["median_ms"]) / r["median_ms"] if p["ok"] and r["ok"] else None
+        r["plan_predicted_ms"] = p["predicted_ms"] if p["ok"] else None
+        # the run's own prediction (`huddle run --json` with --cluster: the plan it ran) when it
+        # has one, else `huddle plan`'s for the same strategy
+        r["predicted_ms"] = r.get("run_predicted_ms") or r["plan_predicted_ms"]
+        r["prediction_error"] = ((r["predicted_ms"] - r["median_ms"]) / r["median_ms"]
+                                 if r["predicted_ms"] and r["ok"] else None)
         r["exposed_comm_max_ms"] = max(r["exposed_comm_ms"]) if r.get("exposed_comm_ms") else None
         sent = [b for b in (r.get("bytes_sent") or []) if b is not None]
         r["mb_sent_per_run"] = [b / 1e6 for b in sent] if sent else None  # the last request's
@@ -323,6 +371,58 @@ def goals(rows, scenarios):
     return out
 
 
+def prediction_table(rows):
+    """Per strategy: the cost model's error over the runs that completed."""
+    L = ["| strategy | runs | median error | middle half | range | median abs. error |", "|---|---|---|---|---|---|"]
+    for s in STRATEGIES:
+        e = sorted(r["prediction_error"] for r in rows if r["strategy"] == s and r.get("prediction_error") is not None)
+        if not e:
+            continue
+        q = statistics.quantiles(e, n=4) if len(e) > 1 else [e[0]] * 3
+        L.append(f"| {s} | {len(e)} | {statistics.median(e):+.0%} | {q[0]:+.0%} .. {q[2]:+.0%} | "
+                 f"{e[0]:+.0%} .. {e[-1]:+.0%} | {statistics.median(abs(x) for x in e):.0%} |")
+    return L
+
+
+def profile_table(name, sc, profiles, core_gflops):
+    """Profiled vs spec figures of one scenario: a column per profiled workload."""
+    recs = [(w, profiles[w]) for w in ALL_WORKLOADS if w in profiles]
+    if not recs:
+        return []
+    L = ["Profiled (`huddle profile`, one per workload) vs spec (cpu quota × "
+         f"{core_gflops:g} GFLOP/s per core; the cgroup's memory limit). Per device: GFLOP/s, "
+         "measured CPU share, free MB; per link: Mbit/s and ms (both directions, min–max). "
+         "Profile wall time in the last row.", ""]
+    L.append("| | spec | " + " | ".join(w for w, _ in recs) + " |")
+    L.append("|---|---|" + "---|" * len(recs))
+    for d in sc["devices"]:
+        cells = []
+        for _, rec in recs:
+            pd = next((x for x in rec.get("devices", []) if x["name"] == d["name"]), None)
+            cells.append("failed" if pd is None else
+                         f"{pd['gflops']:.1f}, {fmt(pd.get('cpu_share'), '.2f')}, {pd['memory_bytes'] / 1e6:.0f} MB")
+        L.append(f"| {d['name']} | {d['cpu'] * core_gflops:.1f}, {d['cpu']:g}, {d['memory_mb'] * 2**20 / 1e6:.0f} MB | "
+                 + " | ".join(cells) + " |")
+    spec_links = {frozenset(l["between"]) if "between" in l else None: l for l in sc.get("links", [])}
+    default = sc["default_link"]
+    names = [d["name"] for d in sc["devices"]]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            sl = spec_links.get(frozenset((a, b)), default)
+            cells = []
+            for _, rec in recs:
+                ls = [l for l in rec.get("links", []) if {l["from"], l["to"]} == {a, b}]
+                if not ls:
+                    cells.append("–")
+                    continue
+                bw = [l["bandwidth_bps"] / 1e6 for l in ls]
+                lat = [l["latency_s"] * 1e3 for l in ls]
+                cells.append(f"{min(bw):.1f}–{max(bw):.1f} Mbit/s, {min(lat):.2f}–{max(lat):.2f} ms")
+            L.append(f"| {a}–{b} | {sl['mbps']:g} Mbit/s, {sl['latency_ms']:g} ms | " + " | ".join(cells) + " |")
+    L.append("| wall time | | " + " | ".join(f"{rec['wall_s']:.1f} s" for _, rec in recs) + " |")
+    return L + [""]
+
+
 def summary_table(rows):
     """One row per scenario and workload, one column per strategy: median ms (speedup over local)."""
     order = {s: i for i, s in enumerate(SCOPE)}
@@ -344,17 +444,25 @@ def write_markdown(path, data):
     rows, scenarios, meta = data["rows"], data["scenarios"], data["meta"]
     L = ["# Emulated cluster suite: results", "",
          f"{meta['date']}, commit {meta['commit']}, `{meta['huddle']}` (sha256 {meta['huddle_sha256'][:12]}), "
-         f"{meta['core_gflops']:.1f} GFLOP/s per core in the cluster files, {meta['repeat']} measured runs "
+         + ("the runs planned and predicted from a `huddle profile` of the testbed per workload "
+            f"(spec cluster files, for comparison, at {meta['core_gflops']:.1f} GFLOP/s per core)"
+            if meta.get("cluster_source") == "profile" else
+            f"the runs planned from the spec's cluster files at {meta['core_gflops']:.1f} GFLOP/s per core")
+         + f", {meta['repeat']} measured runs "
          f"after one warm-up per session, load average {meta['loadavg_start']} at the start and "
          f"{meta.get('loadavg_end')} at the end (a shared 2-core machine: other jobs ran meanwhile).", "",
          f"Command: `{meta['command']}`", "",
          "Latency: median prefill ms (min–max) of the measured runs. Speedup: over `local` (the primary "
          "alone) on the same scenario. Efficiency: speedup / ideal, ideal = sum of the devices' CPU / the "
-         "primary's (n for a homogeneous cluster). Predicted: `huddle plan` for the same strategy; error = "
+         "primary's (n for a homogeneous cluster). Predicted: the `predicted_ms` of `huddle run --json` "
+         "(the cost model on the plan that ran, with the run's --cluster), or `huddle plan`'s for the "
+         "same strategy where the run failed; error = "
          "(predicted − measured) / measured. Exposed comm: per prefill, the device with most. "
          "MB sent: per device, in the last measured prefill (`bytes_sent`, when the binary reports it).", ""]
     L += ["## Summary", "", "Median prefill ms (speedup over local on the same scenario).", ""]
     L += summary_table(rows)
+    L += ["", "## Cost model", "", "Prediction error, (predicted − measured) / measured, per strategy:", ""]
+    L += prediction_table(rows)
     L += ["", "## Goals", ""]
     checks = goals(rows, scenarios)
     L += ["| goal | cases passing | verdict |", "|---|---|---|"]
@@ -372,6 +480,7 @@ def write_markdown(path, data):
             continue
         wls = [w for w in ALL_WORKLOADS if any(r["workload"] == w for r in srows)]
         L += ["", f"## {name}", "", f"{sc['summary']}; ideal speedup {sc['ideal_speedup']:.2f}×.", ""]
+        L += profile_table(name, sc, data.get("profiles", {}).get(name, {}), meta["core_gflops"])
         L.append("| strategy | " + " | ".join(f"{w}: ms (min–max) | speedup" for w in wls) + " |")
         L.append("|---|" + "---|---|" * len(wls))
         for s in STRATEGIES:
@@ -505,7 +614,7 @@ def scenario_info(name):
     cpus = [d["cpu"] for d in spec["devices"]]
     mbps = {l["mbps"] for l in spec["links"].values()} | {spec["default"]["mbps"]}
     return {"devices": spec["devices"], "default_link": spec["default"],
-            "links": [dict(l) for l in spec["links"].values()],
+            "links": [dict(l, between=sorted(k)) for k, l in spec["links"].items()],
             "mbps": min(mbps), "ideal_speedup": sum(cpus) / cpus[0],
             "summary": f"{len(cpus)} devices, CPU " + " + ".join(f"{d['name']} {d['cpu']:g}" for d in spec["devices"])
                        + " cores, memory " + "/".join(str(d["memory_mb"]) for d in spec["devices"])
@@ -528,7 +637,11 @@ def main():
     p.add_argument("--repeat", type=int, help="measured runs per session, after one warm-up (default 5; quick 2)")
     p.add_argument("--huddle", default=str(REPO / "build" / "huddle"))
     p.add_argument("--models-dir", default="/tmp/models", help="synthesised models live here (made if missing)")
-    p.add_argument("--core-gflops", type=float, help="single-core GFLOP/s for the cluster files (default: measure)")
+    p.add_argument("--cluster-source", choices=["profile", "spec"], default="profile",
+                   help="what the runs plan from: a `huddle profile` of the testbed per workload "
+                        "(default) or the cluster file the testbed derives from the spec")
+    p.add_argument("--core-gflops", type=float,
+                   help="single-core GFLOP/s for the spec's cluster files (default: measure)")
     p.add_argument("--run-timeout", type=int, default=600, help="seconds one huddle run may take")
     p.add_argument("--out", help="output directory (default bench/results; quick: bench/results/quick)")
     p.add_argument("--report-only", action="store_true", help="re-render the reports from --out/results.json")
@@ -556,12 +669,16 @@ def main():
     ctx = Context()
     ctx.repeat = a.repeat or (2 if a.quick else 5)
     ctx.run_timeout = a.run_timeout
+    ctx.cluster_source = a.cluster_source
     out.mkdir(parents=True, exist_ok=True)
     ctx.work = REPO / "bench" / "results" / "tmp"  # git-ignored scratch: cluster files, traces, binary
     ctx.work.mkdir(parents=True, exist_ok=True)
     src = Path(a.huddle).resolve()
     if sh([src, "plan", "--help"]).returncode != 0:
         sys.exit(f"bench-suite: {src} has no 'plan' command (an old build?); pass --huddle")
+    if a.cluster_source == "profile" and sh([src, "profile", "--help"]).returncode != 0:
+        sys.exit(f"bench-suite: {src} has no 'profile' command (an old build?); pass --huddle "
+                 "or --cluster-source spec")
     # A private copy: others rebuild build/ while the suite runs.
     ctx.huddle = ctx.work / "huddle"
     shutil.copy2(src, ctx.huddle)
@@ -595,9 +712,9 @@ def main():
                      "host": f"{platform.node()}, {os.cpu_count()} CPUs, {platform.platform()}",
                      "core_gflops": ctx.core_gflops, "repeat": ctx.repeat, "warmup_runs": 1,
                      "loadavg_start": loadavg(), "env": "OPENBLAS_CORETYPE unset", "ids_seed": 42,
-                     "plan_pinned": ctx.can_pin_plan,
+                     "plan_pinned": ctx.can_pin_plan, "cluster_source": ctx.cluster_source,
                      "ids": {}},
-            "scenarios": {}, "rows": []}
+            "scenarios": {}, "profiles": {}, "rows": []}
     rng_ids = {}
 
     def ids_for(model, tokens):
@@ -622,10 +739,23 @@ def main():
             for model in dict.fromkeys(w.rsplit("-", 1)[0] for w in wls):
                 try:
                     with Testbed(ctx, name, model) as tb:
-                        info["cluster_file"] = json.loads(tb.cluster.read_text())
+                        info["cluster_file"] = json.loads(tb.spec_cluster.read_text())
                         for wl_name in [w for w in wls if w.rsplit("-", 1)[0] == model]:
                             tokens = int(wl_name.rsplit("-", 1)[1])
                             wl = {"name": wl_name, "model": model, "tokens": tokens, "ids": ids_for(model, tokens)}
+                            tb.cluster = tb.spec_cluster
+                            if ctx.cluster_source == "profile":
+                                rec, path = profile(ctx, tb, wl)
+                                data["profiles"].setdefault(name, {})[wl_name] = rec
+                                if path:
+                                    tb.cluster = path
+                                    log(f"{name} {wl_name} profile ({rec['wall_s']:.1f} s): " + "; ".join(
+                                        f"{d['name']} {d['gflops']:.1f} GFLOP/s, share {d['cpu_share'] or 0:.2f}, "
+                                        f"{d['memory_bytes'] / 2**20:.0f} MB" for d in rec["devices"]))
+                                else:
+                                    log(f"{name} {wl_name}: profile FAILED, planning from the spec's "
+                                        f"cluster file: {rec['error']}")
+                                save()
                             for s in strategies:
                                 row = measure(ctx, tb, wl, s)
                                 data["rows"].append(row)
