@@ -81,6 +81,8 @@ const OpCurve& OpCurves::of(OpClass c) const {
   switch (c) {
     case OpClass::Gemm:
       return gemm;
+    case OpClass::Gemv:
+      return gemv;
     case OpClass::Attention:
       return attention;
     case OpClass::Elementwise:
@@ -104,7 +106,7 @@ void DeviceSpec::scale_speed(double factor) {
   mlp_gflops *= factor;
   connection_gflops *= factor;
   if (curves) {
-    for (OpCurve* c : {&curves->gemm, &curves->attention, &curves->elementwise}) {
+    for (OpCurve* c : {&curves->gemm, &curves->attention, &curves->elementwise, &curves->gemv}) {
       c->gflops *= factor;
       c->overhead_s /= factor;
     }
@@ -151,7 +153,8 @@ ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string
     if (d.has("op_curves")) {
       const Field curves = d.at("op_curves");
       spec.curves = OpCurves{read_curve(curves.at("gemm")), read_curve(curves.at("attention")),
-                             read_curve(curves.at("elementwise"))};
+                             read_curve(curves.at("elementwise")), OpCurve{}};
+      spec.curves->gemv = curves.has("gemv") ? read_curve(curves.at("gemv")) : spec.curves->gemm;
     }
     c.devices_.push_back(std::move(spec));
   }
@@ -212,7 +215,8 @@ nlohmann::json ClusterSpec::to_json() const {
     if (d.curves) {
       device["op_curves"] = {{"gemm", curve_json(d.curves->gemm)},
                              {"attention", curve_json(d.curves->attention)},
-                             {"elementwise", curve_json(d.curves->elementwise)}};
+                             {"elementwise", curve_json(d.curves->elementwise)},
+                             {"gemv", curve_json(d.curves->gemv)}};
     }
     devices.push_back(std::move(device));
   }

@@ -8,11 +8,12 @@
 //   "gflops_by_block": {"attention": 31.0, "mlp": 45.5, "connection": 4.0}
 // (each optional; a missing entry falls back to "gflops"), and the fitted cost of each op class:
 //   "op_curves": {"gemm": {"gflops": 52.0, "overhead_us": 9.0}, "attention": {...},
-//                 "elementwise": {...}}
-// (all three or none): an op of `flops` FLOPs takes overhead + flops / gflops. Other keys are
-// ignored so newer profilers can add fields. Links are symmetric unless both directions are given;
-// a pair with no entry uses "default_link" (an error if a pair is needed and there is none).
-// Bandwidth is in bits per second (the "bps" unit of network specifications).
+//                 "elementwise": {...}, "gemv": {...}}
+// (gemm, attention and elementwise together or none; gemv, one-row linears, which are limited by
+// memory bandwidth, defaults to gemm): an op of `flops` FLOPs takes overhead + flops / gflops.
+// Other keys are ignored so newer profilers can add fields. Links are symmetric unless both
+// directions are given; a pair with no entry uses "default_link" (an error if a pair is needed and
+// there is none). Bandwidth is in bits per second (the "bps" unit of network specifications).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -30,7 +31,8 @@ namespace huddle {
 enum class BlockType : std::uint8_t { Attention, Mlp, Connection };
 
 // The op classes the profiler measures and the cost model charges separately.
-enum class OpClass : std::uint8_t { Gemm, Attention, Elementwise };
+// Gemv: a linear over one row (decode steps, the head), bound by reading the weights.
+enum class OpClass : std::uint8_t { Gemm, Gemv, Attention, Elementwise };
 
 // Time of one op as a function of its size: overhead_s + flops / (gflops · 1e9), fitted by the
 // profiler by least squares over the model's shapes.
@@ -41,7 +43,7 @@ struct OpCurve {
 };
 
 struct OpCurves {
-  OpCurve gemm, attention, elementwise;
+  OpCurve gemm, attention, elementwise, gemv;
   const OpCurve& of(OpClass c) const;
 };
 

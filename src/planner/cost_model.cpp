@@ -91,7 +91,7 @@ class Simulator {
       collective(t, {});
     }
     if (f_.head_outputs > 0) {
-      const double head = op_time(0, OpClass::Gemm, BlockType::Connection,
+      const double head = op_time(0, OpClass::Gemv, BlockType::Connection,
                                   2 * H * static_cast<double>(f_.head_outputs));
       pending_[0] += head;
       devices_[0].compute_s += head;
@@ -110,6 +110,9 @@ class Simulator {
 
  private:
   std::int64_t rows(int d) const { return rows_[static_cast<std::size_t>(d)]; }
+
+  // A linear over `rows` rows: one row reads every weight once (GEMV, memory-bound).
+  static OpClass linear(double rows) { return rows <= 1 ? OpClass::Gemv : OpClass::Gemm; }
 
   // Seconds device d spends on `ops` ops of class `op` in a `block` totalling `flops`.
   double op_time(int d, OpClass op, BlockType block, double flops, int ops = 1) const {
@@ -201,7 +204,7 @@ class Simulator {
       const auto qkv = per_device([&](int d) {
         const LayerShare s = share(d);
         const double width = static_cast<double>(s.heads + 2 * s.kv_heads) * hd;
-        return op_time(d, OpClass::Gemm, BlockType::Attention,
+        return op_time(d, linear(static_cast<double>(tokens_)), BlockType::Attention,
                        2.0 * static_cast<double>(tokens_) * H * width, 3);
       });
       if (tok) {
@@ -218,7 +221,7 @@ class Simulator {
       });
       const auto out = per_device([&](int d) {
         return op_time(
-            d, OpClass::Gemm, BlockType::Attention,
+            d, linear(static_cast<double>(tokens_)), BlockType::Attention,
             2.0 * static_cast<double>(tokens_) * static_cast<double>(share(d).heads) * hd * H);
       });
       if (tok) {
@@ -233,7 +236,7 @@ class Simulator {
     const double q_width = c_.heads * hd, kv_width = c_.kv_heads * hd;
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
-      return op_time(d, OpClass::Gemm, BlockType::Attention, 2.0 * r * H * (q_width + 2 * kv_width),
+      return op_time(d, linear(r), BlockType::Attention, 2.0 * r * H * (q_width + 2 * kv_width),
                      3) +
              rope(d, r * (q_width + kv_width));
     });
@@ -243,7 +246,7 @@ class Simulator {
       const double r = static_cast<double>(rows(d));
       return op_time(d, OpClass::Attention, BlockType::Attention,
                      4.0 * r * static_cast<double>(context_) * q_width) +
-             op_time(d, OpClass::Gemm, BlockType::Attention, 2.0 * r * q_width * H);
+             op_time(d, linear(r), BlockType::Attention, 2.0 * r * q_width * H);
     });
     if (!tok) collective(all_gather(H), {});
   }
@@ -255,7 +258,7 @@ class Simulator {
       const auto cols = [&](int d) { return static_cast<double>(layer_share(lp, c_, d).columns); };
       const double T = static_cast<double>(tokens_);
       const auto up = per_device([&](int d) {
-        return op_time(d, OpClass::Gemm, BlockType::Mlp, 2.0 * T * H * cols(d) * in_linears,
+        return op_time(d, linear(T), BlockType::Mlp, 2.0 * T * H * cols(d) * in_linears,
                        static_cast<int>(in_linears));
       });
       if (tok) {
@@ -268,7 +271,7 @@ class Simulator {
                        kActivationFlops * T * cols(d) * in_linears, static_cast<int>(in_linears));
       });
       const auto down = per_device(
-          [&](int d) { return op_time(d, OpClass::Gemm, BlockType::Mlp, 2.0 * T * cols(d) * H); });
+          [&](int d) { return op_time(d, linear(T), BlockType::Mlp, 2.0 * T * cols(d) * H); });
       if (tok) {
         collective(reduce_scatter(H), down);
       } else {
@@ -280,7 +283,7 @@ class Simulator {
     const double F = static_cast<double>(c_.ffn);
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
-      return op_time(d, OpClass::Gemm, BlockType::Mlp, 2.0 * r * H * F * (in_linears + 1),
+      return op_time(d, linear(r), BlockType::Mlp, 2.0 * r * H * F * (in_linears + 1),
                      static_cast<int>(in_linears) + 1) +
              op_time(d, OpClass::Elementwise, BlockType::Mlp, kActivationFlops * r * F * in_linears,
                      static_cast<int>(in_linears));

@@ -155,7 +155,8 @@ nlohmann::json ComputeProfile::to_json() const {
       {"op_curves",
        {{"gemm", curve(curves.gemm)},
         {"attention", curve(curves.attention)},
-        {"elementwise", curve(curves.elementwise)}}},
+        {"elementwise", curve(curves.elementwise)},
+        {"gemv", curve(curves.gemv)}}},
       {"gflops_by_block",
        {{"attention", attention_gflops}, {"mlp", mlp_gflops}, {"connection", connection_gflops}}},
       {"fit_error", fit_error},
@@ -176,7 +177,8 @@ ComputeProfile ComputeProfile::from_json(const nlohmann::json& j) {
   };
   ComputeProfile p;
   const nlohmann::json& c = j.at("op_curves");
-  p.curves = OpCurves{curve(c.at("gemm")), curve(c.at("attention")), curve(c.at("elementwise"))};
+  p.curves = OpCurves{curve(c.at("gemm")), curve(c.at("attention")), curve(c.at("elementwise")),
+                      curve(c.at("gemv"))};
   const nlohmann::json& b = j.at("gflops_by_block");
   p.attention_gflops = b.at("attention").get<double>();
   p.mlp_gflops = b.at("mlp").get<double>();
@@ -223,7 +225,7 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   const double other_budget = 0.5 * budget_s / 10.0;
   const std::int64_t per_buffer = std::max<std::int64_t>(max_bytes / 4, 1 << 16);
 
-  std::vector<Sample> gemm_samples, attention_samples, elementwise_samples;
+  std::vector<Sample> gemm_samples, gemv_samples, attention_samples, elementwise_samples;
   for (GemmShape g : gemms) {
     g = fit_memory(g, per_buffer);
     const Tensor x = random_tensor({g.m, g.k}, rng);
@@ -232,6 +234,17 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
     const double t = median_seconds(
         [&] { kernels::linear(x, w, kernels::WeightLayout::InOut, nullptr, y); }, gemm_budget);
     gemm_samples.push_back({2.0 * static_cast<double>(g.m * g.k * g.n), t});
+  }
+  // One-row linears (decode steps, the head): the same weights, bound by reading them.
+  for (GemmShape g : gemms) {
+    if (g.m != s.tokens) continue;
+    g = fit_memory({1, g.k, g.n}, per_buffer);
+    const Tensor x = random_tensor({1, g.k}, rng);
+    const Tensor w = random_tensor({g.k, g.n}, rng);
+    Tensor y = Tensor::empty(DType::F32, {1, g.n});
+    const double t = median_seconds(
+        [&] { kernels::linear(x, w, kernels::WeightLayout::InOut, nullptr, y); }, gemm_budget / 2);
+    gemv_samples.push_back({2.0 * static_cast<double>(g.k * g.n), t});
   }
 
   // Attention: all heads and a quarter of them, over all rows and a quarter of them.
@@ -283,12 +296,13 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
 
   ComputeProfile p;
   p.curves = OpCurves{fit_curve(gemm_samples), fit_curve(attention_samples),
-                      fit_curve(elementwise_samples)};
+                      fit_curve(elementwise_samples), fit_curve(gemv_samples)};
   // On one thread the samples are CPU time: what the device delivers is that at its CPU share
   // (over three CFS periods, so a quota shows up whole).
   p.cpu_share = measure_cpu_share(0.3);
   if (kernels::num_threads() == 1) {
-    for (OpCurve* c : {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise}) {
+    for (OpCurve* c :
+         {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise, &p.curves.gemv}) {
       c->gflops *= p.cpu_share;
       c->overhead_s /= p.cpu_share;
     }
@@ -296,7 +310,8 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   std::vector<double> errors;
   for (const auto& [curve, samples] :
        {std::pair{p.curves.gemm, &gemm_samples}, std::pair{p.curves.attention, &attention_samples},
-        std::pair{p.curves.elementwise, &elementwise_samples}}) {
+        std::pair{p.curves.elementwise, &elementwise_samples},
+        std::pair{p.curves.gemv, &gemv_samples}}) {
     for (const Sample& sample : *samples)
       errors.push_back(std::abs(curve.seconds(sample.flops) - sample.seconds) / sample.seconds);
   }

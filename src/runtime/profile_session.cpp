@@ -88,12 +88,16 @@ class Profiler {
     ClusterProfile out;
     std::vector<DeviceSpec> devices;
     nlohmann::json device_details = nlohmann::json::array();
+    // Every device measures at the same time, as they compute during inference: devices that
+    // share a machine (--local-devices, the testbed) see each other's load, as they will then.
+    for (int r = 1; r < world_; ++r)
+      send_json(*transport_, r, kProfileCommandTag, {{"op", "compute"}});
+    const DeviceMeasurement own = measure_self(o_.shapes, o_.compute_budget_s);
     for (int r = 0; r < world_; ++r) {
       DeviceMeasurement m;
       if (r == 0) {
-        m = measure_self(o_.shapes, o_.compute_budget_s);
+        m = own;
       } else {
-        send_json(*transport_, r, kProfileCommandTag, {{"op", "compute"}});
         const nlohmann::json reply = recv_json(*transport_, r, kProfileReplyTag, "compute profile");
         try {
           m.memory_bytes = reply.at("memory_bytes").get<std::int64_t>();

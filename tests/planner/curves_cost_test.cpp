@@ -13,8 +13,10 @@ namespace {
 
 ClusterSpec with_curves(double gemm_gflops, double overhead_s) {
   DeviceSpec d{"A", 10, 4'000'000'000};
-  d.curves =
-      OpCurves{{gemm_gflops, overhead_s}, {gemm_gflops, overhead_s}, {gemm_gflops, overhead_s}};
+  d.curves = OpCurves{{gemm_gflops, overhead_s},
+                      {gemm_gflops, overhead_s},
+                      {gemm_gflops, overhead_s},
+                      {gemm_gflops, overhead_s}};
   return ClusterSpec::uniform({d}, LinkSpec{1e9, 0});
 }
 

@@ -35,7 +35,7 @@ TEST(ComputeProbe, FitsPositiveCurvesThatDescribeTheSamples) {
 
 TEST(ComputeProbe, ProfileRoundTripsThroughJson) {
   ComputeProfile p;
-  p.curves = OpCurves{{50, 1e-5}, {20, 2e-6}, {3, 1e-6}};
+  p.curves = OpCurves{{50, 1e-5}, {20, 2e-6}, {3, 1e-6}, {10, 1e-6}};
   derive_block_speeds(small_shapes(), p);
   const ComputeProfile q = ComputeProfile::from_json(nlohmann::json::parse(p.to_json().dump()));
   EXPECT_DOUBLE_EQ(q.curves.gemm.gflops, 50);
