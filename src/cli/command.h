@@ -17,6 +17,9 @@ void add_synth_command(CLI::App& app);
 void add_worker_command(CLI::App& app);  // also `keygen`
 void add_profile_command(CLI::App& app);
 
+// "a,b,,c" -> {"a", "b", "c"} (empty items dropped).
+std::vector<std::string> split_list(const std::string& text);
+
 // Parses "1,2,3" (spaces allowed) into token ids; UsageError naming `flag` on bad syntax.
 std::vector<std::int32_t> parse_id_list(const std::string& text, const std::string& flag);
 

@@ -4,8 +4,18 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <sstream>
 
 namespace huddle::cli {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
 
 std::vector<std::int32_t> parse_id_list(const std::string& text, const std::string& flag) {
   std::vector<std::int32_t> ids;

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 namespace huddle::cli {
@@ -36,15 +35,6 @@ struct ProfileArgs {
   std::string output;
 };
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 void profile(const ProfileArgs& a) {
   const int threads = a.threads > 0
                           ? a.threads
@@ -61,7 +51,7 @@ void profile(const ProfileArgs& a) {
   } else {
     options.shapes.tokens = a.seq_len;
   }
-  options.workers = split_commas(a.workers);
+  options.workers = split_list(a.workers);
   std::unique_ptr<LocalWorkers> local;
   if (a.local_devices > 1) {
     local = std::make_unique<LocalWorkers>(a.local_devices - 1, a.timeout_s, threads);
@@ -70,7 +60,7 @@ void profile(const ProfileArgs& a) {
   if (!options.workers.empty()) {
     options.key = net::load_key_file(local ? local->key_file().string() : a.key_file);
   }
-  options.names = split_commas(a.names);
+  options.names = split_list(a.names);
   if (!options.names.empty() && options.names.size() != options.workers.size() + 1) {
     throw UsageError(
         fmt::format("--names gives {} names for {} devices (this primary and {} "

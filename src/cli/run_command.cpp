@@ -82,15 +82,6 @@ GenerationResult generate_repeated(StepRunner& runner, std::span<const std::int3
   return result;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 std::vector<double> parse_shares(const std::string& text) {
   std::vector<double> shares;
   for (const std::string& item : split_list(text)) {

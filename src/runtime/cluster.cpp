@@ -9,7 +9,6 @@
 #include "runtime/mesh.h"
 
 #include <fmt/format.h>
-#include <sodium.h>
 #include <nlohmann/json.hpp>
 
 #include <exception>
@@ -32,23 +31,11 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
         fmt::format("the plan has {} devices but {} workers were given (plus this primary)", world,
                     options_.workers.size()));
   }
-  net::ensure_sodium();
-  std::uint64_t session_id = 0;
-  randombytes_buf(&session_id, sizeof session_id);
-  net::ChannelOptions channel;
-  channel.io_timeout = options_.timeout;
-  channel.handshake_timeout = options_.timeout;
-
   // 1. Open the session on every worker (the control channels stay open until the end).
-  std::vector<net::Endpoint> worker_endpoints;
-  std::vector<std::string> endpoints = {"primary"};
-  for (int r = 1; r < world; ++r) {
-    worker_endpoints.push_back(
-        net::parse_endpoint(options_.workers[static_cast<std::size_t>(r - 1)]));
-    endpoints.push_back(worker_endpoints.back().str());
-    controls_.push_back(
-        net::open_session(worker_endpoints.back(), options_.key, channel, session_id));
-  }
+  OpenedSession opened = open_sessions(options_.workers, options_.key, options_.timeout);
+  controls_ = std::move(opened.controls);
+  const std::uint64_t session_id = opened.id;
+  const std::vector<std::string>& endpoints = opened.endpoints;
   // 2. Describe the session to each worker.
   const std::string fingerprint = model_fingerprint(model_);
   for (int r = 1; r < world; ++r) {
@@ -66,7 +53,7 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     controls_[static_cast<std::size_t>(r - 1)]->send(kSetupTag, std::as_bytes(std::span(text)));
   }
   // 3. Rank 0's mesh links: one more channel to each worker, opened as session links.
-  transport_ = open_primary_mesh(worker_endpoints, options_.key, channel, session_id,
+  transport_ = open_primary_mesh(opened.workers, options_.key, opened.channel, session_id,
                                  options_.timeout, options_.link);
 
   // 4. Ship every worker that has no copy of the model its weights, one thread per worker so the

@@ -2,10 +2,28 @@
 
 #include "core/error.h"
 
+#include <sodium.h>
+
 #include <exception>
 #include <thread>
 
 namespace huddle {
+
+OpenedSession open_sessions(const std::vector<std::string>& workers, const net::PresharedKey& key,
+                            net::Duration timeout) {
+  net::ensure_sodium();
+  OpenedSession s;
+  randombytes_buf(&s.id, sizeof s.id);
+  s.channel.io_timeout = timeout;
+  s.channel.handshake_timeout = timeout;
+  s.endpoints = {"primary"};
+  for (const std::string& w : workers) {
+    s.workers.push_back(net::parse_endpoint(w));
+    s.endpoints.push_back(s.workers.back().str());
+    s.controls.push_back(net::open_session(s.workers.back(), key, s.channel, s.id));
+  }
+  return s;
+}
 
 std::unique_ptr<net::TcpTransport> open_primary_mesh(const std::vector<net::Endpoint>& workers,
                                                      const net::PresharedKey& key,

@@ -25,6 +25,19 @@ struct MeshPlace {
   net::Duration timeout{10000};
 };
 
+// The primary's side of a session's start: a fresh random session id and a control channel to
+// each worker (net::open_session), with `timeout` for handshakes and I/O. TransportError naming
+// a worker that cannot be reached, refuses the key or is busy.
+struct OpenedSession {
+  std::uint64_t id = 0;
+  net::ChannelOptions channel;
+  std::vector<net::Endpoint> workers;
+  std::vector<std::string> endpoints;  // "primary", then each worker's address: the setup's list
+  std::vector<std::unique_ptr<net::SecureChannel>> controls;  // one per worker
+};
+OpenedSession open_sessions(const std::vector<std::string>& workers, const net::PresharedKey& key,
+                            net::Duration timeout);
+
 // Rank 0's side: a link to each of `workers` (ranks 1..n).
 std::unique_ptr<net::TcpTransport> open_primary_mesh(const std::vector<net::Endpoint>& workers,
                                                      const net::PresharedKey& key,

@@ -7,7 +7,6 @@
 #include "runtime/mesh.h"
 
 #include <fmt/format.h>
-#include <sodium.h>
 
 #include <algorithm>
 #include <chrono>
@@ -164,19 +163,10 @@ class Profiler {
   }
 
   void connect() {
-    net::ensure_sodium();
-    std::uint64_t session_id = 0;
-    randombytes_buf(&session_id, sizeof session_id);
-    net::ChannelOptions channel;
-    channel.io_timeout = o_.timeout;
-    channel.handshake_timeout = o_.timeout;
-    std::vector<net::Endpoint> endpoints;
-    std::vector<std::string> endpoint_names = {"primary"};
-    for (const std::string& w : o_.workers) {
-      endpoints.push_back(net::parse_endpoint(w));
-      endpoint_names.push_back(endpoints.back().str());
-      controls_.push_back(net::open_session(endpoints.back(), o_.key, channel, session_id));
-    }
+    OpenedSession session = open_sessions(o_.workers, o_.key, o_.timeout);
+    controls_ = std::move(session.controls);
+    const std::uint64_t session_id = session.id;
+    const std::vector<std::string>& endpoint_names = session.endpoints;
     for (int r = 1; r < world_; ++r) {
       const nlohmann::json setup = {{"rank", r},
                                     {"world", world_},
@@ -188,7 +178,8 @@ class Profiler {
       const std::string text = setup.dump();
       controls_[static_cast<std::size_t>(r - 1)]->send(kProfileTag, std::as_bytes(std::span(text)));
     }
-    transport_ = open_primary_mesh(endpoints, o_.key, channel, session_id, o_.timeout, o_.link);
+    transport_ = open_primary_mesh(session.workers, o_.key, session.channel, session_id, o_.timeout,
+                                   o_.link);
   }
 
   profile::LinkMeasurement measure(int from, int to) {
