@@ -150,6 +150,7 @@ ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string
       if (by.has("mlp")) spec.mlp_gflops = by.at("mlp").positive();
       if (by.has("connection")) spec.connection_gflops = by.at("connection").positive();
     }
+    if (d.has("cores")) spec.cores = d.at("cores").positive();
     if (d.has("op_curves")) {
       const Field curves = d.at("op_curves");
       spec.curves = OpCurves{read_curve(curves.at("gemm")), read_curve(curves.at("attention")),
@@ -212,6 +213,7 @@ nlohmann::json ClusterSpec::to_json() const {
                               {{"attention", d.attention_gflops},
                                {"mlp", d.mlp_gflops},
                                {"connection", d.connection_gflops}}}};
+    if (d.cores > 0) device["cores"] = d.cores;
     if (d.curves) {
       device["op_curves"] = {{"gemm", curve_json(d.curves->gemm)},
                              {"attention", curve_json(d.curves->attention)},

@@ -10,7 +10,8 @@
 //   "op_curves": {"gemm": {"gflops": 52.0, "overhead_us": 9.0}, "attention": {...},
 //                 "elementwise": {...}, "gemv": {...}}
 // (gemm, attention and elementwise together or none; gemv, one-row linears, which are limited by
-// memory bandwidth, defaults to gemm): an op of `flops` FLOPs takes overhead + flops / gflops.
+// memory bandwidth, defaults to gemm): an op of `flops` FLOPs takes overhead + flops / gflops;
+// and "cores": the CPU cores the device computes on (threads × measured CPU share).
 // Other keys are ignored so newer profilers can add fields. Links are symmetric unless both
 // directions are given; a pair with no entry uses "default_link" (an error if a pair is needed and
 // there is none). Bandwidth is in bits per second (the "bps" unit of network specifications).
@@ -55,6 +56,10 @@ struct DeviceSpec {
   double mlp_gflops = 0;
   double connection_gflops = 0;
   std::optional<OpCurves> curves = std::nullopt;  // measured per op class (rich form)
+  // Cores the device runs on (threads × CPU share, measured); 0 = unknown. Below 2, encrypting and
+  // moving data takes the same CPU as compute, so communication cannot hide behind compute.
+  double cores = 0;
+  bool overlaps_communication() const { return cores == 0 || cores >= 2; }
 
   double speed(BlockType block) const;  // GFLOP/s for `block`
   // Seconds for `ops` ops of class `op` totalling `flops` FLOPs in a block of type `block`: the

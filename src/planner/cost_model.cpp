@@ -155,16 +155,18 @@ class Simulator {
     return ring_all_reduce_s(cluster_, ring_, static_cast<double>(tokens_) * width * kF32);
   }
 
-  // A collective taking `comm` seconds; `overlapped[d]` is compute device d runs inside it.
+  // A collective taking `comm` seconds; `overlapped[d]` is compute device d runs inside it, which
+  // hides communication only on a device with a core to spare for it.
   void collective(double comm, const std::vector<double>& overlapped) {
     double phase = 0;
     for (int d = 0; d < n_; ++d) {
       const auto i = static_cast<std::size_t>(d);
       const double inside = overlapped.empty() ? 0.0 : overlapped[i];
+      const bool overlap = cluster_.device(ring_[i]).overlaps_communication();
       devices_[i].compute_s += inside;
       devices_[i].comm_s += comm;
-      devices_[i].exposed_comm_s += std::max(0.0, comm - inside);
-      phase = std::max(phase, pending_[i] + std::max(comm, inside));
+      devices_[i].exposed_comm_s += overlap ? std::max(0.0, comm - inside) : comm;
+      phase = std::max(phase, pending_[i] + (overlap ? std::max(comm, inside) : comm + inside));
       pending_[i] = 0;
     }
     latency_ += phase;

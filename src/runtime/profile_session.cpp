@@ -115,6 +115,7 @@ class Profiler {
       d.mlp_gflops = m.compute.mlp_gflops;
       d.connection_gflops = m.compute.connection_gflops;
       d.curves = m.compute.curves;
+      d.cores = m.compute.threads * m.compute.cpu_share;
       devices.push_back(d);
       nlohmann::json detail = m.compute.to_json();
       detail["name"] = d.name;

@@ -34,6 +34,23 @@ TEST(CurvesCost, CurvesReplaceBlockSpeedsAndChargeOverheadPerOp) {
   EXPECT_GT(cost.predict(local, with_curves(10, 1e-3), 32).latency_s, plain + 10 * 1e-3);
 }
 
+TEST(CurvesCost, OneCoreDevicesCannotHideCommunicationBehindCompute) {
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  const CostModel cost(model.config(), model.graph());
+  const Plan galaxy = make_plan("galaxy", model.config(), {"A", "B"}, {1, 1});
+  const auto cluster = [](double cores) {
+    DeviceSpec a{"A", 1, 4'000'000'000}, b{"B", 1, 4'000'000'000};
+    a.cores = b.cores = cores;
+    return ClusterSpec::uniform({a, b}, LinkSpec{1e7, 1e-3});
+  };
+  const Prediction spare = cost.predict(galaxy, cluster(4), 32);
+  const Prediction single = cost.predict(galaxy, cluster(1), 32);
+  EXPECT_EQ(cost.predict(galaxy, cluster(0), 32).latency_s, spare.latency_s);  // unknown: overlap
+  EXPECT_GT(single.latency_s, spare.latency_s);
+  for (const DevicePrediction& d : single.devices) EXPECT_DOUBLE_EQ(d.exposed_comm_s, d.comm_s);
+  EXPECT_LT(spare.devices[0].exposed_comm_s, spare.devices[0].comm_s);
+}
+
 TEST(CurvesCost, ClusterFilesCarryCurvesAndRefuseBadOnes) {
   nlohmann::json j = {{"devices",
                        {{{"name", "A"},
