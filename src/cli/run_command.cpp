@@ -119,6 +119,14 @@ bool is_adaptive_planner(const std::string& name) {
   return name == "galaxy" || name == "hepti" || name == "auto";
 }
 
+// Whether every device of `plan` is one of `cluster`'s (a saved plan may name others).
+bool plan_in_cluster(const Plan& plan, const ClusterSpec& cluster) {
+  const std::vector<std::string> names = device_names(cluster);
+  return std::all_of(plan.devices.begin(), plan.devices.end(), [&](const std::string& d) {
+    return std::find(names.begin(), names.end(), d) != names.end();
+  });
+}
+
 // Workers of the devices `plan` uses, in plan order: device 0 is always this primary, and
 // cluster device i > 0 is worker i - 1.
 std::vector<std::string> workers_for(const Plan& plan, const ClusterSpec& cluster,
@@ -239,14 +247,15 @@ void run_distributed(const RunOptions& o, const Model& model, const CostModel& c
   Plan& plan = planned.plan;
   const auto prompt_tokens = static_cast<std::int64_t>(prompt.size());
   std::optional<OnlineEstimator> estimator;
-  if (planned.cluster && !planned.planner.empty() && o.repeat > 1)
+  if (planned.cluster && is_adaptive_planner(planned.planner) && o.repeat > 1)
     estimator.emplace(cost, *planned.cluster);
+  const bool named_in_cluster = planned.cluster && plan_in_cluster(plan, *planned.cluster);
   std::vector<std::string> devices;
   std::unique_ptr<Cluster> session;
   for (int request = 0; request < o.repeat; ++request) {
     if (!session) {
       const std::vector<std::string> used =
-          planned.cluster ? workers_for(plan, *planned.cluster, planned.all_workers) : workers;
+          named_in_cluster ? workers_for(plan, *planned.cluster, planned.all_workers) : workers;
       if (plan.num_devices() != static_cast<int>(used.size()) + 1) {
         throw UsageError(
             fmt::format("the plan has {} devices but {} are given (this primary and {} workers)",
@@ -387,7 +396,7 @@ void run(const RunOptions& o) {
 
   Outcome outcome;
   outcome.strategy = plan.strategy;
-  if (planned.cluster) {
+  if (planned.cluster && plan_in_cluster(plan, *planned.cluster)) {
     outcome.predicted_ms = cost.predict(plan, *planned.cluster, prompt_tokens).latency_s * 1e3;
   }
   if (plan.num_devices() == 1) {
