@@ -64,7 +64,10 @@ class Field {
 };
 
 LinkSpec read_link(const Field& f) {
-  return LinkSpec{f.at("bandwidth_bps").positive(), f.at("latency_s").non_negative()};
+  LinkSpec l{f.at("bandwidth_bps").positive(), f.at("latency_s").non_negative()};
+  if (f.has("duplex_bandwidth_bps"))
+    l.duplex_bandwidth_bps = f.at("duplex_bandwidth_bps").positive();
+  return l;
 }
 
 OpCurve read_curve(const Field& f) {
@@ -224,10 +227,12 @@ nlohmann::json ClusterSpec::to_json() const {
   }
   nlohmann::json links = nlohmann::json::array();
   for (const auto& [pair, l] : links_) {
-    links.push_back({{"from", devices_[static_cast<std::size_t>(pair.first)].name},
-                     {"to", devices_[static_cast<std::size_t>(pair.second)].name},
-                     {"bandwidth_bps", l.bandwidth_bps},
-                     {"latency_s", l.latency_s}});
+    nlohmann::json link = {{"from", devices_[static_cast<std::size_t>(pair.first)].name},
+                           {"to", devices_[static_cast<std::size_t>(pair.second)].name},
+                           {"bandwidth_bps", l.bandwidth_bps},
+                           {"latency_s", l.latency_s}};
+    if (l.duplex_bandwidth_bps > 0) link["duplex_bandwidth_bps"] = l.duplex_bandwidth_bps;
+    links.push_back(std::move(link));
   }
   nlohmann::json j = {{"devices", devices}, {"links", links}};
   if (default_link_) {

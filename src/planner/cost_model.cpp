@@ -20,7 +20,9 @@ double step_time(const ClusterSpec& cluster, const std::vector<int>& ring,
   const std::size_t n = ring.size();
   for (std::size_t r = 0; r < n; ++r) {
     if (bytes_from[r] <= 0) continue;
-    worst = std::max(worst, cluster.link(ring[r], ring[(r + 1) % n]).transfer_s(bytes_from[r]));
+    // In a ring step every device sends and receives at once.
+    worst =
+        std::max(worst, cluster.link(ring[r], ring[(r + 1) % n]).duplex_transfer_s(bytes_from[r]));
   }
   return worst;
 }

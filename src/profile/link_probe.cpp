@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <exception>
+#include <thread>
 #include <vector>
 
 namespace huddle::profile {
@@ -30,6 +33,33 @@ double round_trip(net::Transport& t, int peer, std::uint32_t tag,
                                      t.peer_name(peer), answer_tag, m.tag));
   }
   return seconds;
+}
+
+// Sends `bulk` to `peer` while receiving a message of the same size from it (both directions at
+// once, as in a ring step).
+void exchange(net::Transport& t, int peer, const std::vector<std::byte>& bulk) {
+  std::exception_ptr send_error;
+  std::thread sender([&] {
+    try {
+      t.send(peer, kLinkBulkTag, bulk);
+    } catch (...) {
+      send_error = std::current_exception();
+    }
+  });
+  net::Message in;
+  try {
+    in = t.recv(peer);
+  } catch (...) {
+    sender.join();
+    throw;
+  }
+  sender.join();
+  if (send_error) std::rethrow_exception(send_error);
+  if (in.tag != kLinkBulkTag || in.payload.size() != bulk.size()) {
+    throw TransportError(
+        fmt::format("{}: link probe expected {} duplex bytes, got tag {:#x} with {}",
+                    t.peer_name(peer), bulk.size(), in.tag, in.payload.size()));
+  }
 }
 
 }  // namespace
@@ -57,11 +87,25 @@ LinkMeasurement measure_link(net::Transport& t, int peer, const LinkProbeOptions
   }
   std::vector<double> transfers = {transfer};
   for (int i = 1; i < o.bulk_repeats; ++i) transfers.push_back(one_way());
+
+  // Duplex: both ends send `bytes` at once; the peer starts when our command arrives.
+  std::vector<double> duplex;
+  const std::uint64_t size = bytes;
+  for (int i = 0; i < o.bulk_repeats; ++i) {
+    const auto start = Clock::now();
+    t.send(peer, kLinkDuplexTag, std::as_bytes(std::span(&size, 1)));
+    exchange(t, peer, bulk);
+    duplex.push_back(std::max(
+        std::chrono::duration<double>(Clock::now() - start).count() - small_rtt / 2, 1e-7));
+  }
   t.send(peer, kLinkEndTag, {});
 
   LinkMeasurement m;
   m.latency_s = small_rtt / 2;
   m.bandwidth_bps = static_cast<double>(bytes) * 8 / median(transfers);
+  // Never above the one-way figure: a duplex transfer cannot be faster than a lone one.
+  m.duplex_bandwidth_bps =
+      std::min(m.bandwidth_bps, static_cast<double>(bytes) * 8 / median(std::move(duplex)));
   m.bulk_bytes = bytes;
   return m;
 }
@@ -81,6 +125,19 @@ void echo_link(net::Transport& t, int peer, std::size_t max_bytes) {
       case kLinkBulkTag:
         t.send(peer, kLinkAckTag, std::as_bytes(std::span(&ack, 1)));
         break;
+      case kLinkDuplexTag: {
+        std::uint64_t size = 0;
+        if (m.payload.size() != sizeof size) {
+          throw TransportError(fmt::format("{}: malformed duplex request", t.peer_name(peer)));
+        }
+        std::memcpy(&size, m.payload.data(), sizeof size);
+        if (size > max_bytes) {
+          throw TransportError(fmt::format("{}: duplex transfer of {} bytes exceeds {}",
+                                           t.peer_name(peer), size, max_bytes));
+        }
+        exchange(t, peer, std::vector<std::byte>(size));
+        break;
+      }
       case kLinkEndTag:
         return;
       default:

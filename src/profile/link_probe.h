@@ -6,6 +6,8 @@
 //                        the small round trip. S doubles from 64 KiB until a transfer takes
 //                        `min_transfer_s` (or reaches max_bytes), then is repeated; bandwidth is
 //                        S over the median one-way time;
+//   duplex (u64 S)    -> both sides send S bytes (bulk) to each other at once, as in a ring step;
+//                        duplex bandwidth is S over the median time both take, less the latency;
 //   end   (empty)     -> the echoing side returns.
 // Everything the link adds per message is measured: encryption, the kernel's stack, the testbed's
 // shaping and emulated delay.
@@ -22,11 +24,13 @@ inline constexpr std::uint32_t kLinkPingTag = 0x10000020u;
 inline constexpr std::uint32_t kLinkBulkTag = 0x10000021u;
 inline constexpr std::uint32_t kLinkAckTag = 0x10000022u;
 inline constexpr std::uint32_t kLinkEndTag = 0x10000023u;
+inline constexpr std::uint32_t kLinkDuplexTag = 0x10000024u;
 
 struct LinkMeasurement {
-  double latency_s = 0;        // one way, per message
-  double bandwidth_bps = 0;    // bits per second
-  std::size_t bulk_bytes = 0;  // the transfer size the bandwidth was measured at
+  double latency_s = 0;             // one way, per message
+  double bandwidth_bps = 0;         // bits per second
+  double duplex_bandwidth_bps = 0;  // each way, while both ends send at once
+  std::size_t bulk_bytes = 0;       // the transfer size the bandwidth was measured at
 };
 
 struct LinkProbeOptions {

@@ -51,6 +51,23 @@ TEST(CurvesCost, OneCoreDevicesCannotHideCommunicationBehindCompute) {
   EXPECT_LT(spare.devices[0].exposed_comm_s, spare.devices[0].comm_s);
 }
 
+TEST(CurvesCost, RingStepsUseTheDuplexBandwidth) {
+  const auto cluster = [](double duplex) {
+    nlohmann::json j = {{"devices",
+                         {{{"name", "A"}, {"gflops", 10}, {"memory_bytes", 1e9}},
+                          {{"name", "B"}, {"gflops", 10}, {"memory_bytes", 1e9}}}},
+                        {"links", {{{"from", "A"}, {"to", "B"}, {"bandwidth_bps", 8e6},
+                                    {"latency_s", 0}}}}};
+    if (duplex > 0) j["links"][0]["duplex_bandwidth_bps"] = duplex;
+    return ClusterSpec::from_json(j, "c.json");
+  };
+  // 1 MB each way in one step: 1 s at 8 Mbit/s, 2 s when both directions share 4 Mbit/s each.
+  EXPECT_DOUBLE_EQ(ring_all_gather_s(cluster(0), {0, 1}, {1e6, 1e6}), 1.0);
+  EXPECT_DOUBLE_EQ(ring_all_gather_s(cluster(4e6), {0, 1}, {1e6, 1e6}), 2.0);
+  EXPECT_DOUBLE_EQ(cluster(4e6).link(1, 0).duplex_bandwidth_bps, 4e6);  // symmetric by default
+  EXPECT_DOUBLE_EQ(cluster(4e6).link(0, 1).transfer_s(1e6), 1.0);       // one way: unchanged
+}
+
 TEST(CurvesCost, ClusterFilesCarryCurvesAndRefuseBadOnes) {
   nlohmann::json j = {{"devices",
                        {{{"name", "A"},

@@ -26,6 +26,8 @@ TEST(LinkProbe, MeasuresAnEmulatedLink) {
   EXPECT_GE(m.latency_s, 0.002);
   EXPECT_GT(m.bandwidth_bps, 0.0);
   EXPECT_LE(m.bandwidth_bps, 2 * 400e6);
+  EXPECT_GT(m.duplex_bandwidth_bps, 0.0);
+  EXPECT_LE(m.duplex_bandwidth_bps, m.bandwidth_bps);
   EXPECT_GE(m.bulk_bytes, std::size_t{64} << 10);
 }
 
