@@ -20,6 +20,8 @@ namespace {
 // FLOPs per element the cost model charges (planner/cost_model.cpp): the fit must use the same
 // definitions for its curves to mean the same thing there.
 constexpr double kNormFlops = 8, kResidualFlops = 1, kActivationFlops = 10;
+// Bytes of weights that overflow any last-level cache of the devices we target.
+constexpr std::int64_t kCacheFlushBytes = std::int64_t{96} << 20;
 
 using Clock = std::chrono::steady_clock;
 
@@ -119,13 +121,15 @@ ProbeShapes ProbeShapes::of(const ModelConfig& c, std::int64_t tokens) {
   s.head_dim = c.head_dim;
   s.tokens = tokens;
   s.causal = c.causal;
+  s.vocab = c.vocab_size;
   s.gated = c.activation == Activation::Silu;
   return s;
 }
 
 nlohmann::json ProbeShapes::to_json() const {
-  return {{"hidden", hidden},     {"ffn", ffn},       {"heads", heads},   {"kv_heads", kv_heads},
-          {"head_dim", head_dim}, {"tokens", tokens}, {"causal", causal}, {"gated", gated}};
+  return {{"hidden", hidden},     {"ffn", ffn},           {"heads", heads},
+          {"kv_heads", kv_heads}, {"head_dim", head_dim}, {"tokens", tokens},
+          {"causal", causal},     {"gated", gated},       {"vocab", vocab}};
 }
 
 ProbeShapes ProbeShapes::from_json(const nlohmann::json& j) {
@@ -138,10 +142,11 @@ ProbeShapes ProbeShapes::from_json(const nlohmann::json& j) {
   s.tokens = j.at("tokens").get<std::int64_t>();
   s.causal = j.at("causal").get<bool>();
   s.gated = j.at("gated").get<bool>();
+  s.vocab = j.at("vocab").get<std::int64_t>();
   const auto in = [](std::int64_t v, std::int64_t hi) { return v >= 1 && v <= hi; };
   if (!in(s.hidden, 1 << 16) || !in(s.ffn, 1 << 18) || !in(s.heads, 1024) ||
       !in(s.kv_heads, s.heads) || s.heads % s.kv_heads != 0 || !in(s.head_dim, 1024) ||
-      !in(s.tokens, 1 << 16)) {
+      !in(s.tokens, 1 << 16) || s.vocab < 0 || s.vocab > (1 << 22)) {
     throw InputError("probe shapes out of range");
   }
   return s;
@@ -225,27 +230,35 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   const double other_budget = 0.5 * budget_s / 10.0;
   const std::int64_t per_buffer = std::max<std::int64_t>(max_bytes / 4, 1 << 16);
 
-  std::vector<Sample> gemm_samples, gemv_samples, attention_samples, elementwise_samples;
-  for (GemmShape g : gemms) {
+  // Linears: in a forward pass every linear reads weights no other op has touched since the last
+  // step, so they come from memory, not cache: each run takes the next of enough copies of the
+  // weight to overflow the last-level cache (within the memory budget). One-row linears (decode
+  // steps, the head) are bound by that read; the head's own shape is measured too.
+  const auto time_linear = [&](GemmShape g, double budget) {
     g = fit_memory(g, per_buffer);
+    const std::int64_t weight_bytes = g.k * g.n * 4;
+    const std::int64_t copies =
+        std::clamp<std::int64_t>((kCacheFlushBytes + weight_bytes - 1) / weight_bytes, 1,
+                                 std::max<std::int64_t>(1, per_buffer / weight_bytes));
+    std::vector<Tensor> w = {random_tensor({g.k, g.n}, rng)};
+    for (std::int64_t c = 1; c < copies; ++c) w.push_back(w.front().clone());
     const Tensor x = random_tensor({g.m, g.k}, rng);
-    const Tensor w = random_tensor({g.k, g.n}, rng);
     Tensor y = Tensor::empty(DType::F32, {g.m, g.n});
+    std::size_t next = 0;
     const double t = median_seconds(
-        [&] { kernels::linear(x, w, kernels::WeightLayout::InOut, nullptr, y); }, gemm_budget);
-    gemm_samples.push_back({2.0 * static_cast<double>(g.m * g.k * g.n), t});
+        [&] {
+          kernels::linear(x, w[next], kernels::WeightLayout::InOut, nullptr, y);
+          next = (next + 1) % w.size();
+        },
+        budget);
+    return Sample{2.0 * static_cast<double>(g.m * g.k * g.n), t};
+  };
+  std::vector<Sample> gemm_samples, gemv_samples, attention_samples, elementwise_samples;
+  for (const GemmShape& g : gemms) gemm_samples.push_back(time_linear(g, gemm_budget));
+  for (const GemmShape& g : gemms) {
+    if (g.m == s.tokens) gemv_samples.push_back(time_linear({1, g.k, g.n}, gemm_budget / 2));
   }
-  // One-row linears (decode steps, the head): the same weights, bound by reading them.
-  for (GemmShape g : gemms) {
-    if (g.m != s.tokens) continue;
-    g = fit_memory({1, g.k, g.n}, per_buffer);
-    const Tensor x = random_tensor({1, g.k}, rng);
-    const Tensor w = random_tensor({g.k, g.n}, rng);
-    Tensor y = Tensor::empty(DType::F32, {1, g.n});
-    const double t = median_seconds(
-        [&] { kernels::linear(x, w, kernels::WeightLayout::InOut, nullptr, y); }, gemm_budget / 2);
-    gemv_samples.push_back({2.0 * static_cast<double>(g.k * g.n), t});
-  }
+  if (s.vocab > 0) gemv_samples.push_back(time_linear({1, s.hidden, s.vocab}, gemm_budget / 2));
 
   // Attention: all heads and a quarter of them, over all rows and a quarter of them.
   for (const int heads : {s.heads, std::max(1, s.heads / 4)}) {

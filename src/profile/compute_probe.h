@@ -22,7 +22,8 @@ struct ProbeShapes {
   int head_dim = 64;
   std::int64_t tokens = 128;
   bool causal = true;
-  bool gated = false;  // the MLP has a gate projection
+  bool gated = false;          // the MLP has a gate projection
+  std::int64_t vocab = 50257;  // the LM head's outputs (0: none)
 
   static ProbeShapes of(const ModelConfig& config, std::int64_t tokens);
   nlohmann::json to_json() const;
