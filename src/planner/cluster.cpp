@@ -67,6 +67,7 @@ LinkSpec read_link(const Field& f) {
   LinkSpec l{f.at("bandwidth_bps").positive(), f.at("latency_s").non_negative()};
   if (f.has("duplex_bandwidth_bps"))
     l.duplex_bandwidth_bps = f.at("duplex_bandwidth_bps").positive();
+  if (f.has("duplex_latency_s")) l.duplex_latency_s = f.at("duplex_latency_s").non_negative();
   return l;
 }
 
@@ -232,6 +233,7 @@ nlohmann::json ClusterSpec::to_json() const {
                            {"bandwidth_bps", l.bandwidth_bps},
                            {"latency_s", l.latency_s}};
     if (l.duplex_bandwidth_bps > 0) link["duplex_bandwidth_bps"] = l.duplex_bandwidth_bps;
+    if (l.duplex_latency_s > 0) link["duplex_latency_s"] = l.duplex_latency_s;
     links.push_back(std::move(link));
   }
   nlohmann::json j = {{"devices", devices}, {"links", links}};

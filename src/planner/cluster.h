@@ -4,8 +4,8 @@
 //   {"devices": [{"name": "L", "gflops": 40.0, "memory_bytes": 2000000000}, ...],
 //    "links": [{"from": "L", "to": "M", "bandwidth_bps": 1e8, "latency_s": 0.002}, ...],
 //    "default_link": {"bandwidth_bps": 1e9, "latency_s": 0.0005}}
-// (a link may add "duplex_bandwidth_bps": each way while both ends send, as `huddle profile`
-// measures)
+// (a link may add "duplex_bandwidth_bps" and "duplex_latency_s": each way while both ends send,
+// as `huddle profile` measures)
 // Rich form (what `huddle profile` writes) adds, per device, measured speed per block type:
 //   "gflops_by_block": {"attention": 31.0, "mlp": 45.5, "connection": 4.0}
 // (each optional; a missing entry falls back to "gflops"), and the fitted cost of each op class:
@@ -77,12 +77,14 @@ struct LinkSpec {
   // Bandwidth each way while both ends send at once, as in every ring step (0: unknown, taken as
   // bandwidth_bps). Lower than bandwidth_bps where encryption and copies, not the wire, limit it.
   double duplex_bandwidth_bps = 0;
+  // Fixed cost of such an exchange (threads, system calls, framing); 0: taken as latency_s.
+  double duplex_latency_s = 0;
 
   // Seconds to move `bytes` as one message.
   double transfer_s(double bytes) const { return latency_s + bytes * 8.0 / bandwidth_bps; }
   // The same while the other end sends to us at the same time.
   double duplex_transfer_s(double bytes) const {
-    return latency_s +
+    return (duplex_latency_s > 0 ? duplex_latency_s : latency_s) +
            bytes * 8.0 / (duplex_bandwidth_bps > 0 ? duplex_bandwidth_bps : bandwidth_bps);
   }
 };

@@ -88,24 +88,37 @@ LinkMeasurement measure_link(net::Transport& t, int peer, const LinkProbeOptions
   std::vector<double> transfers = {transfer};
   for (int i = 1; i < o.bulk_repeats; ++i) transfers.push_back(one_way());
 
-  // Duplex: both ends send `bytes` at once; the peer starts when our command arrives.
-  std::vector<double> duplex;
-  const std::uint64_t size = bytes;
-  for (int i = 0; i < o.bulk_repeats; ++i) {
-    const auto start = Clock::now();
-    t.send(peer, kLinkDuplexTag, std::as_bytes(std::span(&size, 1)));
-    exchange(t, peer, bulk);
-    duplex.push_back(std::max(
-        std::chrono::duration<double>(Clock::now() - start).count() - small_rtt / 2, 1e-7));
-  }
+  // Duplex: both ends send at once (the peer starts when our command arrives), at 64 KiB and at
+  // the bulk size: the line through both gives the bandwidth and the fixed cost of a ring step's
+  // exchange (threads, syscalls, framing), which small activations pay in full.
+  const auto duplex_s = [&](std::size_t n) {
+    const std::uint64_t size = n;
+    const std::vector<std::byte> data(n);
+    std::vector<double> times;
+    for (int i = 0; i < o.bulk_repeats + 2; ++i) {
+      const auto start = Clock::now();
+      t.send(peer, kLinkDuplexTag, std::as_bytes(std::span(&size, 1)));
+      exchange(t, peer, data);
+      times.push_back(std::max(
+          std::chrono::duration<double>(Clock::now() - start).count() - small_rtt / 2, 1e-7));
+    }
+    return median(std::move(times));
+  };
+  const std::size_t small_bytes = std::min<std::size_t>(std::size_t{64} << 10, bytes);
+  const double small_duplex = duplex_s(small_bytes);
+  const double large_duplex = bytes > small_bytes ? duplex_s(bytes) : small_duplex;
   t.send(peer, kLinkEndTag, {});
 
   LinkMeasurement m;
   m.latency_s = small_rtt / 2;
   m.bandwidth_bps = static_cast<double>(bytes) * 8 / median(transfers);
   // Never above the one-way figure: a duplex transfer cannot be faster than a lone one.
-  m.duplex_bandwidth_bps =
-      std::min(m.bandwidth_bps, static_cast<double>(bytes) * 8 / median(std::move(duplex)));
+  double duplex_bps = static_cast<double>(bytes) * 8 / large_duplex;
+  if (bytes > small_bytes && large_duplex > small_duplex)
+    duplex_bps = static_cast<double>(bytes - small_bytes) * 8 / (large_duplex - small_duplex);
+  m.duplex_bandwidth_bps = std::min(m.bandwidth_bps, duplex_bps);
+  m.duplex_latency_s = std::max(
+      m.latency_s, small_duplex - static_cast<double>(small_bytes) * 8 / m.duplex_bandwidth_bps);
   m.bulk_bytes = bytes;
   return m;
 }

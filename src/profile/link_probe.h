@@ -6,8 +6,9 @@
 //                        the small round trip. S doubles from 64 KiB until a transfer takes
 //                        `min_transfer_s` (or reaches max_bytes), then is repeated; bandwidth is
 //                        S over the median one-way time;
-//   duplex (u64 S)    -> both sides send S bytes (bulk) to each other at once, as in a ring step;
-//                        duplex bandwidth is S over the median time both take, less the latency;
+//   duplex (u64 S)    -> both sides send S bytes (bulk) to each other at once, as in a ring step,
+//                        at 64 KiB and at the bulk size: the line through the two median times
+//                        gives the duplex bandwidth and the exchange's fixed cost;
 //   end   (empty)     -> the echoing side returns.
 // Everything the link adds per message is measured: encryption, the kernel's stack, the testbed's
 // shaping and emulated delay.
@@ -30,6 +31,7 @@ struct LinkMeasurement {
   double latency_s = 0;             // one way, per message
   double bandwidth_bps = 0;         // bits per second
   double duplex_bandwidth_bps = 0;  // each way, while both ends send at once
+  double duplex_latency_s = 0;      // fixed cost of such an exchange (>= latency_s)
   std::size_t bulk_bytes = 0;       // the transfer size the bandwidth was measured at
 };
 

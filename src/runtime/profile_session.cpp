@@ -40,6 +40,7 @@ nlohmann::json link_json(const profile::LinkMeasurement& m) {
   return {{"latency_s", m.latency_s},
           {"bandwidth_bps", m.bandwidth_bps},
           {"duplex_bandwidth_bps", m.duplex_bandwidth_bps},
+          {"duplex_latency_s", m.duplex_latency_s},
           {"bulk_bytes", m.bulk_bytes}};
 }
 
@@ -140,10 +141,11 @@ class Profiler {
         detail["from"] = names_[static_cast<std::size_t>(from)];
         detail["to"] = names_[static_cast<std::size_t>(to)];
         link_details.push_back(detail);
-        log(fmt::format("{} -> {}: {:.1f} Mbit/s ({:.1f} each way when both send), {:.3f} ms",
-                        names_[static_cast<std::size_t>(from)],
-                        names_[static_cast<std::size_t>(to)], m.bandwidth_bps / 1e6,
-                        m.duplex_bandwidth_bps / 1e6, m.latency_s * 1e3));
+        log(fmt::format(
+            "{} -> {}: {:.1f} Mbit/s, {:.3f} ms; both ways at once {:.1f} Mbit/s, {:.3f} ms",
+            names_[static_cast<std::size_t>(from)], names_[static_cast<std::size_t>(to)],
+            m.bandwidth_bps / 1e6, m.latency_s * 1e3, m.duplex_bandwidth_bps / 1e6,
+            m.duplex_latency_s * 1e3));
       }
     }
     out.cluster = build_cluster(devices);
@@ -218,6 +220,7 @@ class Profiler {
       m.latency_s = reply.at("latency_s").get<double>();
       m.bandwidth_bps = reply.at("bandwidth_bps").get<double>();
       m.duplex_bandwidth_bps = reply.at("duplex_bandwidth_bps").get<double>();
+      m.duplex_latency_s = reply.at("duplex_latency_s").get<double>();
       m.bulk_bytes = reply.at("bulk_bytes").get<std::size_t>();
       if (!(m.latency_s >= 0) || !(m.bandwidth_bps > 0) || !(m.duplex_bandwidth_bps > 0))
         throw InputError("out of range");
@@ -237,6 +240,7 @@ class Profiler {
                        {"to", names_[static_cast<std::size_t>(l.to)]},
                        {"bandwidth_bps", l.m.bandwidth_bps},
                        {"duplex_bandwidth_bps", l.m.duplex_bandwidth_bps},
+                       {"duplex_latency_s", l.m.duplex_latency_s},
                        {"latency_s", l.m.latency_s}});
     }
     j["links"] = links;
