@@ -6,14 +6,19 @@
   scripts/bench-suite --report-only [--out DIR]     # re-render results.{md,csv} and plots
 
 For every scenario (bench/clusters/<name>.json) and model: `scripts/testbed up` (workers map the
-model from their own copy), then for every prompt length and strategy `huddle plan` (predicted
-latency) and one `huddle run --repeat R+1` through `scripts/testbed exec` (the first run is a
-warm-up), then `scripts/testbed down` (also on errors and signals). A run that fails (OOM kill,
+model from their own copy), then for every prompt length: `huddle profile` of the testbed at that
+model and length through `scripts/testbed exec` (--cluster-source profile, the default; the
+testbed is rebuilt after it), and for every strategy `huddle plan` (predicted latency) and one
+`huddle run --repeat R+1 --cluster <that file>` through `scripts/testbed exec` (the first run is
+a warm-up), then `scripts/testbed down` (also on errors and signals). A run that fails (OOM kill,
 a planner's refusal, a timeout) is recorded with its error and the testbed is rebuilt.
 
-Strategies: local (the primary alone), megatron and sp (even shares), galaxy, hepti and auto
-(planned from the testbed's cluster file, --cluster). Writes results.json (every run with its
-command line), results.csv, results.md and latency.svg / speedup_vs_bandwidth.svg to --out.
+Strategies: local (the primary alone), megatron and sp (even --shares), galaxy, hepti and auto
+(planned from the cluster file). Every run gets --cluster, so `huddle run --json` reports its
+plan's predicted_ms. With --cluster-source spec the cluster file is the one `scripts/testbed up`
+derives from the spec (cpu quota x --core-gflops, the cgroup limit). Writes results.json (every
+run with its command line, every profile), results.csv, results.md and latency.svg /
+speedup_vs_bandwidth.svg to --out.
 Needs root (the testbed). Run it through scripts/bench-suite, which unsets OPENBLAS_CORETYPE.
 """
 import argparse
@@ -506,8 +511,8 @@ def write_markdown(path, data):
 
 
 CSV_FIELDS = ["scenario", "workload", "model", "tokens", "strategy", "ok", "error", "median_ms", "min_ms", "max_ms",
-              "q1_ms", "q3_ms", "runs_ms", "speedup", "ideal_speedup", "efficiency", "predicted_ms",
-              "prediction_error", "exposed_comm_ms", "mb_sent_per_run", "plan_mode", "loadavg_before", "command"]
+              "q1_ms", "q3_ms", "runs_ms", "speedup", "ideal_speedup", "efficiency", "cluster_source", "predicted_ms",
+              "plan_predicted_ms", "prediction_error", "exposed_comm_ms", "mb_sent_per_run", "plan_mode", "loadavg_before", "command"]
 
 
 def write_csv(path, rows):
