@@ -103,6 +103,15 @@ double DeviceSpec::op_seconds(OpClass op, BlockType block, double flops, int ops
   return flops / (speed(block) * 1e9);
 }
 
+double DeviceSpec::linear_seconds(BlockType block, double rows, double flops, int ops) const {
+  if (!curves) return flops / (speed(block) * 1e9);
+  const double read =
+      curves->gemv.seconds(flops / std::max(rows, 1.0)) + (ops - 1) * curves->gemv.overhead_s;
+  if (rows <= 1) return read;
+  return read + static_cast<double>(ops) * curves->gemm.overhead_s +
+         flops / (curves->gemm.gflops * 1e9);
+}
+
 void DeviceSpec::scale_speed(double factor) {
   HUDDLE_CHECK(factor > 0);
   gflops *= factor;

@@ -11,6 +11,8 @@
 // (each optional; a missing entry falls back to "gflops"), and the fitted cost of each op class:
 //   "op_curves": {"gemm": {"gflops": 52.0, "overhead_us": 9.0}, "attention": {...},
 //                 "elementwise": {...}, "gemv": {...}}
+// (a linear of R > 1 rows costs gemv(its weights' 2·K·N) + gemm(2·R·K·N): the GEMM curve is what
+// the multiply-adds take beyond reading the weights once)
 // (gemm, attention and elementwise together or none; gemv, one-row linears, which are limited by
 // memory bandwidth, defaults to gemm): an op of `flops` FLOPs takes overhead + flops / gflops;
 // and "cores": the CPU cores the device computes on (threads × measured CPU share).
@@ -67,6 +69,10 @@ struct DeviceSpec {
   // Seconds for `ops` ops of class `op` totalling `flops` FLOPs in a block of type `block`: the
   // fitted curve when measured, else flops at the block's speed.
   double op_seconds(OpClass op, BlockType block, double flops, int ops) const;
+  // Seconds for `ops` linears over `rows` rows totalling `flops` FLOPs in a `block`. With curves:
+  // reading the weights (flops / rows of them, at the GEMV curve) plus the multiply-adds beyond
+  // that read (the GEMM curve; one row: the read alone).
+  double linear_seconds(BlockType block, double rows, double flops, int ops) const;
   // Every speed (block speeds and curve throughputs) multiplied by `factor` > 0.
   void scale_speed(double factor);
 };

@@ -93,8 +93,8 @@ class Simulator {
       collective(t, {});
     }
     if (f_.head_outputs > 0) {
-      const double head = op_time(0, OpClass::Gemv, BlockType::Connection,
-                                  2 * H * static_cast<double>(f_.head_outputs));
+      const double head =
+          linear_time(0, BlockType::Connection, 1, 2 * H * static_cast<double>(f_.head_outputs));
       pending_[0] += head;
       devices_[0].compute_s += head;
     }
@@ -113,8 +113,12 @@ class Simulator {
  private:
   std::int64_t rows(int d) const { return rows_[static_cast<std::size_t>(d)]; }
 
-  // A linear over `rows` rows: one row reads every weight once (GEMV, memory-bound).
-  static OpClass linear(double rows) { return rows <= 1 ? OpClass::Gemv : OpClass::Gemm; }
+  // `ops` linears of `block` over `rows` rows totalling `flops` FLOPs on device d.
+  double linear_time(int d, BlockType block, double rows, double flops, int ops = 1) const {
+    if (flops <= 0) return 0;
+    return cluster_.device(ring_[static_cast<std::size_t>(d)])
+        .linear_seconds(block, rows, flops, ops);
+  }
 
   // Seconds device d spends on `ops` ops of class `op` in a `block` totalling `flops`.
   double op_time(int d, OpClass op, BlockType block, double flops, int ops = 1) const {
@@ -208,8 +212,8 @@ class Simulator {
       const auto qkv = per_device([&](int d) {
         const LayerShare s = share(d);
         const double width = static_cast<double>(s.heads + 2 * s.kv_heads) * hd;
-        return op_time(d, linear(static_cast<double>(tokens_)), BlockType::Attention,
-                       2.0 * static_cast<double>(tokens_) * H * width, 3);
+        return linear_time(d, BlockType::Attention, static_cast<double>(tokens_),
+                           2.0 * static_cast<double>(tokens_) * H * width, 3);
       });
       if (tok) {
         collective(all_gather(H), qkv);
@@ -224,8 +228,8 @@ class Simulator {
                rope(d, T * static_cast<double>(s.heads + s.kv_heads) * hd);
       });
       const auto out = per_device([&](int d) {
-        return op_time(
-            d, linear(static_cast<double>(tokens_)), BlockType::Attention,
+        return linear_time(
+            d, BlockType::Attention, static_cast<double>(tokens_),
             2.0 * static_cast<double>(tokens_) * static_cast<double>(share(d).heads) * hd * H);
       });
       if (tok) {
@@ -240,8 +244,7 @@ class Simulator {
     const double q_width = c_.heads * hd, kv_width = c_.kv_heads * hd;
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
-      return op_time(d, linear(r), BlockType::Attention, 2.0 * r * H * (q_width + 2 * kv_width),
-                     3) +
+      return linear_time(d, BlockType::Attention, r, 2.0 * r * H * (q_width + 2 * kv_width), 3) +
              rope(d, r * (q_width + kv_width));
     });
     collective(all_gather(kv_width), {});
@@ -250,7 +253,7 @@ class Simulator {
       const double r = static_cast<double>(rows(d));
       return op_time(d, OpClass::Attention, BlockType::Attention,
                      4.0 * r * static_cast<double>(context_) * q_width) +
-             op_time(d, linear(r), BlockType::Attention, 2.0 * r * q_width * H);
+             linear_time(d, BlockType::Attention, r, 2.0 * r * q_width * H);
     });
     if (!tok) collective(all_gather(H), {});
   }
@@ -262,8 +265,8 @@ class Simulator {
       const auto cols = [&](int d) { return static_cast<double>(layer_share(lp, c_, d).columns); };
       const double T = static_cast<double>(tokens_);
       const auto up = per_device([&](int d) {
-        return op_time(d, linear(T), BlockType::Mlp, 2.0 * T * H * cols(d) * in_linears,
-                       static_cast<int>(in_linears));
+        return linear_time(d, BlockType::Mlp, T, 2.0 * T * H * cols(d) * in_linears,
+                           static_cast<int>(in_linears));
       });
       if (tok) {
         collective(all_gather(H), up);
@@ -275,7 +278,7 @@ class Simulator {
                        kActivationFlops * T * cols(d) * in_linears, static_cast<int>(in_linears));
       });
       const auto down = per_device(
-          [&](int d) { return op_time(d, linear(T), BlockType::Mlp, 2.0 * T * cols(d) * H); });
+          [&](int d) { return linear_time(d, BlockType::Mlp, T, 2.0 * T * cols(d) * H); });
       if (tok) {
         collective(reduce_scatter(H), down);
       } else {
@@ -287,8 +290,8 @@ class Simulator {
     const double F = static_cast<double>(c_.ffn);
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
-      return op_time(d, linear(r), BlockType::Mlp, 2.0 * r * H * F * (in_linears + 1),
-                     static_cast<int>(in_linears) + 1) +
+      return linear_time(d, BlockType::Mlp, r, 2.0 * r * H * F * (in_linears + 1),
+                         static_cast<int>(in_linears) + 1) +
              op_time(d, OpClass::Elementwise, BlockType::Mlp, kActivationFlops * r * F * in_linears,
                      static_cast<int>(in_linears));
     });

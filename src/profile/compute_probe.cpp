@@ -98,6 +98,10 @@ double to_gflops(double flops, double seconds) {
   return flops / seconds / 1e9;
 }
 
+double median_of_three(double a, double b, double c) {
+  return std::max(std::min(a, b), std::min(std::max(a, b), c));
+}
+
 // The fraction of wall time this thread gets to run: CPU time over wall time while spinning.
 double measure_cpu_share(double seconds) {
   const auto start = Clock::now();
@@ -254,11 +258,19 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
     return Sample{2.0 * static_cast<double>(g.m * g.k * g.n), t};
   };
   std::vector<Sample> gemm_samples, gemv_samples, attention_samples, elementwise_samples;
-  for (const GemmShape& g : gemms) gemm_samples.push_back(time_linear(g, gemm_budget));
   for (const GemmShape& g : gemms) {
     if (g.m == s.tokens) gemv_samples.push_back(time_linear({1, g.k, g.n}, gemm_budget / 2));
   }
   if (s.vocab > 0) gemv_samples.push_back(time_linear({1, s.hidden, s.vocab}, gemm_budget / 2));
+  // The GEMM curve is what a linear takes beyond reading its weights once (the GEMV curve), so
+  // the cost model can charge a linear of few rows over large weights (sequence splits) right.
+  const OpCurve read = fit_curve(gemv_samples);
+  for (const GemmShape& g : gemms) {
+    Sample sample = time_linear(g, gemm_budget);
+    const double weights_flops = sample.flops / static_cast<double>(g.m);
+    sample.seconds = std::max(sample.seconds - read.seconds(weights_flops), 0.1 * sample.seconds);
+    gemm_samples.push_back(sample);
+  }
 
   // Attention: all heads and a quarter of them, over all rows and a quarter of them.
   for (const int heads : {s.heads, std::max(1, s.heads / 4)}) {
@@ -310,16 +322,6 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   ComputeProfile p;
   p.curves = OpCurves{fit_curve(gemm_samples), fit_curve(attention_samples),
                       fit_curve(elementwise_samples), fit_curve(gemv_samples)};
-  // On one thread the samples are CPU time: what the device delivers is that at its CPU share
-  // (over three CFS periods, so a quota shows up whole).
-  p.cpu_share = measure_cpu_share(0.3);
-  if (kernels::num_threads() == 1) {
-    for (OpCurve* c :
-         {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise, &p.curves.gemv}) {
-      c->gflops *= p.cpu_share;
-      c->overhead_s /= p.cpu_share;
-    }
-  }
   std::vector<double> errors;
   for (const auto& [curve, samples] :
        {std::pair{p.curves.gemm, &gemm_samples}, std::pair{p.curves.attention, &attention_samples},
@@ -332,6 +334,18 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
                    errors.end());
   p.fit_error = errors[errors.size() / 2];
   p.samples = static_cast<int>(errors.size());
+  // On one thread the samples are CPU time: what the device delivers is that at its CPU share,
+  // the median of three windows of two CFS periods each (a quota shows up whole; a burst of
+  // other load in one window does not decide it).
+  p.cpu_share =
+      median_of_three(measure_cpu_share(0.2), measure_cpu_share(0.2), measure_cpu_share(0.2));
+  if (kernels::num_threads() == 1) {
+    for (OpCurve* c :
+         {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise, &p.curves.gemv}) {
+      c->gflops *= p.cpu_share;
+      c->overhead_s /= p.cpu_share;
+    }
+  }
   p.threads = kernels::num_threads();
   derive_block_speeds(s, p);
   p.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -47,7 +47,7 @@ struct ComputeProfile {
   static ComputeProfile from_json(const nlohmann::json& json);
 };
 
-// Runs the probe; about `budget_s` + 0.3 seconds (at least three runs of every shape, and the CPU
+// Runs the probe; about `budget_s` + 0.6 seconds (at least three runs of every shape, and the CPU
 // share). Memory: a few
 // buffers of the largest weight shape, capped at `max_bytes` by shrinking the shapes (the curves
 // are per FLOP, so they carry over).

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -55,6 +57,7 @@ DeviceMeasurement measure_self(const profile::ProbeShapes& shapes, double budget
   d.memory_bytes = profile::available_memory_bytes();  // before the probe's own buffers
   const std::int64_t room = d.memory_bytes > 0 ? d.memory_bytes / 4 : std::int64_t{64} << 20;
   d.compute = profile::probe_compute(shapes, budget_s, room);
+  malloc_trim(0);  // give the probe's buffers back, so the next measurement sees them free
   return d;
 }
 

@@ -11,12 +11,12 @@
 namespace huddle {
 namespace {
 
-ClusterSpec with_curves(double gemm_gflops, double overhead_s) {
+// Every op class at `gflops` with `overhead_s` per op; reading weights (the GEMV curve) at
+// `read_gflops`.
+ClusterSpec with_curves(double gflops, double overhead_s, double read_gflops = 1e15) {
   DeviceSpec d{"A", 10, 4'000'000'000};
-  d.curves = OpCurves{{gemm_gflops, overhead_s},
-                      {gemm_gflops, overhead_s},
-                      {gemm_gflops, overhead_s},
-                      {gemm_gflops, overhead_s}};
+  d.curves = OpCurves{
+      {gflops, overhead_s}, {gflops, overhead_s}, {gflops, overhead_s}, {read_gflops, overhead_s}};
   return ClusterSpec::uniform({d}, LinkSpec{1e9, 0});
 }
 
@@ -27,11 +27,21 @@ TEST(CurvesCost, CurvesReplaceBlockSpeedsAndChargeOverheadPerOp) {
   const double plain =
       cost.predict(local, ClusterSpec::uniform({{"A", 10, 4'000'000'000}}, LinkSpec{1e9, 0}), 32)
           .latency_s;
-  // Same throughput, no overhead: the same prediction.
-  EXPECT_NEAR(cost.predict(local, with_curves(10, 0), 32).latency_s, plain, plain * 1e-9);
+  // Same throughput, no overhead, free weight reads: the same prediction, but for the one-row
+  // head, which is all weight read.
+  const double head_s =
+      2.0 * static_cast<double>(model.config().hidden * model.config().vocab_size) / 10e9;
+  const double same = plain - head_s;
+  EXPECT_NEAR(cost.predict(local, with_curves(10, 0), 32).latency_s, same, plain * 1e-9);
   // Twice the throughput halves it; a fixed cost per op adds to it.
-  EXPECT_NEAR(cost.predict(local, with_curves(20, 0), 32).latency_s, plain / 2, plain * 1e-9);
+  EXPECT_NEAR(cost.predict(local, with_curves(20, 0), 32).latency_s, same / 2, plain * 1e-9);
   EXPECT_GT(cost.predict(local, with_curves(10, 1e-3), 32).latency_s, plain + 10 * 1e-3);
+  // Linears also read their weights: a slow read adds to every linear, and a sequence split
+  // (fewer rows over the same weights) gains less than its share of the FLOPs.
+  EXPECT_GT(cost.predict(local, with_curves(10, 0, 1), 32).latency_s, plain * 1.2);
+  const double rows32 = cost.predict(local, with_curves(10, 0, 5), 32).latency_s;
+  const double rows16 = cost.predict(local, with_curves(10, 0, 5), 16).latency_s;
+  EXPECT_GT(rows16, rows32 / 2);
 }
 
 TEST(CurvesCost, OneCoreDevicesCannotHideCommunicationBehindCompute) {
@@ -53,11 +63,11 @@ TEST(CurvesCost, OneCoreDevicesCannotHideCommunicationBehindCompute) {
 
 TEST(CurvesCost, RingStepsUseTheDuplexBandwidth) {
   const auto cluster = [](double duplex) {
-    nlohmann::json j = {{"devices",
-                         {{{"name", "A"}, {"gflops", 10}, {"memory_bytes", 1e9}},
-                          {{"name", "B"}, {"gflops", 10}, {"memory_bytes", 1e9}}}},
-                        {"links", {{{"from", "A"}, {"to", "B"}, {"bandwidth_bps", 8e6},
-                                    {"latency_s", 0}}}}};
+    nlohmann::json j = {
+        {"devices",
+         {{{"name", "A"}, {"gflops", 10}, {"memory_bytes", 1e9}},
+          {{"name", "B"}, {"gflops", 10}, {"memory_bytes", 1e9}}}},
+        {"links", {{{"from", "A"}, {"to", "B"}, {"bandwidth_bps", 8e6}, {"latency_s", 0}}}}};
     if (duplex > 0) j["links"][0]["duplex_bandwidth_bps"] = duplex;
     return ClusterSpec::from_json(j, "c.json");
   };
