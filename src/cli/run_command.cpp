@@ -280,6 +280,7 @@ void run_distributed(const RunOptions& o, const Model& model, const CostModel& c
       // Decode steps are too short to time; the first request warms caches up (page faults,
       // thread start-up) and would make every device look slow.
       if (!estimator || tokens < 8 || request == 0) return;
+      if (plan.tiled_2d()) return;  // the simulator does not model 2d-tiled plans
       std::vector<DeviceObservation> seen;
       for (std::size_t d = 0; d < reports.size(); ++d) {
         seen.push_back({reports[d].compute_s, reports[d].free_memory_bytes,
@@ -397,7 +398,11 @@ void run(const RunOptions& o) {
   Outcome outcome;
   outcome.strategy = plan.strategy;
   if (planned.cluster && plan_in_cluster(plan, *planned.cluster)) {
-    outcome.predicted_ms = cost.predict(plan, *planned.cluster, prompt_tokens).latency_s * 1e3;
+    try {
+      outcome.predicted_ms = cost.predict(plan, *planned.cluster, prompt_tokens).latency_s * 1e3;
+    } catch (const PlanError& e) {
+      std::fprintf(stderr, "huddle: no prediction: %s\n", e.what());
+    }
   }
   if (plan.num_devices() == 1) {
     Executor executor(model.graph(), model.weights(), model.config().max_positions);

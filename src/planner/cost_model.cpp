@@ -349,6 +349,12 @@ double CostModel::simulate_step(const Plan& plan, const ClusterSpec& cluster, st
                                 std::int64_t context,
                                 std::vector<DevicePrediction>* devices) const {
   HUDDLE_CHECK(tokens > 0 && context >= tokens && !plan.layers.empty());
+  for (const LayerPlan& layer : plan.layers) {
+    if (layer.attention == BlockSplit::Tiled2D || layer.mlp == BlockSplit::Tiled2D) {
+      throw PlanError(
+          "the cost model does not simulate 2d-tiled plans (hepti estimates them when it plans)");
+    }
+  }
   return Simulator(config_, footprint_, rotary_, plan, cluster, tokens, context).run(devices);
 }
 

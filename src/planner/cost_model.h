@@ -59,7 +59,8 @@ class CostModel {
   const ModelConfig& config() const { return config_; }
   const ModelFootprint& footprint() const { return footprint_; }
 
-  // Plan devices are looked up in `cluster` by name (PlanError naming a missing one).
+  // Plan devices are looked up in `cluster` by name (PlanError naming a missing one). PlanError
+  // for a 2d-tiled plan, which the simulator does not model (hepti's own estimate covers it).
   Prediction predict(const Plan& plan, const ClusterSpec& cluster, std::int64_t seq_len) const;
   // One step of `tokens` new tokens with `context` positions in the KV cache after it; fills
   // the devices' compute/comm and returns the latency.

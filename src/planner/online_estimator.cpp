@@ -51,7 +51,12 @@ ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimat
                            double threshold) {
   ReplanAdvice advice;
   const ClusterSpec& cluster = estimate.cluster();
-  advice.current_s = cost.predict(current, cluster, seq_len).latency_s;
+  try {
+    advice.current_s = cost.predict(current, cluster, seq_len).latency_s;
+  } catch (const PlanError& e) {
+    advice.reason = fmt::format("keeping the plan: {}", e.what());
+    return advice;
+  }
   // What the estimate learned, for the log line.
   std::string changes;
   for (int i = 0; i < cluster.size(); ++i) {

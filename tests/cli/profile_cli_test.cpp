@@ -143,3 +143,29 @@ TEST(ProfileCli, RunReplansWhenMeasuredSpeedsContradictTheClusterFile) {
 
 }  // namespace
 }  // namespace huddle
+
+namespace huddle {
+namespace {
+
+TEST(ProfileCli, TwoDimensionalPlansRunWithAClusterButArePredictedByHeptiOnly) {
+  testing::TempDir dir;
+  nlohmann::json cluster = {{"devices", nlohmann::json::array()},
+                            {"default_link", {{"bandwidth_bps", 1e9}, {"latency_s", 1e-4}}}};
+  for (const char* name : {"a", "b", "c", "d"})
+    cluster["devices"].push_back({{"name", name}, {"gflops", 10}, {"memory_bytes", 4e9}});
+  std::ofstream(dir / "c.json") << cluster.dump();
+  const std::string model = testing::fixture_model("gpt2-tiny");
+  const auto plan = testing::run_huddle({"plan", "--cluster", dir / "c.json", "--model", model,
+                                         "--strategy", "hepti", "--hepti-mode", "2d", "-o",
+                                         dir / "p.json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto r = testing::run_huddle({"run", "--model", model, "--ids", "1,2,3,4,5,6,7,8",
+                                      "--local-devices", "4", "--cluster", dir / "c.json",
+                                      "--plan", dir / "p.json", "--threads", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(testing::contains(r.err, "does not simulate 2d-tiled")) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out).contains("predicted_ms"));
+}
+
+}  // namespace
+}  // namespace huddle
