@@ -349,11 +349,10 @@ double CostModel::simulate_step(const Plan& plan, const ClusterSpec& cluster, st
                                 std::int64_t context,
                                 std::vector<DevicePrediction>* devices) const {
   HUDDLE_CHECK(tokens > 0 && context >= tokens && !plan.layers.empty());
-  for (const LayerPlan& layer : plan.layers) {
-    if (layer.attention == BlockSplit::Tiled2D || layer.mlp == BlockSplit::Tiled2D) {
-      throw PlanError(
-          "the cost model does not simulate 2d-tiled plans (hepti estimates them when it plans)");
-    }
+  if (plan.tiled_2d()) {
+    throw PlanError(
+        "the cost model does not simulate 2d-tiled plans step by step (predict() "
+        "estimates them)");
   }
   return Simulator(config_, footprint_, rotary_, plan, cluster, tokens, context).run(devices);
 }
@@ -376,9 +375,90 @@ CostModel::UnitFlops CostModel::unit_flops(std::int64_t tokens, std::int64_t con
   return u;
 }
 
+Prediction CostModel::predict_tiled_2d(const Plan& plan, const ClusterSpec& cluster,
+                                       std::int64_t seq_len) const {
+  HUDDLE_CHECK(plan.tiled_2d() && !plan.layers.empty());
+  const ModelConfig& c = config_;
+  const Grid grid = *plan.grid;
+  const int n = plan.num_devices();
+  const LayerPlan& first = plan.layers.front();
+  std::vector<int> index;  // cluster index of each plan device
+  for (const std::string& name : plan.devices) index.push_back(cluster.index_of(name));
+  const auto device = [&](int d) -> const DeviceSpec& {
+    return cluster.device(index[static_cast<std::size_t>(d)]);
+  };
+  const UnitFlops u = unit_flops(seq_len, seq_len);
+  const double T = static_cast<double>(seq_len), H = static_cast<double>(c.hidden);
+  Prediction p;
+  double slowest = 0;
+  for (int d = 0; d < n; ++d) {
+    const auto [hb, he] = first.hidden[static_cast<std::size_t>(grid.row_of(d))];
+    const auto [ab, ae] = first.heads[static_cast<std::size_t>(grid.col_of(d))];
+    const auto [cb, ce] = first.columns[static_cast<std::size_t>(grid.col_of(d))];
+    const double fr = static_cast<double>(he - hb) / H;
+    const double fa = static_cast<double>(ae - ab) / c.heads,
+                 fm = static_cast<double>(ce - cb) / static_cast<double>(c.ffn);
+    DevicePrediction dp;
+    dp.name = plan.devices[static_cast<std::size_t>(d)];
+    dp.tokens = seq_len;
+    dp.heads = ae - ab;
+    dp.columns = ce - cb;
+    const double flops =
+        static_cast<double>(c.layers) * fr *
+        (fa * u.per_head * c.heads + fm * u.per_column * static_cast<double>(c.ffn));
+    dp.compute_s = flops / (device(d).gflops * 1e9) + static_cast<double>(c.layers) * T *
+                                                          u.conn_per_row /
+                                                          (device(d).connection_gflops * 1e9);
+    dp.memory = device_memory(footprint_, c, plan, d, seq_len);
+    slowest = std::max(slowest, dp.compute_s);
+    p.devices.push_back(std::move(dp));
+  }
+  // Per layer, in device 0's column group: a reduce-scatter of q, all-reduces of k and v, an
+  // all-gather of the attention output, a reduce-scatter per MLP input projection and an
+  // all-gather of the activation, two all-gathers of the hidden columns; in its row group two
+  // all-reduces of this row's hidden columns.
+  const auto ring = [&](const std::vector<int>& ranks) {
+    std::vector<int> out;
+    for (const int r : ranks) out.push_back(index[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  const auto even = [&](const std::vector<int>& members, double bytes, bool gather) {
+    const std::vector<double> parts(members.size(), bytes / static_cast<double>(members.size()));
+    return gather ? ring_all_gather_s(cluster, members, parts)
+                  : ring_reduce_scatter_s(cluster, members, parts);
+  };
+  const std::vector<int> column_group = ring(grid.column_group(0)),
+                         row_group = ring(grid.row_group(0));
+  const int group = c.heads / c.kv_heads;
+  const double hd = c.head_dim;
+  const auto [q_begin, q_end] = first.heads[0];
+  const double q_bytes = T * hd * static_cast<double>(q_end - q_begin) * kF32;
+  const double kv_bytes =
+      T * hd * static_cast<double>((q_end - 1) / group + 1 - q_begin / group) * kF32;
+  const double f_bytes =
+      T * static_cast<double>(first.columns[0].second - first.columns[0].first) * kF32;
+  const double h_bytes =
+      T * static_cast<double>(first.hidden[0].second - first.hidden[0].first) * kF32;
+  double comm = 0;
+  if (grid.rows > 1) {
+    comm += even(column_group, q_bytes, false) +
+            2 * ring_all_reduce_s(cluster, column_group, kv_bytes) +
+            even(column_group, q_bytes, true) +
+            (footprint_.gated_mlp ? 2 : 1) * even(column_group, f_bytes, false) +
+            even(column_group, f_bytes, true) + 2 * even(column_group, T * H * kF32, true);
+  }
+  if (grid.cols > 1) comm += 2 * ring_all_reduce_s(cluster, row_group, h_bytes);
+  comm *= static_cast<double>(c.layers);
+  for (DevicePrediction& dp : p.devices) dp.comm_s = dp.exposed_comm_s = comm;
+  p.latency_s = slowest + comm;
+  p.decode_s = 0;
+  return p;
+}
+
 Prediction CostModel::predict(const Plan& plan, const ClusterSpec& cluster,
                               std::int64_t seq_len) const {
   if (seq_len < 1) throw UsageError(fmt::format("sequence length must be >= 1, got {}", seq_len));
+  if (plan.tiled_2d()) return predict_tiled_2d(plan, cluster, seq_len);
   Prediction p;
   p.latency_s = simulate_step(plan, cluster, seq_len, seq_len, &p.devices);
   p.decode_s = simulate_step(plan, cluster, 1, seq_len + 1, nullptr);

@@ -59,11 +59,17 @@ class CostModel {
   const ModelConfig& config() const { return config_; }
   const ModelFootprint& footprint() const { return footprint_; }
 
-  // Plan devices are looked up in `cluster` by name (PlanError naming a missing one). PlanError
-  // for a 2d-tiled plan, which the simulator does not model (hepti's own estimate covers it).
+  // Plan devices are looked up in `cluster` by name (PlanError naming a missing one). 2d-tiled
+  // plans get predict_tiled_2d's estimate.
   Prediction predict(const Plan& plan, const ClusterSpec& cluster, std::int64_t seq_len) const;
+  // An estimate for a 2d-tiled plan, not a step-by-step simulation: each device does its tile's
+  // fraction of every block's FLOPs at its speed; the collectives lowering_2d.cpp runs per layer
+  // are timed in device 0's row and column groups; bulk-synchronous, no overlap credited. No
+  // decode figure (0).
+  Prediction predict_tiled_2d(const Plan& plan, const ClusterSpec& cluster,
+                              std::int64_t seq_len) const;
   // One step of `tokens` new tokens with `context` positions in the KV cache after it; fills
-  // the devices' compute/comm and returns the latency.
+  // the devices' compute/comm and returns the latency. PlanError for a 2d-tiled plan.
   double simulate_step(const Plan& plan, const ClusterSpec& cluster, std::int64_t tokens,
                        std::int64_t context, std::vector<DevicePrediction>* devices) const;
 

@@ -77,76 +77,17 @@ std::string memory_shortfall(const SplitProblem& p, const ClusterSpec& cluster,
 
 // A 2D-tiled plan on the request's whole cluster with its estimated cost.
 PlanResult plan_2d(const PlanRequest& r) {
-  const ModelConfig& c = r.cost.config();
-  const ModelFootprint& f = r.cost.footprint();
   const int n = r.cluster.size();
   const Grid grid = hepti_grid(n);
-  const int rows = grid.rows, cols = grid.cols;
   std::vector<double> speeds;
   for (int i = 0; i < n; ++i) speeds.push_back(r.cluster.device(i).gflops);
-  Plan plan = tiled_2d_plan(c, device_names(r.cluster), grid, speeds);
-  const LayerPlan& first = plan.layers.front();
-  const std::vector<Range>&hidden = first.hidden, &heads = first.heads, &columns = first.columns;
+  Plan plan = tiled_2d_plan(r.cost.config(), device_names(r.cluster), grid, speeds);
   PlanResult result;
   result.strategy = "hepti";
   result.mode = "2d-tiled";
-  // Estimate: device (i / cols, i % cols) holds its tile of every block and does that fraction
-  // of the block FLOPs (attention split over the column group by tokens does the same total).
-  const CostModel::UnitFlops u = r.cost.unit_flops(r.seq_len, r.seq_len);
-  const double T = static_cast<double>(r.seq_len), H = static_cast<double>(c.hidden);
-  double slowest = 0, comm = 0;
-  for (int i = 0; i < n; ++i) {
-    const auto [hb, he] = hidden[static_cast<std::size_t>(i / cols)];
-    const double fr = static_cast<double>(he - hb) / H;
-    const auto [ab, ae] = heads[static_cast<std::size_t>(i % cols)];
-    const auto [cb, ce] = columns[static_cast<std::size_t>(i % cols)];
-    const double fa = static_cast<double>(ae - ab) / c.heads,
-                 fm = static_cast<double>(ce - cb) / static_cast<double>(c.ffn);
-    DevicePrediction d;
-    d.name = r.cluster.device(i).name;
-    d.tokens = r.seq_len;
-    d.heads = ae - ab;
-    d.columns = ce - cb;
-    const double flops =
-        static_cast<double>(c.layers) * fr *
-        (fa * u.per_head * c.heads + fm * u.per_column * static_cast<double>(c.ffn));
-    d.compute_s = flops / (r.cluster.device(i).gflops * 1e9) +
-                  static_cast<double>(c.layers) * T * u.conn_per_row /
-                      (r.cluster.device(i).connection_gflops * 1e9);
-    d.memory = device_memory(f, c, plan, i, r.seq_len);
-    slowest = std::max(slowest, d.compute_s);
-    result.prediction.devices.push_back(std::move(d));
-  }
-  // The collectives lowering_2d.cpp runs per layer, timed in device 0's row and column groups
-  // (bulk-synchronous, no overlap credited): in the column group a reduce-scatter of q, all-
-  // reduces of k and v, an all-gather of the attention output, a reduce-scatter per MLP input
-  // projection and an all-gather of the activation, two all-gathers of the hidden columns; in
-  // the row group two all-reduces of this row's hidden columns.
-  const std::vector<int> column_group = grid.column_group(0), row_group = grid.row_group(0);
-  const int group = c.heads / c.kv_heads;
-  const double head_dim = c.head_dim;
-  const double q_bytes =
-      T * head_dim * static_cast<double>(heads[0].second - heads[0].first) * kF32;
-  const double kv_bytes =
-      T * head_dim *
-      static_cast<double>((heads[0].second - 1) / group + 1 - heads[0].first / group) * kF32;
-  const double f_bytes = T * static_cast<double>(columns[0].second - columns[0].first) * kF32;
-  const double h_bytes = T * static_cast<double>(hidden[0].second - hidden[0].first) * kF32;
-  if (rows > 1) {
-    comm += ring_even(r.cluster, column_group, q_bytes, false) +
-            2 * ring_all_reduce_s(r.cluster, column_group, kv_bytes) +
-            ring_even(r.cluster, column_group, q_bytes, true) +
-            (f.gated_mlp ? 2 : 1) * ring_even(r.cluster, column_group, f_bytes, false) +
-            ring_even(r.cluster, column_group, f_bytes, true) +
-            2 * ring_even(r.cluster, column_group, T * H * kF32, true);
-  }
-  if (cols > 1) comm += 2 * ring_all_reduce_s(r.cluster, row_group, h_bytes);
-  comm *= static_cast<double>(c.layers);
-  for (DevicePrediction& d : result.prediction.devices) d.comm_s = d.exposed_comm_s = comm;
-  result.prediction.latency_s = slowest + comm;
-  result.prediction.decode_s = 0;
-  result.notes.push_back(
-      fmt::format("2d-tiled on a {}x{} grid: figures are estimates, not simulated", rows, cols));
+  result.prediction = r.cost.predict_tiled_2d(plan, r.cluster, r.seq_len);
+  result.notes.push_back(fmt::format(
+      "2d-tiled on a {}x{} grid: figures are estimates, not simulated", grid.rows, grid.cols));
   check_memory(result.prediction, r.cluster, "hepti (2d-tiled)");
   result.document = plan.to_json();
   result.plan = std::move(plan);

@@ -147,7 +147,7 @@ TEST(ProfileCli, RunReplansWhenMeasuredSpeedsContradictTheClusterFile) {
 namespace huddle {
 namespace {
 
-TEST(ProfileCli, TwoDimensionalPlansRunWithAClusterButArePredictedByHeptiOnly) {
+TEST(ProfileCli, TwoDimensionalPlansRunWithAClusterAndAreEstimated) {
   testing::TempDir dir;
   nlohmann::json cluster = {{"devices", nlohmann::json::array()},
                             {"default_link", {{"bandwidth_bps", 1e9}, {"latency_s", 1e-4}}}};
@@ -163,8 +163,14 @@ TEST(ProfileCli, TwoDimensionalPlansRunWithAClusterButArePredictedByHeptiOnly) {
                                       "--local-devices", "4", "--cluster", dir / "c.json",
                                       "--plan", dir / "p.json", "--threads", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(testing::contains(r.err, "does not simulate 2d-tiled")) << r.err;
-  EXPECT_FALSE(nlohmann::json::parse(r.out).contains("predicted_ms"));
+  // The run's prediction is the estimate hepti planned with.
+  const nlohmann::json planned = nlohmann::json::parse(
+      testing::run_huddle({"plan", "--cluster", dir / "c.json", "--model", model, "--strategy",
+                           "hepti", "--hepti-mode", "2d", "--seq-len", "8", "--json"})
+          .out);
+  EXPECT_NEAR(nlohmann::json::parse(r.out)["predicted_ms"].get<double>(),
+              planned["predicted_ms"].get<double>(), 1e-9)
+      << r.out;
 }
 
 }  // namespace
