@@ -1,4 +1,6 @@
-// Huddle wire protocol, version 1: pinned constants and fixed-layout records (docs/protocol.md).
+// Huddle wire protocol, version 2: pinned constants and fixed-layout records (docs/protocol.md).
+// Version 2 (this session protocol: step reports, profiling sessions) refuses version 1 peers at
+// HELLO, whose session messages it would not understand.
 //
 // Every multi-byte integer is little-endian on the wire. Records are encoded and decoded field by
 // field (no struct punning), so their layout is independent of the host; the static_asserts pin
@@ -15,7 +17,7 @@
 namespace huddle::net::wire {
 
 inline constexpr std::uint32_t kMagic = 0x4C445548;  // "HUDL" as little-endian bytes
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;
 
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kKxPublicBytes = 32;  // crypto_kx_PUBLICKEYBYTES
@@ -100,7 +102,7 @@ struct Hello {
   std::uint32_t magic = kMagic;
   std::uint16_t version = kProtocolVersion;
   Role role = Role::kInitiator;
-  std::uint8_t flags = 0;  // must be 0 in version 1
+  std::uint8_t flags = 0;  // must be 0 (versions 1 and 2)
   std::array<std::uint8_t, kNonceBytes> nonce{};
   std::array<std::uint8_t, kKxPublicBytes> kx_public{};
 };

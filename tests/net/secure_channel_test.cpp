@@ -3,6 +3,7 @@
 
 #include "net_test_util.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -235,18 +236,19 @@ TEST(Server, FutureVersionHelloIsRefusedNamingBothVersions) {
   wire::Hello h;
   h.version = 7;
   const wire::HelloBytes hello = wire::encode(h);
-  expect_refused_then_serving(es, key, {hello.begin(), hello.end()},
-                              "protocol version 7 not supported (this is 1)");
+  expect_refused_then_serving(
+      es, key, {hello.begin(), hello.end()},
+      fmt::format("protocol version 7 not supported (this is {})", wire::kProtocolVersion));
 }
 
 TEST(Server, ClientSeesTheServersVersion) {
-  // A "future" server: answers any connection with a version-2 HELLO.
+  // A "future" server: answers any connection with a HELLO of the next version.
   Listener l = Listener::bind(loopback());
   std::thread t([&] {
     std::optional<Socket> s = l.accept(Duration(2000));
     if (!s) return;
     wire::Hello h;
-    h.version = 2;
+    h.version = wire::kProtocolVersion + 1;
     h.role = wire::Role::kResponder;
     try {
       s->send_all(wire::encode(h), Wait::idle_for(Duration(1000)), "HELLO");
@@ -258,7 +260,8 @@ TEST(Server, ClientSeesTheServersVersion) {
   const std::string err = error_of(
       [&] { SecureChannel::connect(loopback(l.port()), PresharedKey::random(), fast_options()); });
   t.join();
-  EXPECT_THAT(err, HasSubstr("protocol version 2 not supported (this is 1)"));
+  EXPECT_THAT(err, HasSubstr(fmt::format("protocol version {} not supported (this is {})",
+                                         wire::kProtocolVersion + 1, wire::kProtocolVersion)));
 }
 
 TEST(Server, HelloWithWrongRoleIsRefused) {
