@@ -14,15 +14,31 @@ namespace {
 
 using nlohmann::json;
 
-// X(name, bits): every dtype of the safetensors specification (safetensors 0.5).
-#define HUDDLE_SAFETENSORS_DTYPES(X)                                                              \
-  X("BOOL", 8)                                                                                    \
-  X("U8", 8)                                                                                      \
-  X("I8", 8)                                                                                      \
-  X("F8_E5M2", 8)                                                                                 \
-  X("F8_E4M3", 8) X("F8_E8M0", 8) X("F4", 4) X("F6_E2M3", 6) X("F6_E3M2", 6) X("I16", 16)         \
-      X("U16", 16) X("F16", 16) X("BF16", 16) X("I32", 32) X("U32", 32) X("F32", 32) X("C64", 64) \
-          X("F64", 64) X("I64", 64) X("U64", 64)
+// X(name, bits): every dtype of the safetensors specification (safetensors 0.5). One entry a
+// line; clang-format would re-flow the list differently on every pass.
+// clang-format off
+#define HUDDLE_SAFETENSORS_DTYPES(X) \
+  X("BOOL", 8) \
+  X("U8", 8) \
+  X("I8", 8) \
+  X("F8_E5M2", 8) \
+  X("F8_E4M3", 8) \
+  X("F8_E8M0", 8) \
+  X("F4", 4) \
+  X("F6_E2M3", 6) \
+  X("F6_E3M2", 6) \
+  X("I16", 16) \
+  X("U16", 16) \
+  X("F16", 16) \
+  X("BF16", 16) \
+  X("I32", 32) \
+  X("U32", 32) \
+  X("F32", 32) \
+  X("C64", 64) \
+  X("F64", 64) \
+  X("I64", 64) \
+  X("U64", 64)
+// clang-format on
 
 std::uint64_t read_u64_le(const std::byte* p) {
   std::uint64_t v = 0;

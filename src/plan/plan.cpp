@@ -1,6 +1,7 @@
 #include "plan/plan.h"
 
 #include "core/error.h"
+#include "io/json_field.h"
 #include "io/text_file.h"
 
 #include <fmt/format.h>
@@ -33,65 +34,28 @@ nlohmann::json ranges_json(const std::vector<Range>& ranges) {
   return j;
 }
 
-// Field access that names the file and the JSON path of what is wrong.
-class Reader {
- public:
-  Reader(const nlohmann::json& j, std::string path, const std::string& source)
-      : j_(j), path_(std::move(path)), source_(source) {}
+using Reader = io::JsonField<PlanError>;
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw PlanError(fmt::format("{}: {}: {}", source_, path_.empty() ? "plan" : path_, what));
+// The [begin, end] pairs of a ranges list.
+std::vector<Range> read_ranges(const Reader& list) {
+  std::vector<Range> out;
+  for (std::size_t i = 0; i < list.array_size(); ++i) {
+    const Reader r = list.at(i);
+    if (r.array_size() != 2) r.fail("expected [begin, end]");
+    const std::int64_t b = r.at(0).integer(), e = r.at(1).integer();
+    if (b < 0 || e < b) r.fail(fmt::format("[{}, {}] is not a range", b, e));
+    out.emplace_back(b, e);
   }
-  Reader at(const std::string& key) const {
-    if (!j_.is_object()) fail("expected an object");
-    if (!j_.contains(key)) Reader(j_, join(key), source_).fail("missing");
-    return Reader(j_.at(key), join(key), source_);
-  }
-  Reader at(std::size_t i) const {
-    return Reader(j_.at(i), fmt::format("{}[{}]", path_, i), source_);
-  }
-  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key); }
-  std::size_t array_size() const {
-    if (!j_.is_array()) fail(fmt::format("expected an array, got {}", j_.dump()));
-    return j_.size();
-  }
-  std::string str() const {
-    if (!j_.is_string()) fail(fmt::format("expected a string, got {}", j_.dump()));
-    return j_.get<std::string>();
-  }
-  std::int64_t integer() const {
-    if (!j_.is_number_integer()) fail(fmt::format("expected an integer, got {}", j_.dump()));
-    return j_.get<std::int64_t>();
-  }
-  double number() const {
-    if (!j_.is_number()) fail(fmt::format("expected a number, got {}", j_.dump()));
-    return j_.get<double>();
-  }
-  std::vector<Range> ranges(std::size_t expected, const char* parts) const {
-    const std::vector<Range> out = ranges();
-    if (out.size() != expected) {
-      fail(fmt::format("{} ranges for {} {}", out.size(), expected, parts));
-    }
-    return out;
-  }
-  std::vector<Range> ranges() const {
-    std::vector<Range> out;
-    for (std::size_t i = 0; i < array_size(); ++i) {
-      const Reader r = at(i);
-      if (r.array_size() != 2) r.fail("expected [begin, end]");
-      const std::int64_t b = r.at(0).integer(), e = r.at(1).integer();
-      if (b < 0 || e < b) r.fail(fmt::format("[{}, {}] is not a range", b, e));
-      out.emplace_back(b, e);
-    }
-    return out;
-  }
+  return out;
+}
 
- private:
-  std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  const nlohmann::json& j_;
-  std::string path_;
-  const std::string& source_;
-};
+// The same, which must have `expected` entries (one per `parts`).
+std::vector<Range> read_ranges(const Reader& list, std::size_t expected, const char* parts) {
+  const std::vector<Range> out = read_ranges(list);
+  if (out.size() != expected)
+    list.fail(fmt::format("{} ranges for {} {}", out.size(), expected, parts));
+  return out;
+}
 
 void check_cover(const std::vector<Range>& ranges, std::int64_t total, int devices,
                  const std::string& what, const std::string& source,
@@ -178,7 +142,7 @@ nlohmann::json Plan::to_json() const {
 }
 
 Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
-  const Reader root(json, "", source);
+  const Reader root(json, source, "plan");
   if (!json.is_object()) root.fail("expected a JSON object");
   const std::int64_t version = root.at("version").integer();
   if (version != kPlanVersion) {
@@ -247,15 +211,15 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
       lp.residual = ResidualLayout::Replicated;
       const auto rows = static_cast<std::size_t>(p.grid->rows);
       const auto cols = static_cast<std::size_t>(p.grid->cols);
-      lp.hidden = l.at("hidden").ranges(rows, "grid rows");
-      lp.heads = l.at("heads").ranges(cols, "grid columns");
-      lp.columns = l.at("columns").ranges(cols, "grid columns");
+      lp.hidden = read_ranges(l.at("hidden"), rows, "grid rows");
+      lp.heads = read_ranges(l.at("heads"), cols, "grid columns");
+      lp.columns = read_ranges(l.at("columns"), cols, "grid columns");
       p.layers.push_back(std::move(lp));
       continue;
     }
     if (attention == "heads") {
       lp.attention = BlockSplit::Heads;
-      lp.heads = l.at("heads").ranges();
+      lp.heads = read_ranges(l.at("heads"));
     } else if (attention == "tokens") {
       lp.attention = BlockSplit::Tokens;
     } else if (attention == "2d-tiled") {
@@ -266,7 +230,7 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
     const std::string mlp = l.at("mlp").str();
     if (mlp == "columns") {
       lp.mlp = BlockSplit::Columns;
-      lp.columns = l.at("columns").ranges();
+      lp.columns = read_ranges(l.at("columns"));
     } else if (mlp == "tokens") {
       lp.mlp = BlockSplit::Tokens;
     } else {

@@ -1,6 +1,7 @@
 #include "planner/cluster.h"
 
 #include "core/error.h"
+#include "io/json_field.h"
 #include "io/strict_json.h"
 #include "io/text_file.h"
 
@@ -13,55 +14,7 @@
 namespace huddle {
 namespace {
 
-// Field access naming the file and the JSON path of what is wrong.
-class Field {
- public:
-  Field(const nlohmann::json& j, std::string path, const std::string& source)
-      : j_(j), path_(std::move(path)), source_(source) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw LoadError(fmt::format("{}: {}: {}", source_, path_.empty() ? "cluster" : path_, what));
-  }
-  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key); }
-  Field at(const std::string& key) const {
-    if (!j_.is_object()) fail(fmt::format("expected an object, got {}", j_.dump()));
-    const std::string path = path_.empty() ? key : path_ + "." + key;
-    if (!j_.contains(key)) Field(j_, path, source_).fail("missing");
-    return Field(j_.at(key), path, source_);
-  }
-  Field at(std::size_t i) const {
-    return Field(j_.at(i), fmt::format("{}[{}]", path_, i), source_);
-  }
-  std::size_t array_size() const {
-    if (!j_.is_array()) fail(fmt::format("expected an array, got {}", j_.dump()));
-    return j_.size();
-  }
-  std::string str() const {
-    if (!j_.is_string()) fail(fmt::format("expected a string, got {}", j_.dump()));
-    return j_.get<std::string>();
-  }
-  double positive() const {
-    const double v = number();
-    if (!(v > 0)) fail(fmt::format("must be > 0, got {}", v));
-    return v;
-  }
-  double non_negative() const {
-    const double v = number();
-    if (!(v >= 0)) fail(fmt::format("must be >= 0, got {}", v));
-    return v;
-  }
-
- private:
-  double number() const {
-    if (!j_.is_number()) fail(fmt::format("expected a number, got {}", j_.dump()));
-    const double v = j_.get<double>();
-    if (!std::isfinite(v)) fail("must be finite");
-    return v;
-  }
-  const nlohmann::json& j_;
-  std::string path_;
-  const std::string& source_;
-};
+using Field = io::JsonField<LoadError>;
 
 LinkSpec read_link(const Field& f) {
   LinkSpec l{f.at("bandwidth_bps").positive(), f.at("latency_s").non_negative()};
@@ -139,7 +92,7 @@ double DeviceSpec::speed(BlockType block) const {
 }
 
 ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string& source) {
-  const Field root(json, "", source);
+  const Field root(json, source, "cluster");
   if (!json.is_object()) root.fail("expected a JSON object");
   ClusterSpec c;
   const Field devices = root.at("devices");

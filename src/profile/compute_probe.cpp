@@ -327,8 +327,8 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
        {std::pair{p.curves.gemm, &gemm_samples}, std::pair{p.curves.attention, &attention_samples},
         std::pair{p.curves.elementwise, &elementwise_samples},
         std::pair{p.curves.gemv, &gemv_samples}}) {
-    for (const Sample& sample : *samples)
-      errors.push_back(std::abs(curve.seconds(sample.flops) - sample.seconds) / sample.seconds);
+    const std::vector<double> e = relative_errors(curve, *samples);
+    errors.insert(errors.end(), e.begin(), e.end());
   }
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2),
                    errors.end());

@@ -33,10 +33,15 @@ OpCurve fit_curve(const std::vector<Sample>& samples) {
   return OpCurve{1.0 / (b * 1e9), a};
 }
 
-double median_relative_error(const OpCurve& curve, const std::vector<Sample>& samples) {
+std::vector<double> relative_errors(const OpCurve& curve, const std::vector<Sample>& samples) {
   std::vector<double> errors;
   for (const Sample& s : samples)
     errors.push_back(std::abs(curve.seconds(s.flops) - s.seconds) / s.seconds);
+  return errors;
+}
+
+double median_relative_error(const OpCurve& curve, const std::vector<Sample>& samples) {
+  std::vector<double> errors = relative_errors(curve, samples);
   if (errors.empty()) return 0;
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2),
                    errors.end());

@@ -18,7 +18,10 @@ struct Sample {
 // Needs at least one sample; with a single sample the overhead is 0.
 OpCurve fit_curve(const std::vector<Sample>& samples);
 
-// Median relative error |predicted − measured| / measured of `curve` over `samples`.
+// |predicted − measured| / measured of `curve` for each of `samples`, in order.
+std::vector<double> relative_errors(const OpCurve& curve, const std::vector<Sample>& samples);
+
+// Median of relative_errors (0 without samples).
 double median_relative_error(const OpCurve& curve, const std::vector<Sample>& samples);
 
 }  // namespace huddle::profile

@@ -52,7 +52,12 @@ OpObserver StepMeter::observer(OpObserver inner) {
 }
 
 StepReport StepMeter::take(double wall_s, std::uint64_t bytes_sent) {
-  StepReport r{compute_s_, wall_s, bytes_sent, profile::available_memory_bytes()};
+  const auto now = std::chrono::steady_clock::now();
+  if (now - memory_read_at_ >= std::chrono::milliseconds(100)) {
+    free_memory_bytes_ = profile::available_memory_bytes();
+    memory_read_at_ = now;
+  }
+  StepReport r{compute_s_, wall_s, bytes_sent, free_memory_bytes_};
   compute_s_ = 0;
   return r;
 }

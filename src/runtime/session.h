@@ -14,6 +14,7 @@
 #include "runtime/executor.h"
 #include "runtime/step_runner.h"
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -39,11 +40,14 @@ class StepMeter {
   // Adds the time of every compute op (not the data movement between devices, whose time is
   // waiting as much as work) to the meter, then calls `inner` (e.g. a TraceRecorder's).
   OpObserver observer(OpObserver inner = {});
-  // The compute seconds since the last call, the system's free memory now, and what it is given.
+  // The compute seconds since the last call, the system's free memory (read at most every
+  // 100 ms: a decode step is a few ms, the reading four file reads), and what it is given.
   StepReport take(double wall_s, std::uint64_t bytes_sent);
 
  private:
   double compute_s_ = 0;
+  std::int64_t free_memory_bytes_ = 0;
+  std::chrono::steady_clock::time_point memory_read_at_{};
 };
 
 // The primary's side. forward() sends the step to every worker, then runs device 0's program and

@@ -155,13 +155,13 @@ TEST(ProfileCli, TwoDimensionalPlansRunWithAClusterAndAreEstimated) {
     cluster["devices"].push_back({{"name", name}, {"gflops", 10}, {"memory_bytes", 4e9}});
   std::ofstream(dir / "c.json") << cluster.dump();
   const std::string model = testing::fixture_model("gpt2-tiny");
-  const auto plan = testing::run_huddle({"plan", "--cluster", dir / "c.json", "--model", model,
-                                         "--strategy", "hepti", "--hepti-mode", "2d", "-o",
-                                         dir / "p.json"});
+  const auto plan =
+      testing::run_huddle({"plan", "--cluster", dir / "c.json", "--model", model, "--strategy",
+                           "hepti", "--hepti-mode", "2d", "-o", dir / "p.json"});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   const auto r = testing::run_huddle({"run", "--model", model, "--ids", "1,2,3,4,5,6,7,8",
-                                      "--local-devices", "4", "--cluster", dir / "c.json",
-                                      "--plan", dir / "p.json", "--threads", "1", "--json"});
+                                      "--local-devices", "4", "--cluster", dir / "c.json", "--plan",
+                                      dir / "p.json", "--threads", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The run's prediction is the estimate hepti planned with.
   const nlohmann::json planned = nlohmann::json::parse(

@@ -6,6 +6,7 @@
 #include "net/inproc_transport.h"
 #include "plan/lowering.h"
 #include "planner/strategies.h"
+#include "reference_generation.h"
 #include "runtime/executor.h"
 #include "runtime/generate.h"
 #include "runtime/in_process_cluster.h"
@@ -13,10 +14,8 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <exception>
-#include <fstream>
 #include <thread>
 
 namespace huddle {
@@ -57,15 +56,7 @@ TEST_P(Distributed, MatchesSingleDeviceReference) {
   EXPECT_LE(testing::relative_error(out, reference), 1e-4);
 
   if (!model.config().causal) return;
-  std::ifstream in(testing::fixture("references/" + c.model + ".generate.json"));
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  GenerationResult result;
-  run_in_process(model, plan, [&](StepRunner& runner) {
-    GenerationOptions options;
-    options.n_predict = 16;
-    result = generate(runner, ref["prompt"].get<std::vector<std::int32_t>>(), options);
-  });
-  EXPECT_EQ(result.generated, ref["greedy"].get<std::vector<std::int32_t>>());
+  testing::expect_reference_greedy(model, plan, c.model);
 }
 
 std::vector<Case> all_cases() {

@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "net/inproc_transport.h"
 #include "planner/hepti_planner.h"
+#include "reference_generation.h"
 #include "runtime/executor.h"
 #include "runtime/generate.h"
 #include "runtime/in_process_cluster.h"
@@ -13,10 +14,8 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <ostream>
 
 namespace huddle {
@@ -90,15 +89,7 @@ TEST_P(Tiled2DDecode, StepsMatchSingleDevice) {
     EXPECT_LE(testing::relative_error(got[s], expected[s]), 1e-4) << "step " << s;
   }
 
-  std::ifstream in(testing::fixture("references/" + c.model + ".generate.json"));
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  GenerationResult result;
-  run_in_process(model, plan, [&](StepRunner& runner) {
-    GenerationOptions options;
-    options.n_predict = 16;
-    result = generate(runner, ref["prompt"].get<std::vector<std::int32_t>>(), options);
-  });
-  EXPECT_EQ(result.generated, ref["greedy"].get<std::vector<std::int32_t>>());
+  testing::expect_reference_greedy(model, plan, c.model);
 }
 
 std::vector<Case> cases_for(const std::vector<std::string>& models) {
