@@ -112,6 +112,7 @@ struct OpAttrs {
   // program are all split over the same group (the executor checks).
   std::vector<int> group;
   std::vector<std::int64_t> parts;  // all_gather_cols: columns of each group member, in order
+  int peer = -1;                    // pipe_send / pipe_recv: the rank at the other end
 };
 
 struct Op {

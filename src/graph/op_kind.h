@@ -36,7 +36,10 @@ namespace huddle {
   X(ScatterFromPrimary, "scatter_from_primary", 1,                                              \
     "x[T,C] on device 0 -> [L,C] on every device (elsewhere the input is the ids: rows only)")  \
   X(BroadcastFromPrimary, "broadcast_from_primary", 1,                                          \
-    "x[T,C] on device 0 -> [T,C] on every device (elsewhere the input is the ids: rows only)")
+    "x[T,C] on device 0 -> [T,C] on every device (elsewhere the input is the ids: rows only)")  \
+  /* Pipeline stages (attr peer: the other end). */                                             \
+  X(PipeSend, "pipe_send", 1, "x[R,C] -> x: sent to rank `peer` (the next stage, or device 0)") \
+  X(PipeRecv, "pipe_recv", 1, "ids[T] -> [T,width]: received from rank `peer` (previous stage)")
 
 enum class OpKind : std::uint8_t {
 #define HUDDLE_OP_ENUM(e, name, arity, doc) e,

@@ -150,6 +150,14 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       }
       return {kind == OpKind::ScatterFromPrimary ? kLocalTokens : kTokens, a.width};
     }
+    case OpKind::PipeSend:
+      if (a.peer < 0) mismatch(op, "pipe_send needs a peer");
+      return in[0];
+    case OpKind::PipeRecv:
+      if (a.peer < 0) mismatch(op, "pipe_recv needs a peer");
+      if (in[0].size() != 1 || in[0][0] != kTokens) mismatch(op, "needs the ids as input");
+      if (a.width <= 0) mismatch(op, fmt::format("width {} is not positive", a.width));
+      return {kTokens, a.width};
   }
   mismatch(op, "unknown op kind");
 }

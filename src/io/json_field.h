@@ -46,6 +46,10 @@ class JsonField {
     if (!j_.is_number_integer()) fail(fmt::format("expected an integer, got {}", j_.dump()));
     return j_.get<std::int64_t>();
   }
+  bool boolean() const {
+    if (!j_.is_boolean()) fail(fmt::format("expected true or false, got {}", j_.dump()));
+    return j_.get<bool>();
+  }
   double number() const {
     if (!j_.is_number()) fail(fmt::format("expected a number, got {}", j_.dump()));
     const double v = j_.get<double>();

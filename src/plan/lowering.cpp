@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 #include "plan/lowering_2d.h"
+#include "plan/lowering_engine.h"
+#include "plan/lowering_pipeline.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +14,8 @@
 namespace huddle {
 namespace {
 
-enum class Layout : std::uint8_t { Replicated, Tokens, Local, Partial, Primary };
+using lowering::Layout;
+using lowering::LoweringEngine;
 
 // The block an op belongs to; PlanError for ops without a role.
 BlockKind block_of_op(const Op& op) {
@@ -20,23 +23,10 @@ BlockKind block_of_op(const Op& op) {
   throw PlanError(fmt::format("op '{}' has no role; lowering cannot place it", op.name));
 }
 
-class Lowering {
+// 1D plans: per layer heads / FFN columns or tokens, residual replicated or token-split.
+class Lowering1D final : public LoweringEngine {
  public:
-  Lowering(const Graph& g, const ModelConfig& c, const Plan& p, int rank)
-      : g_(g), c_(c), p_(p), rank_(rank) {}
-
-  Program run() {
-    for (const Op& op : g_.ops()) lower(op);
-    // Outputs not produced by a head (an encoder's hidden states) are gathered to device 0.
-    for (ValueId o : g_.outputs()) {
-      if (head_outputs_.contains(o)) continue;
-      const ValueId id = get(o, Layout::Primary);
-      if (rank_ == 0) out_.add_output(id);
-    }
-    Program program{rank_, p_.num_devices(), p_.token_shares, std::move(out_)};
-    program.graph.validate();
-    return program;
-  }
+  using LoweringEngine::LoweringEngine;
 
  private:
   const LayerPlan& layer_plan(int layer) const {
@@ -52,103 +42,33 @@ class Lowering {
     return l.residual == ResidualLayout::Tokens ? Layout::Tokens : Layout::Replicated;
   }
 
-  // The lowered value for model value `id` in layout `want`, inserting a move if needed.
-  ValueId get(ValueId id, Layout want) {
+  ValueId move(ValueId id, ValueId have_id, Layout have, Layout want,
+               const std::string& name) override {
     const Value& v = g_.value(id);
-    if (v.kind == ValueKind::Weight) return weight(id);
-    if (v.kind == ValueKind::Input && !lowered_.contains(id)) {
-      lowered_[id] = {out_.add_input(v.name, v.shape, v.dtype), Layout::Replicated};
-    }
-    const auto it = lowered_.find(id);
-    HUDDLE_CHECK(it != lowered_.end(), "value '{}' used before it is lowered", v.name);
-    const auto [have_id, have] = it->second;
-    if (have == want) return have_id;
-    const auto key = std::make_pair(id, want);
-    if (const auto c = converted_.find(key); c != converted_.end()) return c->second;
-    ValueId result = -1;
-    const std::string name = fmt::format("{}@{}", v.name, layout_name(want));
-    if (have == Layout::Tokens && want == Layout::Replicated) {
-      result = emit(OpKind::AllGather, name, {have_id}, {}, OpRole::Other);
-    } else if (have == Layout::Replicated && want == Layout::Tokens) {
-      result = emit(OpKind::LocalRows, name, {have_id}, {}, OpRole::Other);
-    } else if (have == Layout::Partial && want == Layout::Tokens) {
-      result = emit(OpKind::ReduceScatter, name, {have_id}, {}, OpRole::Other);
-    } else if (have == Layout::Partial && want == Layout::Replicated) {
-      result = emit(OpKind::AllReduce, name, {have_id}, {}, OpRole::Other);
-    } else if (have == Layout::Tokens && want == Layout::Primary) {
-      result = emit(OpKind::GatherToPrimary, name, {have_id}, {}, OpRole::Other);
-    } else if (have == Layout::Replicated && want == Layout::Primary) {
-      result = have_id;
-    } else if (have == Layout::Primary && (want == Layout::Tokens || want == Layout::Replicated)) {
+    if (have == Layout::Tokens && want == Layout::Replicated)
+      return emit(OpKind::AllGather, name, {have_id}, {}, OpRole::Other);
+    if (have == Layout::Replicated && want == Layout::Tokens)
+      return emit(OpKind::LocalRows, name, {have_id}, {}, OpRole::Other);
+    if (have == Layout::Partial && want == Layout::Tokens)
+      return emit(OpKind::ReduceScatter, name, {have_id}, {}, OpRole::Other);
+    if (have == Layout::Partial && want == Layout::Replicated)
+      return emit(OpKind::AllReduce, name, {have_id}, {}, OpRole::Other);
+    if (have == Layout::Tokens && want == Layout::Primary)
+      return emit(OpKind::GatherToPrimary, name, {have_id}, {}, OpRole::Other);
+    if (have == Layout::Primary && want == Layout::Tokens) {
       // Only device 0 holds the data; elsewhere the ids stand in, giving the row count.
       OpAttrs attrs;
       attrs.width = v.shape.back();
       const ValueId input = rank_ == 0 ? have_id : get(ids_input(), Layout::Replicated);
-      result =
-          emit(want == Layout::Tokens ? OpKind::ScatterFromPrimary : OpKind::BroadcastFromPrimary,
-               name, {input}, attrs, OpRole::Other);
-    } else {
-      throw PlanError(fmt::format("cannot move '{}' from {} to {}", v.name, layout_name(have),
-                                  layout_name(want)));
+      return emit(OpKind::ScatterFromPrimary, name, {input}, attrs, OpRole::Other);
     }
-    converted_[key] = result;
-    return result;
+    throw PlanError(fmt::format("cannot move '{}' from {} to {}", v.name, layout_name(have),
+                                layout_name(want)));
   }
 
-  static const char* layout_name(Layout l) {
-    switch (l) {
-      case Layout::Replicated:
-        return "replicated";
-      case Layout::Tokens:
-        return "tokens";
-      case Layout::Local:
-        return "local";
-      case Layout::Partial:
-        return "partial";
-      case Layout::Primary:
-        return "primary";
-    }
-    return "?";
-  }
-
-  ValueId weight(ValueId id) {
-    if (const auto it = weights_.find(id); it != weights_.end()) return it->second;
-    const Value& v = g_.value(id);
-    const ValueId w = out_.add_weight(v.name, v.shape, v.weight);
-    weights_[id] = w;
-    return w;
-  }
-
-  // A slice [b, e) along `axis` of weight value `id` (composed with the slice it may already be).
+  // A slice [b, e) along `axis` of weight value `id`.
   ValueId weight_slice(ValueId id, int axis, std::int64_t b, std::int64_t e) {
-    const Value& v = g_.value(id);
-    WeightRef ref = v.weight;
-    if (ref.axis >= 0 && ref.axis != axis) {
-      throw PlanError(fmt::format("weight '{}' is already a slice on axis {}; cannot slice axis {}",
-                                  v.name, ref.axis, axis));
-    }
-    const std::int64_t base = ref.axis == axis ? ref.begin : 0;
-    ref.axis = axis;
-    ref.begin = base + b;
-    ref.end = base + e;
-    const std::string name = fmt::format("{}[{}:{}:{}]", ref.tensor, axis, ref.begin, ref.end);
-    if (auto existing = out_.find(name)) return *existing;
-    Shape shape = v.shape;
-    shape[static_cast<std::size_t>(axis)] = e - b;
-    return out_.add_weight(name, std::move(shape), std::move(ref));
-  }
-
-  ValueId emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs,
-               const OpAttrs& attrs, OpRole role, int layer = -1) {
-    return out_.add_op(kind, name, std::move(inputs), attrs, role, layer);
-  }
-
-  void define(const Op& op, ValueId id, Layout layout) { lowered_[op.output] = {id, layout}; }
-
-  ValueId ids_input() const {
-    const std::optional<ValueId> ids = g_.find("ids");
-    if (!ids) throw PlanError("the model graph has no 'ids' input");
-    return *ids;
+    return weight_tile(id, {{axis, b, e}});
   }
 
   // With several devices the embedding runs on device 0 only (the tables stay there) and its
@@ -158,14 +78,7 @@ class Lowering {
     lowered_[op.output] = {-1, Layout::Primary};
   }
 
-  // Plain re-emission with every activation input in `layout`.
-  void same_op(const Op& op, Layout layout) {
-    std::vector<ValueId> inputs;
-    for (ValueId in : op.inputs) inputs.push_back(get(in, layout));
-    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), layout);
-  }
-
-  void lower(const Op& op) {
+  void lower_op(const Op& op) override {
     switch (block_of_op(op)) {
       case BlockKind::Connection:
         if (op.role == OpRole::Embed && p_.num_devices() > 1) return embed_on_primary(op);
@@ -188,11 +101,6 @@ class Lowering {
     const ValueId k = get(op.inputs[1], Layout::Replicated);
     const ValueId v = get(op.inputs[2], Layout::Replicated);
     define(op, emit(op.kind, op.name, {q, k, v}, attrs, op.role, op.layer), Layout::Tokens);
-  }
-
-  // Output dim of a linear's weight: 0 for [N, K] (OutIn), 1 for [K, N] (InOut).
-  static int out_axis(const Op& op) {
-    return op.attrs.weight_layout == kernels::WeightLayout::OutIn ? 0 : 1;
   }
 
   // Column-parallel linear: input replicated, weight (and bias) sliced to output columns [b, e).
@@ -282,45 +190,20 @@ class Lowering {
     }
   }
 
-  void head(const Op& op) {
-    if (op.kind == OpKind::LastRow) {
-      const ValueId x =
-          get(op.inputs[0], Layout::Primary);  // every device takes part in the gather
-      head_outputs_.insert(op.output);
-      if (rank_ != 0) return;
-      define(op, emit(op.kind, op.name, {x}, op.attrs, op.role, op.layer), Layout::Primary);
-      return;
-    }
-    head_outputs_.insert(op.output);
-    if (rank_ != 0) return;
-    std::vector<ValueId> inputs;
-    for (ValueId in : op.inputs) inputs.push_back(get(in, Layout::Primary));
-    const ValueId out = emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer);
-    define(op, out, Layout::Primary);
-    for (ValueId o : g_.outputs()) {
-      if (o == op.output) out_.add_output(out);
-    }
-  }
-
-  const Graph& g_;
-  const ModelConfig& c_;
-  const Plan& p_;
-  int rank_;
-  Graph out_;
-  std::map<ValueId, std::pair<ValueId, Layout>> lowered_;
-  std::map<std::pair<ValueId, Layout>, ValueId> converted_;
-  std::map<ValueId, ValueId> weights_;
-  std::set<ValueId> head_outputs_;  // model values the head ops define (on device 0 only)
+  void head(const Op& op) { head_on_primary(op); }
 };
 
 }  // namespace
 
 Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank) {
   HUDDLE_CHECK(rank >= 0 && rank < plan.num_devices());
-  Program program = plan.tiled_2d() ? lower_2d(graph, config, plan, rank)
-                                    : Lowering(graph, config, plan, rank).run();
-  // Encoders have no head: their final hidden states must reach device 0.
-  if (rank == 0 && program.graph.outputs().empty()) {
+  Program program = plan.pipelined()  ? lower_pipeline(graph, config, plan, rank)
+                    : plan.tiled_2d() ? lower_2d(graph, config, plan, rank)
+                                      : Lowering1D(graph, config, plan, rank).run();
+  // Encoders have no head: their final hidden states must reach device 0 (a pipeline's last
+  // stage sends them there when it is another device).
+  if (rank == 0 && program.graph.outputs().empty() &&
+      !(plan.pipelined() && plan.pipeline->output_device() != 0)) {
     throw PlanError("lowering produced no output on device 0");
   }
   return program;

@@ -60,6 +60,7 @@
 #include "plan/lowering_2d.h"
 
 #include "core/error.h"
+#include "plan/lowering_engine.h"
 
 #include <fmt/format.h>
 
@@ -70,68 +71,18 @@
 namespace huddle {
 namespace {
 
-enum class Layout : std::uint8_t {
-  Replicated,
-  Primary,
-  Hidden,
-  ColPartial,
-  ColTokens,
-  ColAll,
-  RowPartial,
-  RowReduced
-};
+using lowering::Layout;
+using lowering::LoweringEngine;
 
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Replicated:
-      return "replicated";
-    case Layout::Primary:
-      return "primary";
-    case Layout::Hidden:
-      return "hidden";
-    case Layout::ColPartial:
-      return "col_partial";
-    case Layout::ColTokens:
-      return "col_tokens";
-    case Layout::ColAll:
-      return "col_all";
-    case Layout::RowPartial:
-      return "row_partial";
-    case Layout::RowReduced:
-      return "row_reduced";
-  }
-  return "?";
-}
-
-struct Slice {
-  int axis;
-  std::int64_t begin, end;
-};
-
-class Lowering2D {
+class Lowering2D final : public LoweringEngine {
  public:
   Lowering2D(const Graph& g, const ModelConfig& c, const Plan& p, int rank)
-      : g_(g),
-        c_(c),
-        p_(p),
-        rank_(rank),
+      : LoweringEngine(g, c, p, rank),
         grid_(*p.grid),
         row_(grid_.row_of(rank)),
         col_(grid_.col_of(rank)),
         row_group_(grid_.row_group(row_)),
         col_group_(grid_.column_group(col_)) {}
-
-  Program run() {
-    for (const Op& op : g_.ops()) lower(op);
-    for (ValueId o : g_.outputs()) {
-      if (head_outputs_.contains(o)) continue;
-      const ValueId id = get(o, Layout::Primary);
-      if (rank_ == 0) out_.add_output(id);
-    }
-    Program program{rank_, p_.num_devices(), p_.token_shares, std::move(out_)};
-    program.graph.validate();
-    return program;
-  }
 
  private:
   const LayerPlan& layer(int l) const { return p_.layers.at(static_cast<std::size_t>(l)); }
@@ -145,44 +96,20 @@ class Lowering2D {
     return {hb / group, (he - 1) / group + 1};
   }
 
-  ValueId emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs,
-               const OpAttrs& attrs, OpRole role, int layer = -1) {
-    return out_.add_op(kind, name, std::move(inputs), attrs, role, layer);
-  }
-  void define(const Op& op, ValueId id, Layout layout) { lowered_[op.output] = {id, layout}; }
-
   OpAttrs in_group(const std::vector<int>& group) const {
     OpAttrs a;
     a.group = group;
     return a;
   }
 
-  // The lowered value for model value `id` in layout `want`, inserting the moves it needs.
-  ValueId get(ValueId id, Layout want) {
+  // Hidden slices depend on the reading op's layer (a plan's layers may differ).
+  bool reusable_move(Layout want) const override { return want != Layout::Hidden; }
+
+  ValueId move(ValueId id, ValueId have_id, Layout have, Layout want,
+               const std::string& name) override {
     const Value& v = g_.value(id);
-    if (v.kind == ValueKind::Weight) return weight(id);
-    if (v.kind == ValueKind::Input && !lowered_.contains(id)) {
-      lowered_[id] = {out_.add_input(v.name, v.shape, v.dtype), Layout::Replicated};
-    }
-    const auto it = lowered_.find(id);
-    HUDDLE_CHECK(it != lowered_.end(), "value '{}' used before it is lowered", v.name);
-    const auto [have_id, have] = it->second;
-    if (have == want) return have_id;
-    const auto key = std::make_pair(id, want);
-    if (const auto c = converted_.find(key); c != converted_.end()) return c->second;
-    const std::string name = fmt::format("{}@{}", v.name, layout_name(want));
-    ValueId result = -1;
-    if (have == Layout::Replicated && want == Layout::Primary) {
-      result = have_id;  // device 0 holds it too
-    } else if (have == Layout::Primary && want == Layout::Replicated) {
-      // Only device 0 holds the data; elsewhere the ids stand in, giving the row count.
-      OpAttrs attrs;
-      attrs.width = v.shape.back();
-      const ValueId input = rank_ == 0 ? have_id : get(ids_input(), Layout::Replicated);
-      result = emit(OpKind::BroadcastFromPrimary, name, {input}, attrs, OpRole::Other);
-    } else if (want == Layout::Hidden) {
-      // Columns of the whole value; the hidden range is the reading op's layer's (a plan's
-      // layers may differ), so slices are kept per layer.
+    if (want == Layout::Hidden) {
+      // Columns of the whole value, the hidden range of the reading op's layer, kept per layer.
       const auto slice_key = std::make_pair(id, current_layer_);
       if (const auto c = hidden_slices_.find(slice_key); c != hidden_slices_.end())
         return c->second;
@@ -191,83 +118,30 @@ class Lowering2D {
       OpAttrs attrs;
       attrs.col_begin = hb;
       attrs.width = he - hb;
-      result = emit(OpKind::SliceCols, fmt::format("{}@hidden.{}", v.name, current_layer_), {whole},
-                    attrs, OpRole::Other);
+      const ValueId result =
+          emit(OpKind::SliceCols, fmt::format("{}@hidden.{}", v.name, current_layer_), {whole},
+               attrs, OpRole::Other);
       hidden_slices_[slice_key] = result;
       return result;
-    } else if (have == Layout::Replicated && want == Layout::ColTokens) {
-      result = emit(OpKind::LocalRows, name, {have_id}, in_group(col_group_), OpRole::Other);
-    } else if (have == Layout::ColPartial && want == Layout::ColTokens) {
-      result = emit(OpKind::ReduceScatter, name, {have_id}, in_group(col_group_), OpRole::Other);
-    } else if (have == Layout::ColPartial && want == Layout::ColAll) {
-      result = emit(OpKind::AllReduce, name, {have_id}, in_group(col_group_), OpRole::Other);
-    } else if (have == Layout::ColTokens && want == Layout::ColAll) {
-      result = emit(OpKind::AllGather, name, {have_id}, in_group(col_group_), OpRole::Other);
-    } else if (have == Layout::RowPartial && want == Layout::RowReduced) {
-      result = emit(OpKind::AllReduce, name, {have_id}, in_group(row_group_), OpRole::Other);
-    } else if ((have == Layout::RowPartial || have == Layout::RowReduced) &&
-               want == Layout::Replicated) {
+    }
+    if (have == Layout::Replicated && want == Layout::ColTokens)
+      return emit(OpKind::LocalRows, name, {have_id}, in_group(col_group_), OpRole::Other);
+    if (have == Layout::ColPartial && want == Layout::ColTokens)
+      return emit(OpKind::ReduceScatter, name, {have_id}, in_group(col_group_), OpRole::Other);
+    if (have == Layout::ColPartial && want == Layout::ColAll)
+      return emit(OpKind::AllReduce, name, {have_id}, in_group(col_group_), OpRole::Other);
+    if (have == Layout::ColTokens && want == Layout::ColAll)
+      return emit(OpKind::AllGather, name, {have_id}, in_group(col_group_), OpRole::Other);
+    if (have == Layout::RowPartial && want == Layout::RowReduced)
+      return emit(OpKind::AllReduce, name, {have_id}, in_group(row_group_), OpRole::Other);
+    if ((have == Layout::RowPartial || have == Layout::RowReduced) && want == Layout::Replicated) {
       const ValueId reduced = get(id, Layout::RowReduced);
       OpAttrs attrs = in_group(col_group_);
       for (const auto& [b, e] : layer(row_layer_.at(id)).hidden) attrs.parts.push_back(e - b);
-      result = emit(OpKind::AllGatherCols, name, {reduced}, attrs, OpRole::Other);
-    } else {
-      throw PlanError(fmt::format("2d-tiled lowering cannot move '{}' from {} to {}", v.name,
-                                  layout_name(have), layout_name(want)));
+      return emit(OpKind::AllGatherCols, name, {reduced}, attrs, OpRole::Other);
     }
-    converted_[key] = result;
-    return result;
-  }
-
-  ValueId ids_input() const {
-    const std::optional<ValueId> ids = g_.find("ids");
-    if (!ids) throw PlanError("the model graph has no 'ids' input");
-    return *ids;
-  }
-
-  ValueId weight(ValueId id) {
-    if (const auto it = weights_.find(id); it != weights_.end()) return it->second;
-    const Value& v = g_.value(id);
-    const ValueId w = out_.add_weight(v.name, v.shape, v.weight);
-    weights_[id] = w;
-    return w;
-  }
-
-  // Weight value `id` cut to `slices` (at most one per axis, relative to the value's shape),
-  // composed with the slice the value may already be (GPT-2's q/k/v blocks of c_attn).
-  ValueId weight_tile(ValueId id, const std::vector<Slice>& slices) {
-    const Value& v = g_.value(id);
-    WeightRef ref = v.weight;
-    Shape shape = v.shape;
-    for (const Slice& s : slices) {
-      shape[static_cast<std::size_t>(s.axis)] = s.end - s.begin;
-      if (ref.axis == s.axis) {
-        ref.end = ref.begin + s.end;
-        ref.begin += s.begin;
-      } else if (ref.axis2 == s.axis) {
-        ref.end2 = ref.begin2 + s.end;
-        ref.begin2 += s.begin;
-      } else if (ref.axis < 0) {
-        ref.axis = s.axis;
-        ref.begin = s.begin;
-        ref.end = s.end;
-      } else if (ref.axis2 < 0) {
-        ref.axis2 = s.axis;
-        ref.begin2 = s.begin;
-        ref.end2 = s.end;
-      } else {
-        throw PlanError(
-            fmt::format("weight '{}' cannot be sliced again on axis {}", v.name, s.axis));
-      }
-    }
-    std::string name = fmt::format("{}[{}:{}:{}]", ref.tensor, ref.axis, ref.begin, ref.end);
-    if (ref.axis2 >= 0) name += fmt::format("[{}:{}:{}]", ref.axis2, ref.begin2, ref.end2);
-    if (auto existing = out_.find(name)) return *existing;
-    return out_.add_weight(name, std::move(shape), std::move(ref));
-  }
-
-  static int out_axis(const Op& op) {
-    return op.attrs.weight_layout == kernels::WeightLayout::OutIn ? 0 : 1;
+    throw PlanError(fmt::format("2d-tiled lowering cannot move '{}' from {} to {}", v.name,
+                                layout_name(have), layout_name(want)));
   }
 
   // A linear whose output columns are this grid column's [b, e) (q/k/v, MLP up/gate): it reads
@@ -298,13 +172,7 @@ class Lowering2D {
     row_layer_[op.output] = op.layer;
   }
 
-  void same_op(const Op& op, Layout layout) {
-    std::vector<ValueId> inputs;
-    for (ValueId in : op.inputs) inputs.push_back(get(in, layout));
-    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), layout);
-  }
-
-  void lower(const Op& op) {
+  void lower_op(const Op& op) override {
     const std::optional<BlockKind> block = block_of(op.role);
     if (!block)
       throw PlanError(fmt::format("op '{}' has no role; lowering cannot place it", op.name));
@@ -387,34 +255,15 @@ class Lowering2D {
   }
 
   // The head runs on device 0, which holds the replicated final hidden states.
-  void head(const Op& op) {
-    head_outputs_.insert(op.output);
-    if (rank_ != 0) return;
-    std::vector<ValueId> inputs;
-    for (ValueId in : op.inputs) inputs.push_back(get(in, Layout::Primary));
-    const ValueId out = emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer);
-    define(op, out, Layout::Primary);
-    for (ValueId o : g_.outputs()) {
-      if (o == op.output) out_.add_output(out);
-    }
-  }
+  void head(const Op& op) { head_on_primary(op); }
 
-  const Graph& g_;
-  const ModelConfig& c_;
-  const Plan& p_;
-  int rank_;
   Grid grid_;
   int row_, col_;
   std::vector<int> row_group_, col_group_;
   int current_layer_ = 0;
-  Graph out_;
-  std::map<ValueId, std::pair<ValueId, Layout>> lowered_;
-  std::map<std::pair<ValueId, Layout>, ValueId> converted_;
-  std::map<ValueId, ValueId> weights_;
   std::map<std::pair<ValueId, int>, ValueId> hidden_slices_;  // (value, layer) -> its slice
   std::map<ValueId, int> row_layer_;  // RowPartial values: the layer whose hidden ranges they use
   std::set<ValueId> queries_;         // model values that are queries (q, rope(q))
-  std::set<ValueId> head_outputs_;
 };
 
 }  // namespace

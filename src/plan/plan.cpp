@@ -138,6 +138,7 @@ nlohmann::json Plan::to_json() const {
                       {"token_shares", token_shares},
                       {"layers", layer_list}};
   if (grid) j["grid"] = {{"rows", grid->rows}, {"cols", grid->cols}};
+  if (pipeline) j["pipeline"] = pipeline->to_json();
   return j;
 }
 
@@ -185,7 +186,13 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
     }
     p.grid = Grid{static_cast<int>(rows), static_cast<int>(cols)};
   }
+  if (root.has("pipeline")) {
+    if (p.grid) root.at("pipeline").fail("a plan is either 2d-tiled (\"grid\") or a pipeline");
+    p.pipeline = Pipeline::from_json(json.at("pipeline"), source + ": pipeline");
+  }
   const Reader layers = root.at("layers");
+  if (p.pipeline && layers.array_size() != 0)
+    layers.fail("a pipeline plan runs whole units per stage; its \"layers\" must be empty");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const Reader l = layers.at(i);
     LayerPlan lp;
@@ -276,6 +283,10 @@ void Plan::validate(const ModelConfig& config, const std::string& source) const 
                     source, model.architecture, model.layers, model.hidden, model.heads,
                     model.kv_heads, model.ffn, actual.architecture, actual.layers, actual.hidden,
                     actual.heads, actual.kv_heads, actual.ffn));
+  }
+  if (pipeline) {
+    pipeline->validate(config, num_devices(), source);
+    return;
   }
   if (static_cast<std::int64_t>(layers.size()) != config.layers) {
     throw PlanError(fmt::format("{}: layers has {} entries; the model has {} layers", source,

@@ -34,9 +34,13 @@
 //              "hidden": [[0, 40], [40, 64]], "heads": [[0, 2], [2, 4]],
 //              "columns": [[0, 100], [100, 256]]}, ...]}
 // Token shares split a grid column's work on its tokens among the column's devices.
+//
+// Pipeline (HPipe; plan/pipeline.h): a "pipeline" object gives each stage's device and units and
+// the slice table; "layers" is empty, since each stage runs its units whole.
 #pragma once
 
 #include "model/model_config.h"
+#include "plan/pipeline.h"
 #include "plan/split.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -87,10 +91,12 @@ struct Plan {
   std::vector<std::string> devices;  // device 0 is the primary
   std::vector<double> token_shares;  // per device, >= 0, not all 0
   std::vector<LayerPlan> layers;
-  std::optional<Grid> grid;  // 2D-tiled plans only; then every layer is Tiled2D
+  std::optional<Grid> grid;          // 2D-tiled plans only; then every layer is Tiled2D
+  std::optional<Pipeline> pipeline;  // pipeline plans only; then `layers` is empty
 
   int num_devices() const { return static_cast<int>(devices.size()); }
   bool tiled_2d() const { return grid.has_value(); }
+  bool pipelined() const { return pipeline.has_value(); }
 
   nlohmann::json to_json() const;
   // Parses and checks structure; PlanError naming `source` and the field at fault.

@@ -348,6 +348,10 @@ CostModel::CostModel(const ModelConfig& config, const Graph& graph)
 double CostModel::simulate_step(const Plan& plan, const ClusterSpec& cluster, std::int64_t tokens,
                                 std::int64_t context,
                                 std::vector<DevicePrediction>* devices) const {
+  if (plan.pipelined()) {
+    throw PlanError("the step simulator does not model pipeline plans (the hpipe planner "
+                    "predicts them)");
+  }
   HUDDLE_CHECK(tokens > 0 && context >= tokens && !plan.layers.empty());
   if (plan.tiled_2d()) {
     throw PlanError(

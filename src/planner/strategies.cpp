@@ -10,7 +10,8 @@
 namespace huddle {
 
 const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"local", "megatron", "sp", "galaxy"};
+  static const std::vector<std::string> names = {"local",  "megatron", "sp",
+                                                 "galaxy", "pipeline", "gpipe"};
   return names;
 }
 
@@ -48,6 +49,17 @@ Plan make_plan(const std::string& strategy, const ModelConfig& config,
   for (double s : shares) {
     if (!(s > 0)) throw UsageError(fmt::format("--shares entries must be positive, got {}", s));
   }
+  if (strategy == "pipeline" || strategy == "gpipe") {
+    const int units = pipeline_units(config.layers);
+    if (strategy == "gpipe") shares.assign(devices.size(), 1.0);
+    std::vector<int> order;
+    for (std::size_t d = 0; d < devices.size(); ++d) order.push_back(static_cast<int>(d));
+    const auto n = static_cast<std::int64_t>(devices.size());
+    return pipeline_plan(
+        strategy, config, devices, order, split_at_least_one(units, shares, "pipeline units"),
+        strategy == "pipeline" && config.causal ? equal_slice_table(config.max_positions, n)
+                                                : std::vector<std::vector<std::int64_t>>{});
+  }
   Plan plan;
   plan.strategy = strategy;
   plan.model = PlanModel::of(config);
@@ -69,6 +81,33 @@ Plan make_plan(const std::string& strategy, const ModelConfig& config,
     }
     plan.layers.push_back(std::move(layer));
   }
+  return plan;
+}
+
+std::vector<std::vector<std::int64_t>> equal_slice_table(std::int64_t max_tokens,
+                                                         std::int64_t count) {
+  std::vector<std::vector<std::int64_t>> table;
+  for (std::int64_t n = 1; n <= std::min(max_tokens, kMaxSliceTable); ++n)
+    table.push_back(equal_slices(n, count));
+  return table;
+}
+
+Plan pipeline_plan(std::string strategy, const ModelConfig& config,
+                   std::vector<std::string> devices, const std::vector<int>& stage_devices,
+                   const std::vector<Range>& stage_units,
+                   std::vector<std::vector<std::int64_t>> slices) {
+  HUDDLE_CHECK(stage_devices.size() == stage_units.size());
+  Plan plan;
+  plan.strategy = std::move(strategy);
+  plan.model = PlanModel::of(config);
+  plan.token_shares.assign(devices.size(), 1.0);
+  plan.devices = std::move(devices);
+  Pipeline pipeline;
+  for (std::size_t s = 0; s < stage_devices.size(); ++s)
+    pipeline.stages.push_back({stage_devices[s], stage_units[s]});
+  pipeline.sliced = !slices.empty();
+  pipeline.slices = std::move(slices);
+  plan.pipeline = std::move(pipeline);
   return plan;
 }
 

@@ -1,6 +1,8 @@
-// The fixed strategies, as plans: local, megatron, sp, galaxy. Splits follow relative device
-// speeds (`shares`, primary first); measured shares and the optimising planners (Galaxy's memory
-// rebalancing, Hepti's MILP) build on these.
+// The fixed strategies, as plans: local, megatron, sp, galaxy, and the pipelines `pipeline`
+// (units in proportion to the shares, in device order, each step cut into as many equal slices
+// as there are stages; encoders unsliced) and `gpipe` (even units, whole steps). Splits follow
+// relative device speeds (`shares`, primary first); measured shares and the optimising planners
+// (Galaxy's memory rebalancing, Hepti's MILP) build on these.
 #pragma once
 
 #include "model/model_config.h"
@@ -20,6 +22,19 @@ const std::vector<std::string>& strategy_names();
 // parallelism).
 Plan make_plan(const std::string& strategy, const ModelConfig& config,
                const std::vector<std::string>& devices, std::vector<double> shares);
+
+// The slice table of a pipeline that cuts a step of n tokens into min(n, count) equal slices,
+// for n = 1..min(max_tokens, kMaxSliceTable).
+inline constexpr std::int64_t kMaxSliceTable = 8192;
+std::vector<std::vector<std::int64_t>> equal_slice_table(std::int64_t max_tokens,
+                                                         std::int64_t count);
+
+// A pipeline plan over `devices` (primary first): stage s runs `stage_units[s]` on device
+// `stage_devices[s]` (indices into `devices`); `slices` is the slice table (empty: unsliced).
+Plan pipeline_plan(std::string strategy, const ModelConfig& config,
+                   std::vector<std::string> devices, const std::vector<int>& stage_devices,
+                   const std::vector<Range>& stage_units,
+                   std::vector<std::vector<std::int64_t>> slices);
 
 // Splits `total` units by `shares` with at least one unit per device (PlanError if total is too
 // small).

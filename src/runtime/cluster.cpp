@@ -119,7 +119,8 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
       std::make_unique<Executor>(program_.graph, model_.weights(), model_.config().max_positions,
                                  DeviceGroup{transport_.get(), plan_.token_shares});
   executor_->set_observer(meter_.observer(options_.trace ? recorder_.observer() : OpObserver{}));
-  session_ = std::make_unique<PrimarySession>(*transport_, *executor_, &meter_);
+  session_ = std::make_unique<PrimarySession>(*transport_, *executor_, &meter_,
+                                              plan_.pipeline ? &*plan_.pipeline : nullptr);
 }
 
 Cluster::~Cluster() {

@@ -26,7 +26,7 @@ bool is_data_movement(OpKind kind) {
   return kind == OpKind::LocalRows || kind == OpKind::AllGather || kind == OpKind::ReduceScatter ||
          kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary ||
          kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary ||
-         kind == OpKind::AllGatherCols;
+         kind == OpKind::AllGatherCols || kind == OpKind::PipeSend || kind == OpKind::PipeRecv;
 }
 
 // Ops whose input or output rows are this device's share of the step's tokens.
@@ -73,6 +73,15 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
     for (ValueId id : graph.ops()[op].inputs) last_use_[static_cast<std::size_t>(id)] = op;
   }
   for (ValueId id : graph.outputs()) is_output_[static_cast<std::size_t>(id)] = true;
+  std::vector<bool> from_last_row(n, false);
+  after_last_row_.assign(graph.ops().size(), false);
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    const Op& op = graph.ops()[i];
+    bool after = op.kind == OpKind::LastRow;
+    for (ValueId id : op.inputs) after = after || from_last_row[static_cast<std::size_t>(id)];
+    after_last_row_[i] = after;
+    from_last_row[static_cast<std::size_t>(op.output)] = after;
+  }
   caches_.resize(static_cast<std::size_t>(graph.num_cache_slots()));
   plan_groups();
   plan_overlap();
@@ -180,12 +189,12 @@ Shape Executor::resolve(const Shape& shape, const Step& step) const {
     else if (d == kLocalTokens)
       d = step.local_count;
     else if (d == kOutputRows)
-      d = step.all_rows ? step.tokens : 1;
+      d = step.rows == OutputRows::All ? step.tokens : step.rows == OutputRows::Last ? 1 : 0;
   }
   return out;
 }
 
-Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
+Tensor Executor::forward_rows(std::span<const std::int32_t> ids, OutputRows rows) {
   const auto tokens = static_cast<std::int64_t>(ids.size());
   if (tokens == 0) throw InputError("no input tokens");
   if (position_ + tokens > max_positions_) {
@@ -194,8 +203,8 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
                     "{} positions",
                     tokens, position_, max_positions_));
   }
-  Step step{tokens, all_rows, collectives::RowPartition(split_proportional(tokens, token_shares_)),
-            0, 0};
+  Step step{tokens, rows, collectives::RowPartition(split_proportional(tokens, token_shares_)), 0,
+            0};
   step.local_begin = step.partition.offset(token_rank_);
   step.local_count = step.partition.count(token_rank_);
 
@@ -222,7 +231,10 @@ Tensor Executor::forward(std::span<const std::int32_t> ids, bool all_rows) {
   const auto& ops = graph_.ops();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    if (!done_inside_collective_[i]) {
+    if (step.rows == OutputRows::None && after_last_row_[i] && !is_data_movement(op.kind)) {
+      values[static_cast<std::size_t>(op.output)] =
+          Tensor::empty(DType::F32, resolve(graph_.value(op.output).shape, step));
+    } else if (!done_inside_collective_[i]) {
       const auto start = std::chrono::steady_clock::now();
       Tensor out = run_op(op, values, step, i);
       if (observer_) observer_(op, out, std::chrono::steady_clock::now() - start);
@@ -308,7 +320,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
       out = attention(op, in(0), in(1), in(2), step);
       break;
     case OpKind::LastRow:
-      out = step.all_rows ? in(0) : in(0).rows(in(0).dim(0) - 1, in(0).dim(0));
+      out = step.rows == OutputRows::All ? in(0) : in(0).rows(in(0).dim(0) - 1, in(0).dim(0));
       break;
     case OpKind::SliceCols:
       out = in(0).cols(op.attrs.col_begin, op.attrs.col_begin + op.attrs.width);
@@ -321,6 +333,8 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     case OpKind::GatherToPrimary:
     case OpKind::ScatterFromPrimary:
     case OpKind::BroadcastFromPrimary:
+    case OpKind::PipeSend:
+    case OpKind::PipeRecv:
       HUDDLE_CHECK(false, "data movement handled above");
   }
   return out;
@@ -408,6 +422,18 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       }
       Tensor out = Tensor::empty(DType::F32, out_shape);
       collectives::recv_tensor_into(*transport, 0, out);
+      return out;
+    }
+    case OpKind::PipeSend: {
+      const Tensor& x = values[input_id];
+      if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
+      collectives::send_tensor(*transport, op.attrs.peer, x);
+      return x;
+    }
+    case OpKind::PipeRecv: {
+      if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
+      Tensor out = Tensor::empty(DType::F32, out_shape);
+      collectives::recv_tensor_into(*transport, op.attrs.peer, out);
       return out;
     }
     case OpKind::BroadcastFromPrimary: {

@@ -53,7 +53,12 @@ class Executor final : public StepRunner {
   Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions,
            DeviceGroup group);
 
-  Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override;
+  Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override {
+    return forward_rows(ids, all_rows ? OutputRows::All : OutputRows::Last);
+  }
+  // The same with OutputRows::None too: the ops after LastRow produce 0 rows without computing
+  // (data movement still runs, so a pipeline's output link carries one message per slice).
+  Tensor forward_rows(std::span<const std::int32_t> ids, OutputRows rows);
   void reset() override { position_ = 0; }
   std::int64_t position() const override { return position_; }
   std::int64_t max_positions() const override { return max_positions_; }
@@ -68,7 +73,7 @@ class Executor final : public StepRunner {
 
   struct Step {
     std::int64_t tokens = 0;  // T
-    bool all_rows = false;
+    OutputRows rows = OutputRows::Last;
     collectives::RowPartition partition{{0}};  // tokens per member of the token group
     std::int64_t local_begin = 0, local_count = 0;
   };
@@ -98,6 +103,7 @@ class Executor final : public StepRunner {
   std::vector<Tensor> bound_weights_;  // by ValueId; undefined for non-weights
   std::vector<std::size_t> last_use_;  // by ValueId: index of the last op that reads it
   std::vector<bool> is_output_;        // by ValueId
+  std::vector<bool> after_last_row_;   // by op index: LastRow and the ops that read its result
   std::vector<KvCache> caches_;        // by cache slot
   OpObserver observer_;
   DeviceGroup group_;

@@ -21,6 +21,7 @@ void run_in_process(const Model& model, const Plan& plan,
     weights.push_back(extract_weights(programs.back(), model.weights()));
     localize_weights(programs.back());
   }
+  const Pipeline* pipeline = plan.pipeline ? &*plan.pipeline : nullptr;
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
   std::vector<std::thread> workers;
   for (int r = 1; r < n; ++r) {
@@ -29,7 +30,7 @@ void run_in_process(const Model& model, const Plan& plan,
         Executor executor(programs[static_cast<std::size_t>(r)].graph,
                           weights[static_cast<std::size_t>(r)], model.config().max_positions,
                           DeviceGroup{&cluster.rank(r), plan.token_shares});
-        follow_primary(cluster.rank(r), executor);
+        follow_primary(cluster.rank(r), executor, nullptr, pipeline);
       } catch (...) {
         errors[static_cast<std::size_t>(r)] = std::current_exception();
         cluster.rank(r).close();
@@ -39,7 +40,7 @@ void run_in_process(const Model& model, const Plan& plan,
   try {
     Executor executor(programs[0].graph, weights[0], model.config().max_positions,
                       DeviceGroup{&cluster.rank(0), plan.token_shares});
-    PrimarySession session(cluster.rank(0), executor);
+    PrimarySession session(cluster.rank(0), executor, nullptr, pipeline);
     drive(session);
     session.end();
   } catch (...) {

@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include "collectives/p2p.h"
 #include "core/error.h"
 #include "profile/memory_probe.h"
 #include "runtime/trace.h"
@@ -41,7 +42,49 @@ StepReport measure(StepMeter* meter, double wall_s, std::uint64_t bytes_sent) {
   return r;
 }
 
+// Row-wise concatenation of [r_i, C] tensors (undefined or 0-row parts skipped).
+Tensor concat_rows(const std::vector<Tensor>& parts) {
+  std::int64_t rows = 0, width = -1;
+  for (const Tensor& t : parts) {
+    if (!t.defined()) continue;
+    rows += t.dim(0);
+    width = t.dim(1);
+  }
+  if (width < 0) return Tensor();
+  Tensor out = Tensor::empty(DType::F32, {rows, width});
+  std::int64_t at = 0;
+  for (const Tensor& t : parts) {
+    if (!t.defined() || t.dim(0) == 0) continue;
+    const Tensor packed = t.contiguous() ? t : t.clone();
+    std::memcpy(out.f32() + at * width, packed.f32(), packed.nbytes());
+    at += t.dim(0);
+  }
+  return out;
+}
+
+// The rows slice k of n computes.
+OutputRows slice_rows(std::size_t k, std::size_t n, OutputRows rows) {
+  return k + 1 == n || rows == OutputRows::All ? rows : OutputRows::None;
+}
+
 }  // namespace
+
+Tensor run_step(Executor& executor, const Pipeline* pipeline, std::span<const std::int32_t> ids,
+                OutputRows rows) {
+  if (!pipeline) return executor.forward_rows(ids, rows);
+  const std::vector<std::int64_t> slices =
+      pipeline->slices_for(static_cast<std::int64_t>(ids.size()));
+  std::vector<Tensor> outputs;
+  std::size_t begin = 0;
+  for (std::size_t k = 0; k < slices.size(); ++k) {
+    const auto len = static_cast<std::size_t>(slices[k]);
+    outputs.push_back(
+        executor.forward_rows(ids.subspan(begin, len), slice_rows(k, slices.size(), rows)));
+    begin += len;
+  }
+  if (rows != OutputRows::All) return outputs.back();
+  return concat_rows(outputs);
+}
 
 OpObserver StepMeter::observer(OpObserver inner) {
   return [this, inner = std::move(inner)](const Op& op, const Tensor& out,
@@ -62,8 +105,9 @@ StepReport StepMeter::take(double wall_s, std::uint64_t bytes_sent) {
   return r;
 }
 
-PrimarySession::PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter)
-    : transport_(transport), executor_(executor), meter_(meter) {
+PrimarySession::PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter,
+                               const Pipeline* pipeline)
+    : transport_(transport), executor_(executor), meter_(meter), pipeline_(pipeline) {
   HUDDLE_CHECK(transport.rank() == 0, "the primary is rank 0");
 }
 
@@ -91,7 +135,11 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
   const auto start = std::chrono::steady_clock::now();
   const std::uint64_t sent_before = transport_.bytes_sent();
   broadcast(kStepTag, payload);
-  Tensor out = executor_.forward(ids, all_rows);
+  const OutputRows rows = all_rows ? OutputRows::All : OutputRows::Last;
+  Tensor out = run_step(executor_, pipeline_, ids, rows);
+  if (pipeline_ && pipeline_->output_device() != 0) {
+    out = receive_outputs(pipeline_->slices_for(static_cast<std::int64_t>(ids.size())), rows);
+  }
   reports_.assign(1, measure(meter_, seconds_since(start), transport_.bytes_sent() - sent_before));
   for (int r = 1; r < transport_.size(); ++r) {
     WireReport w{};
@@ -99,6 +147,23 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
     reports_.push_back({w.compute_s, w.wall_s, w.bytes_sent, w.free_memory_bytes});
   }
   return out;
+}
+
+Tensor PrimarySession::receive_outputs(std::span<const std::int64_t> slices, OutputRows rows) {
+  const int from = pipeline_->output_device();
+  std::vector<Tensor> outputs;
+  for (std::size_t k = 0; k < slices.size(); ++k) {
+    Tensor t = collectives::recv_tensor(transport_, from);
+    if (t.rank() != 2 || t.dtype() != DType::F32 || t.dim(0) > slices[k] ||
+        (slice_rows(k, slices.size(), rows) == OutputRows::None && t.dim(0) != 0)) {
+      throw TransportError(fmt::format("{}: sent a {} output of shape {} for a slice of {} tokens",
+                                       transport_.peer_name(from), dtype_name(t.dtype()),
+                                       shape_str(t.shape()), slices[k]));
+    }
+    outputs.push_back(std::move(t));
+  }
+  if (rows != OutputRows::All) return outputs.back();
+  return concat_rows(outputs);
 }
 
 void PrimarySession::reset() {
@@ -112,7 +177,8 @@ void PrimarySession::end() {
   broadcast(kEndTag, {});
 }
 
-void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter) {
+void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter,
+                    const Pipeline* pipeline) {
   for (;;) {
     net::Message m = transport.recv(0);
     if (m.tag == kEndTag) return;
@@ -141,7 +207,7 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
       std::memcpy(ids.data(), m.payload.data() + sizeof header, ids.size() * sizeof(std::int32_t));
     const auto start = std::chrono::steady_clock::now();
     const std::uint64_t sent_before = transport.bytes_sent();
-    executor.forward(ids, header.all_rows != 0);
+    run_step(executor, pipeline, ids, header.all_rows != 0 ? OutputRows::All : OutputRows::Last);
     const StepReport r = measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
     const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
     transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));

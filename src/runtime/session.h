@@ -8,9 +8,17 @@
 // After each step every worker answers with a report (kStepReportTag, 32 bytes: f64 compute
 // seconds, f64 wall seconds, u64 bytes it sent in the step, i64 free memory bytes), from which the
 // primary re-estimates each device's speed and memory while it serves (Hepti §4.1).
+//
+// Pipeline plans (HPipe): every device cuts the step's tokens into the plan's slices and runs its
+// program once per slice, in order; a stage starts slice i+1 as soon as it has sent slice i on,
+// so the stages work on different slices at once, and each keeps its KV cache across slices.
+// Slices before the last compute no output rows unless every row is wanted. When the last stage
+// is another device, the primary receives its output tensor for each slice after running its
+// own stage (if any) on all of them.
 #pragma once
 
 #include "net/transport.h"
+#include "plan/pipeline.h"
 #include "runtime/executor.h"
 #include "runtime/step_runner.h"
 
@@ -55,8 +63,10 @@ class StepMeter {
 // tells the workers the session is over.
 class PrimarySession final : public StepRunner {
  public:
-  // `meter` (optional, outliving the session) measures device 0's own steps.
-  PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr);
+  // `meter` (optional, outliving the session) measures device 0's own steps; `pipeline`
+  // (optional, outliving the session) slices the steps of a pipeline plan.
+  PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr,
+                 const Pipeline* pipeline = nullptr);
   ~PrimarySession() override;
 
   Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override;
@@ -71,9 +81,13 @@ class PrimarySession final : public StepRunner {
  private:
   void broadcast(std::uint32_t tag, std::span<const std::byte> payload);
 
+  // The pipeline's output tensors of a step, received from its last stage.
+  Tensor receive_outputs(std::span<const std::int64_t> slices, OutputRows rows);
+
   net::Transport& transport_;
   Executor& executor_;
   StepMeter* meter_;
+  const Pipeline* pipeline_;
   std::vector<StepReport> reports_;
   bool ended_ = false;
 };
@@ -81,6 +95,13 @@ class PrimarySession final : public StepRunner {
 // A worker's side: follows the primary's steps until it ends the session. TransportError when
 // the primary or a peer fails; InputError/PlanError from the step itself propagate.
 // `meter` (optional) measures the steps this device reports.
-void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr);
+void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr,
+                    const Pipeline* pipeline = nullptr);
+
+// Runs one step of `ids` on `executor`: whole, or slice by slice for a pipeline plan. Returns the
+// step's output as one tensor (the slices' rows concatenated), or an empty tensor when this
+// device computes no output.
+Tensor run_step(Executor& executor, const Pipeline* pipeline, std::span<const std::int32_t> ids,
+                OutputRows rows);
 
 }  // namespace huddle

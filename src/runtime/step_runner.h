@@ -10,6 +10,10 @@
 
 namespace huddle {
 
+// Which rows of the output a step wants: none (a pipeline slice before the last: nothing after
+// LastRow is computed), the last token's, or every token's.
+enum class OutputRows : std::uint8_t { None, Last, All };
+
 class StepRunner {
  public:
   virtual ~StepRunner() = default;

@@ -22,7 +22,8 @@ double now_us() {
 bool is_communication(OpKind kind) {
   return kind == OpKind::AllGather || kind == OpKind::ReduceScatter || kind == OpKind::AllReduce ||
          kind == OpKind::AllGatherCols || kind == OpKind::GatherToPrimary ||
-         kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary;
+         kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary ||
+         kind == OpKind::PipeSend || kind == OpKind::PipeRecv;
 }
 
 OpObserver TraceRecorder::observer() {

@@ -126,7 +126,7 @@ void serve_session(net::SecureChannel& control, const net::Message& setup,
         "session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank, s.world,
         static_cast<double>(program_weight_bytes(program)) / 1e6, program.graph.ops().size()));
   }
-  follow_primary(*transport, executor, &meter);
+  follow_primary(*transport, executor, &meter, plan.pipeline ? &*plan.pipeline : nullptr);
   if (s.trace) {
     const std::string spans = recorder.to_json().dump();
     transport->send(0, kTraceTag, std::as_bytes(std::span(spans)));

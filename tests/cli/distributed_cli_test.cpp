@@ -68,19 +68,19 @@ TEST_P(DistributedCli, MatchesReferenceAcrossProcesses) {
   EXPECT_EQ(nlohmann::json::parse(g.out)["generated"], ref_gen["greedy"]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, DistributedCli,
-                         ::testing::Values(Case{"gpt2-tiny", "galaxy", "3", "5,3,1"},
-                                           Case{"gpt2-tiny", "megatron", "2", "5,3"},
-                                           Case{"llama-tiny", "sp", "3", "5,3,1"},
-                                           Case{"llama-tiny", "galaxy", "4", "4,1,2,3"},
-                                           Case{"bert-tiny", "megatron", "3", "5,3,1"},
-                                           Case{"bert-tiny", "galaxy", "2", "1,1"}),
-                         [](const auto& p) {
-                           std::string name =
-                               p.param.model + "_" + p.param.strategy + "_" + p.param.devices;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, DistributedCli,
+    ::testing::Values(
+        Case{"gpt2-tiny", "galaxy", "3", "5,3,1"}, Case{"gpt2-tiny", "megatron", "2", "5,3"},
+        Case{"llama-tiny", "sp", "3", "5,3,1"}, Case{"llama-tiny", "galaxy", "4", "4,1,2,3"},
+        Case{"bert-tiny", "megatron", "3", "5,3,1"}, Case{"bert-tiny", "galaxy", "2", "1,1"},
+        Case{"gpt2-tiny", "pipeline", "3", "5,3,1"}, Case{"llama-tiny", "pipeline", "4", "4,1,2,3"},
+        Case{"llama-tiny", "gpipe", "2", "1,1"}, Case{"bert-tiny", "pipeline", "3", "2,1,1"}),
+    [](const auto& p) {
+      std::string name = p.param.model + "_" + p.param.strategy + "_" + p.param.devices;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 TEST(DistributedCli, SavedPlanReplaysAndBadPlansAreRefused) {
   testing::TempDir dir;
@@ -159,7 +159,9 @@ TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
   EXPECT_TRUE(worker.alive());
 }
 
-TEST(DistributedCli, KilledWorkerIsNamedWithinTheTimeout) {
+// Runs a long generation on two workers with `strategy` and kills worker `victim` (1 or 2) in
+// the middle: the primary names it within the timeout and the other worker keeps serving.
+void expect_killed_worker_named(const std::vector<std::string>& strategy, int victim) {
   testing::TempDir dir;
   // A model big enough that a session lasts long enough to kill a worker in the middle of it.
   const nlohmann::json config = {{"model_type", "gpt2"}, {"vocab_size", 1000},
@@ -176,30 +178,48 @@ TEST(DistributedCli, KilledWorkerIsNamedWithinTheTimeout) {
   const std::string a1 = w1.worker_address(), a2 = w2.worker_address();
   ASSERT_FALSE(a1.empty());
   ASSERT_FALSE(a2.empty());
+  testing::BackgroundHuddle& dying = victim == 1 ? w1 : w2;
+  const std::string dead = victim == 1 ? a1 : a2, alive = victim == 1 ? a2 : a1;
 
   std::vector<std::int32_t> prompt(16, 7);
   testing::ProcessResult result;
   std::thread primary([&] {
-    result = run_huddle(
-        {"run", "--model", dir / "model", "--ids", ids_arg(prompt), "--n-predict", "1000",
-         "--workers", a1 + "," + a2, "--key-file", key.string(), "--timeout-s", "3"},
-        60);
+    std::vector<std::string> args = {
+        "run",  "--model",   dir / "model", "--ids",      ids_arg(prompt), "--n-predict",
+        "1000", "--workers", a1 + "," + a2, "--key-file", key.string(),    "--timeout-s",
+        "3"};
+    args.insert(args.end(), strategy.begin(), strategy.end());
+    result = run_huddle(args, 60);
   });
-  // Kill worker 2 once its session is running.
-  const std::string started = w2.wait_for_line("session", 30, /*from_stderr=*/true);
+  // Kill the worker once its session is running.
+  const std::string started = dying.wait_for_line("session", 30, /*from_stderr=*/true);
   const auto killed_at = std::chrono::steady_clock::now();
-  w2.kill(SIGKILL);
+  dying.kill(SIGKILL);
   primary.join();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   ASSERT_FALSE(started.empty());
   EXPECT_EQ(result.exit_code, 1) << result.out;
-  EXPECT_TRUE(contains(result.err, a2)) << result.err;
+  EXPECT_TRUE(contains(result.err, dead)) << result.err;
   EXPECT_LT(seconds, 20.0);  // generous bound: the limit under test is the 3 s peer timeout
   // The surviving worker serves the next session.
-  const auto next = run_huddle({"run", "--model", dir / "model", "--ids", "1,2", "--workers", a1,
+  const auto next = run_huddle({"run", "--model", dir / "model", "--ids", "1,2", "--workers", alive,
                                 "--key-file", key.string(), "--json"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
+}
+
+TEST(DistributedCli, KilledWorkerIsNamedWithinTheTimeout) {
+  expect_killed_worker_named({}, 2);
+}
+
+// Pipeline stages 0 (primary) -> 1 -> 2: the middle stage dies while slices flow through it.
+TEST(DistributedCli, KilledMiddleStageIsNamedWithinTheTimeout) {
+  expect_killed_worker_named({"--strategy", "pipeline", "--shares", "1,1,1"}, 1);
+}
+
+// The last stage, which sends the outputs to the primary, dies.
+TEST(DistributedCli, KilledLastStageIsNamedWithinTheTimeout) {
+  expect_killed_worker_named({"--strategy", "pipeline", "--shares", "1,1,1"}, 2);
 }
 
 TEST(DistributedCli, WorkerWithItsOwnCopyMapsWeightsAndAStaleCopyIsNotUsed) {

@@ -1,0 +1,152 @@
+#include "plan/lowering_engine.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+namespace huddle::lowering {
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+#define HUDDLE_LAYOUT_NAME(e, name) \
+  case Layout::e:                   \
+    return name;
+    HUDDLE_LAYOUTS(HUDDLE_LAYOUT_NAME)
+#undef HUDDLE_LAYOUT_NAME
+  }
+  return "?";
+}
+
+LoweringEngine::LoweringEngine(const Graph& graph, const ModelConfig& config, const Plan& plan,
+                               int rank)
+    : g_(graph), c_(config), p_(plan), rank_(rank) {}
+
+Program LoweringEngine::run() {
+  for (const Op& op : g_.ops()) lower_op(op);
+  finish();
+  Program program{rank_, p_.num_devices(), p_.token_shares, std::move(out_)};
+  program.graph.validate();
+  return program;
+}
+
+void LoweringEngine::finish() {
+  // Outputs not produced by a head (an encoder's hidden states) are gathered to device 0.
+  for (ValueId o : g_.outputs()) {
+    if (head_outputs_.contains(o)) continue;
+    const ValueId id = get(o, Layout::Primary);
+    if (rank_ == 0) out_.add_output(id);
+  }
+}
+
+ValueId LoweringEngine::get(ValueId id, Layout want) {
+  const Value& v = g_.value(id);
+  if (v.kind == ValueKind::Weight) return weight(id);
+  if (v.kind == ValueKind::Input && !lowered_.contains(id)) {
+    lowered_[id] = {out_.add_input(v.name, v.shape, v.dtype), Layout::Replicated};
+  }
+  const auto it = lowered_.find(id);
+  HUDDLE_CHECK(it != lowered_.end(), "value '{}' used before it is lowered", v.name);
+  const auto [have_id, have] = it->second;
+  if (have == want) return have_id;
+  const auto key = std::make_pair(id, want);
+  if (const auto m = moved_.find(key); m != moved_.end()) return m->second;
+  const std::string name = fmt::format("{}@{}", v.name, layout_name(want));
+  ValueId result = -1;
+  if (have == Layout::Replicated && want == Layout::Primary) {
+    result = have_id;  // device 0 holds it too
+  } else if (have == Layout::Primary && want == Layout::Replicated) {
+    // Only device 0 holds the data; elsewhere the ids stand in, giving the row count.
+    OpAttrs attrs;
+    attrs.width = v.shape.back();
+    const ValueId input = rank_ == 0 ? have_id : get(ids_input(), Layout::Replicated);
+    result = emit(OpKind::BroadcastFromPrimary, name, {input}, attrs, OpRole::Other);
+  } else {
+    result = move(id, have_id, have, want, name);
+  }
+  if (reusable_move(want)) moved_[key] = result;
+  return result;
+}
+
+ValueId LoweringEngine::weight(ValueId id) {
+  if (const auto it = weights_.find(id); it != weights_.end()) return it->second;
+  const Value& v = g_.value(id);
+  const ValueId w = out_.add_weight(v.name, v.shape, v.weight);
+  weights_[id] = w;
+  return w;
+}
+
+ValueId LoweringEngine::weight_tile(ValueId id, const std::vector<WeightSlice>& slices) {
+  const Value& v = g_.value(id);
+  WeightRef ref = v.weight;
+  Shape shape = v.shape;
+  for (const WeightSlice& s : slices) {
+    shape[static_cast<std::size_t>(s.axis)] = s.end - s.begin;
+    if (ref.axis == s.axis) {
+      ref.end = ref.begin + s.end;
+      ref.begin += s.begin;
+    } else if (ref.axis2 == s.axis) {
+      ref.end2 = ref.begin2 + s.end;
+      ref.begin2 += s.begin;
+    } else if (ref.axis < 0) {
+      ref.axis = s.axis;
+      ref.begin = s.begin;
+      ref.end = s.end;
+    } else if (ref.axis2 < 0) {
+      ref.axis2 = s.axis;
+      ref.begin2 = s.begin;
+      ref.end2 = s.end;
+    } else {
+      throw PlanError(fmt::format("weight '{}' cannot be sliced again on axis {}", v.name, s.axis));
+    }
+  }
+  std::string name = fmt::format("{}[{}:{}:{}]", ref.tensor, ref.axis, ref.begin, ref.end);
+  if (ref.axis2 >= 0) name += fmt::format("[{}:{}:{}]", ref.axis2, ref.begin2, ref.end2);
+  if (auto existing = out_.find(name)) return *existing;
+  return out_.add_weight(name, std::move(shape), std::move(ref));
+}
+
+ValueId LoweringEngine::emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs,
+                             const OpAttrs& attrs, OpRole role, int layer) {
+  return out_.add_op(kind, name, std::move(inputs), attrs, role, layer);
+}
+
+void LoweringEngine::define(const Op& op, ValueId id, Layout layout) {
+  lowered_[op.output] = {id, layout};
+}
+
+void LoweringEngine::same_op(const Op& op, Layout layout) {
+  std::vector<ValueId> inputs;
+  for (ValueId in : op.inputs) inputs.push_back(get(in, layout));
+  define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), layout);
+}
+
+void LoweringEngine::head_on_primary(const Op& op) {
+  head_outputs_.insert(op.output);
+  // Every device takes part in gathering an activation to device 0; weights stay on device 0.
+  std::vector<ValueId> inputs;
+  for (ValueId in : op.inputs) {
+    if (rank_ == 0 || g_.value(in).kind != ValueKind::Weight)
+      inputs.push_back(get(in, Layout::Primary));
+  }
+  if (rank_ != 0) {
+    define(op, -1, Layout::Primary);
+    return;
+  }
+  const ValueId out = emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer);
+  define(op, out, Layout::Primary);
+  for (ValueId o : g_.outputs()) {
+    if (o == op.output) out_.add_output(out);
+  }
+}
+
+ValueId LoweringEngine::ids_input() const {
+  const std::optional<ValueId> ids = g_.find("ids");
+  if (!ids) throw PlanError("the model graph has no 'ids' input");
+  return *ids;
+}
+
+int LoweringEngine::out_axis(const Op& op) {
+  return op.attrs.weight_layout == kernels::WeightLayout::OutIn ? 0 : 1;
+}
+
+}  // namespace huddle::lowering

@@ -1,0 +1,77 @@
+// Pipeline plans (HPipe, papers/hpipe-pipeline-sequence-slicing): the model's layer-level units
+// are cut into contiguous stages, one device each, and a step's tokens are cut into slices that
+// flow through the stages one after another, so every stage works on a different slice at once.
+//
+// Units of a transformer with L layers (U = 2L + 2), in order:
+//   0           the embedding (every op before layer 0)
+//   1 + 2l      the attention sub-block of layer l (norm, q/k/v, rope, attention, out, residual)
+//   2 + 2l      the MLP sub-block of layer l (norm, up/gate, activation, down, residual)
+//   2L + 1      every op after the last block (final norm, head)
+// Between stages only the values the later units read cross (the residual stream [T, hidden]).
+//
+// JSON (the "pipeline" object of a plan; "layers" is then empty):
+//   {"stages": [{"device": 1, "units": [0, 4]}, {"device": 0, "units": [4, 8]}],
+//    "sliced": true,
+//    "slices": [[1], [2], [3], [2, 2], ...]}
+// `slices[n - 1]` gives the slice lengths for a step of n tokens (they sum to n); the planner
+// precomputes every n up to the table's length (HPipe's prepare phase), so no planning happens
+// on the request path. An unsliced pipeline ("sliced": false, no table) runs every step as one
+// piece: encoders (BERT attends in both directions, so a token's output depends on later tokens)
+// and the gpipe baseline.
+#pragma once
+
+#include "graph/graph.h"
+#include "plan/split.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace huddle {
+
+struct ModelConfig;
+
+// Number of pipeline units of a model with `layers` transformer layers.
+inline int pipeline_units(std::int64_t layers) {
+  return static_cast<int>(2 * layers + 2);
+}
+
+// The unit an op of a model graph with `layers` layers belongs to; PlanError for an op whose
+// place cannot be told (no role and no layer).
+int pipeline_unit_of(const Op& op, std::int64_t layers);
+
+struct PipelineStage {
+  int device = 0;  // index into Plan::devices
+  Range units;     // [begin, end) of the pipeline units
+  bool operator==(const PipelineStage&) const = default;
+};
+
+struct Pipeline {
+  std::vector<PipelineStage> stages;  // in pipeline order
+  bool sliced = false;
+  std::vector<std::vector<std::int64_t>> slices;  // slices[n - 1]: lengths for n tokens
+
+  // Slice lengths for a step of `tokens` tokens: one slice when unsliced; InputError when the
+  // table has no entry that long.
+  std::vector<std::int64_t> slices_for(std::int64_t tokens) const;
+  // The stage device `device` runs, or -1.
+  int stage_of(int device) const;
+  // The device of the last stage, which computes the model's outputs.
+  int output_device() const { return stages.back().device; }
+  bool operator==(const Pipeline&) const = default;
+
+  nlohmann::json to_json() const;
+  // Structure only (types, ranges, the table's sums); PlanError naming `source` and the field.
+  static Pipeline from_json(const nlohmann::json& json, const std::string& source);
+  // Against the model and the plan's `devices` device count: stages cover the units exactly
+  // once, in order; each device at most one stage; the table covers 1..n without gaps, n no
+  // longer than the context; an encoder is not sliced.
+  void validate(const ModelConfig& config, int devices, const std::string& source) const;
+};
+
+// Slices of `tokens` tokens into `count` pieces as equal as possible (the first ones longer).
+std::vector<std::int64_t> equal_slices(std::int64_t tokens, std::int64_t count);
+
+}  // namespace huddle

@@ -1,0 +1,153 @@
+// Pipeline plans: the JSON form round-trips, malformed plans are refused naming the cause, and
+// lowering cuts the model at unit boundaries with the right transfers.
+#include "core/error.h"
+#include "model/model.h"
+#include "plan/lowering.h"
+#include "plan/plan.h"
+#include "planner/strategies.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+
+namespace huddle {
+namespace {
+
+class PipelinePlan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = std::make_unique<Model>(Model::load(testing::fixture_model("gpt2-tiny")));
+    plan_ = make_plan("pipeline", config(), {"a", "b", "c"}, {3, 2, 1});
+  }
+  const ModelConfig& config() const { return model_->config(); }
+
+  // The plan's JSON with `edit` applied must be refused with a message containing `what`.
+  void expect_refused(const std::function<void(nlohmann::json&)>& edit, const std::string& what,
+                      const ModelConfig* config_override = nullptr) {
+    nlohmann::json j = plan_.to_json();
+    edit(j);
+    try {
+      Plan::from_json(j, "p.json")
+          .validate(config_override ? *config_override : config(), "p.json");
+      FAIL() << "accepted: " << what;
+    } catch (const PlanError& e) {
+      EXPECT_TRUE(testing::contains(e.what(), "p.json")) << e.what();
+      EXPECT_TRUE(testing::contains(e.what(), what)) << e.what();
+    }
+  }
+
+  std::unique_ptr<Model> model_;
+  Plan plan_;
+};
+
+TEST_F(PipelinePlan, UnitsFollowTheShares) {
+  ASSERT_TRUE(plan_.pipelined());
+  const Pipeline& p = *plan_.pipeline;
+  ASSERT_EQ(p.stages.size(), 3u);  // 8 units of a 3-layer model
+  EXPECT_EQ(p.stages[0].units, (Range{0, 4}));
+  EXPECT_EQ(p.stages[1].units, (Range{4, 7}));
+  EXPECT_EQ(p.stages[2].units, (Range{7, 8}));
+  EXPECT_TRUE(p.sliced);
+  EXPECT_EQ(p.slices.size(), static_cast<std::size_t>(config().max_positions));
+  EXPECT_EQ(p.slices_for(7), (std::vector<std::int64_t>{3, 2, 2}));
+  EXPECT_EQ(p.slices_for(1), (std::vector<std::int64_t>{1}));
+}
+
+TEST_F(PipelinePlan, RoundTripsThroughJson) {
+  const nlohmann::json j = plan_.to_json();
+  EXPECT_EQ(j["layers"], nlohmann::json::array());
+  EXPECT_EQ(j["pipeline"]["stages"][1], nlohmann::json::parse(R"({"device": 1, "units": [4, 7]})"));
+  EXPECT_EQ(j["pipeline"]["slices"][3], nlohmann::json::parse("[2, 1, 1]"));
+  const Plan back = Plan::from_json(j, "p.json");
+  EXPECT_NO_THROW(back.validate(config(), "p.json"));
+  EXPECT_EQ(*back.pipeline, *plan_.pipeline);
+  EXPECT_EQ(back.to_json(), j);
+}
+
+TEST_F(PipelinePlan, MalformedPlansAreRefused) {
+  auto& cfg = config();
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["units"] = {5, 7};
+      },
+      "pipeline.stages[1].units starts at 5, expected 4");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][2]["units"] = {7, 9};
+      },
+      "cover units [0, 9) but the model has 8");
+  expect_refused([](auto& j) { j["pipeline"]["stages"].erase(2); },
+                 "cover units [0, 7) but the model has 8");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["units"] = {4, 4};
+      },
+      "not a non-empty range");
+  expect_refused([](auto& j) { j["pipeline"]["stages"][2]["device"] = 1; },
+                 "device 1 already runs a stage");
+  expect_refused([](auto& j) { j["pipeline"]["stages"][2]["device"] = 5; },
+                 "device 5 is not one of the plan's 3 devices");
+  expect_refused([](auto& j) { j["pipeline"]["stages"] = nlohmann::json::array(); },
+                 "at least one stage");
+  // A slice table missing a length: the entry for 4 tokens slices 5.
+  expect_refused([](auto& j) { j["pipeline"]["slices"].erase(3); },
+                 "the slices for 4 tokens sum to 5");
+  expect_refused([](auto& j) { j["pipeline"]["slices"][2] = {1, 0, 2}; }, "slice length 0");
+  expect_refused([](auto& j) { j["pipeline"].erase("slices"); }, "slices: missing");
+  expect_refused([](auto& j) { j["pipeline"]["sliced"] = "yes"; }, "expected true or false");
+  expect_refused(
+      [](auto& j) { j["layers"] = nlohmann::json::parse(R"([{"attention": "tokens"}])"); },
+      "\"layers\" must be empty");
+  expect_refused([](auto& j) { j["grid"] = {{"rows", 1}, {"cols", 3}}; }, "either 2d-tiled");
+  // A table longer than the context.
+  ModelConfig short_context = cfg;
+  short_context.max_positions = 64;
+  expect_refused([](auto&) {}, "longer than the model's context of 64", &short_context);
+  // An encoder cannot be sliced.
+  ModelConfig encoder = cfg;
+  encoder.causal = false;
+  expect_refused([](auto&) {}, "cannot be sliced", &encoder);
+}
+
+TEST_F(PipelinePlan, StepsLongerThanTheTableAreRefused) {
+  Pipeline p = *plan_.pipeline;
+  p.slices.resize(10);
+  EXPECT_THROW(p.slices_for(11), InputError);
+  EXPECT_NO_THROW(p.slices_for(10));
+  EXPECT_THROW(p.slices_for(0), InputError);
+}
+
+TEST_F(PipelinePlan, LoweringSendsTheResidualStreamBetweenStages) {
+  auto count = [](const Program& p, OpKind kind) {
+    int n = 0;
+    for (const Op& op : p.graph.ops()) n += op.kind == kind;
+    return n;
+  };
+  const Program first = lower(model_->graph(), config(), plan_, 0);
+  const Program middle = lower(model_->graph(), config(), plan_, 1);
+  const Program last = lower(model_->graph(), config(), plan_, 2);
+  EXPECT_EQ(count(first, OpKind::PipeRecv), 0);
+  EXPECT_EQ(count(first, OpKind::PipeSend), 1);
+  EXPECT_EQ(count(first, OpKind::Embedding), 2);  // tokens and positions
+  EXPECT_EQ(count(middle, OpKind::PipeRecv), 1);
+  EXPECT_EQ(count(middle, OpKind::PipeSend), 1);
+  EXPECT_EQ(count(middle, OpKind::Embedding), 0);
+  EXPECT_EQ(count(last, OpKind::PipeRecv), 1);
+  EXPECT_EQ(count(last, OpKind::PipeSend), 1);  // the logits, to device 0
+  EXPECT_EQ(count(last, OpKind::LastRow), 1);
+  EXPECT_TRUE(first.graph.outputs().empty());
+  EXPECT_TRUE(last.graph.outputs().empty());
+  for (const Op& op : last.graph.ops()) {
+    if (op.kind == OpKind::PipeSend) {
+      EXPECT_EQ(op.attrs.peer, 0);
+    }
+    if (op.kind == OpKind::PipeRecv) {
+      EXPECT_EQ(op.attrs.peer, 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace huddle
