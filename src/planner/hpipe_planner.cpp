@@ -301,17 +301,26 @@ PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
   exact_options.refine = options.refine;
   exact_options.max_equal = options.max_uniform_slices;
   std::vector<hpipe::Slicing> chosen = hpipe::slice_all_lengths(N, exact, t, exact_options);
-  if (n_max > exact) {
-    const int g = options.granule > 0 ? options.granule : std::max(1, n_max / 64);
+  // Longer prompts in tiers of up to 4x the lengths covered so far, each on a granule of about
+  // 1/64 of its longest length, so a prompt of any length gets 16-64 candidate boundaries.
+  std::string tiers;
+  for (int covered = exact; covered < n_max;) {
+    const int upto = std::min(n_max, 4 * covered);
+    const int g = options.granule > 0 ? options.granule : std::max(1, upto / 64);
     hpipe::SlicingOptions coarse_options = exact_options;
     coarse_options.granule = g;
     coarse_options.max_caps = std::max(options.max_caps, 1);
-    std::vector<hpipe::Slicing> coarse = hpipe::slice_all_lengths(N, n_max, t, coarse_options);
-    chosen.insert(chosen.end(), std::make_move_iterator(coarse.begin() + exact),
+    std::vector<hpipe::Slicing> coarse = hpipe::slice_all_lengths(N, upto, t, coarse_options);
+    chosen.insert(chosen.end(), std::make_move_iterator(coarse.begin() + covered),
                   std::make_move_iterator(coarse.end()));
-    append_note(s, fmt::format("slicing exact up to {} tokens; beyond, slice boundaries on "
-                               "multiples of {} tokens and at most {} candidate caps",
-                               exact, g, options.max_caps));
+    tiers +=
+        fmt::format("{}{}..{} on multiples of {}", tiers.empty() ? "" : ", ", covered + 1, upto, g);
+    covered = upto;
+  }
+  if (!tiers.empty()) {
+    append_note(s, fmt::format("slicing exact up to {} tokens; beyond, slice boundaries for "
+                               "lengths {} tokens, at most {} candidate caps each",
+                               exact, tiers, options.max_caps));
   }
   for (hpipe::Slicing& sl : chosen) s.slices.push_back(std::move(sl.lengths));
   finish(cost, cluster, s);

@@ -54,10 +54,11 @@ struct PipelinePrediction {
 struct HpipeOptions {
   bool sliced = true;  // false: every prompt is one slice (forced for encoders)
   // Prompt lengths up to this are sliced exactly (every boundary, every cap: O(n^4)); longer
-  // ones on a granule of tokens with thinned caps (hpipe_dp.h, SlicingOptions).
+  // ones in tiers (exact_tokens+1 .. 4 x exact_tokens, then up to 4x that, ...), each with slice
+  // boundaries on a granule of tokens and thinned caps (hpipe_dp.h, SlicingOptions).
   int exact_tokens = 48;
-  int granule = 0;              // boundaries beyond exact_tokens; 0: max_tokens / 64, at least 1
-  int max_caps = 192;           // caps kept beyond exact_tokens
+  int granule = 0;     // the tiers' granule; 0: each tier's longest length / 64, at least 1
+  int max_caps = 192;  // caps kept beyond exact_tokens
   int max_uniform_slices = 64;  // uniform-slices: largest slice count tried
   // Beyond the paper (hpipe_dp.h, SlicingOptions::refine): equal slicings as candidates too and a
   // local search of the boundaries on the simulated makespan. false: HPipe's Algorithm 2 alone.
