@@ -213,6 +213,33 @@ TEST(HpipeSlicing, ExactEqualsBruteForceForEveryPrefix) {
   }
 }
 
+TEST(HpipeSlicing, RefinementOnlyLowersTheMakespan) {
+  std::mt19937 rng(11);
+  int lower = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int stages = 2 + trial % 3, n = 4 + trial % 10;
+    const StageTime t = random_stage_time(rng, stages);
+    SlicingOptions refine;
+    refine.refine = true;
+    const std::vector<Slicing> plain = slice_all_lengths(stages, n, t);
+    const std::vector<Slicing> refined = slice_all_lengths(stages, n, t, refine);
+    for (int p = 1; p <= n; ++p) {
+      const Slicing &a = plain[static_cast<std::size_t>(p - 1)],
+                    &b = refined[static_cast<std::size_t>(p - 1)];
+      EXPECT_EQ(std::accumulate(b.lengths.begin(), b.lengths.end(), 0), p);
+      EXPECT_TRUE(close(b.makespan, flow_shop_makespan(stages, t, b.lengths)));
+      EXPECT_TRUE(close(b.bound, slicing_bound(stages, t, b.lengths)));
+      EXPECT_LE(b.makespan, a.makespan * (1 + 1e-12));
+      EXPECT_TRUE(close(b.min_bound, a.min_bound));
+      if (p <= 12) {
+        EXPECT_GE(b.makespan, slice_brute_force(stages, p, t).min_makespan * (1 - 1e-12));
+      }
+      lower += b.makespan < a.makespan * (1 - 1e-9) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(lower, 0);  // the refinement finds something the bound's optima miss
+}
+
 TEST(HpipeSlicing, FlowShopByHand) {
   // Two stages, stage 0 takes 1 s a slice, stage 1 takes 2 s: 1 + 2 + 2 for two slices.
   const StageTime t = [](int i, int, int) { return i == 0 ? 1.0 : 2.0; };
