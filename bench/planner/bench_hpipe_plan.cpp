@@ -4,6 +4,10 @@
 //
 //   build/bench/planner/bench_hpipe_plan [--runs 3] [--prompt 128]
 //
+// Then, for the two-island scenario (two 40 GFLOP/s devices on 1 Gbit/s, two 20 GFLOP/s
+// ones on 1 Gbit/s, 1000 / 100 / 50 / 10 Mbit/s between the islands, 1 ms latency), the predicted
+// prefill of hpipe, uniform-slices, gpipe and galaxy (the cost model's figures, not measured).
+//
 // The cluster: four CPU-like devices of 40, 20, 10 and 5 GFLOP/s with fitted op curves (GEMM at
 // the speed, GEMV at a quarter, attention at half, element-wise at an eighth; 5-20 us fixed cost
 // per op), 1 Gbit/s links, 0.5 ms latency. Medians and [min, max] over --runs runs.
@@ -11,6 +15,7 @@
 #include "model/synth.h"
 #include "planner/cost_model.h"
 #include "planner/hpipe_planner.h"
+#include "planner/planners.h"
 
 #include <CLI/CLI.hpp>
 
@@ -85,6 +90,31 @@ int main(int argc, char** argv) {
         p.predicted_prefill_s * 1e3, p.slices[static_cast<std::size_t>(prompt - 1)].size(),
         u.predicted_prefill_s * 1e3, u.slices[static_cast<std::size_t>(prompt - 1)].size(),
         g.predicted_prefill_s * 1e3, s.predicted_decode_s * 1e3);
+  }
+  std::printf("\ntwo islands, prompt %lld, predicted prefill ms:\n",
+              static_cast<long long>(prompt));
+  std::printf("%-9s %9s %9s %9s %9s %9s\n", "model", "Mbit/s", "hpipe", "uniform", "gpipe",
+              "galaxy");
+  for (const auto& [arch_name, preset] :
+       {std::pair<const char*, const char*>{"gpt2", "gpt2"}, {"llama", "llama-1b"}}) {
+    const Architecture& arch = *find_architecture(arch_name);
+    const ModelConfig config = find_preset(arch, preset);
+    const Graph graph = arch.build_graph(config, [](const std::string&) { return true; });
+    const CostModel cost(config, graph);
+    for (const double mbit : {1000.0, 100.0, 50.0, 10.0}) {
+      ClusterSpec islands = ClusterSpec::uniform(
+          {cpu("A1", 40), cpu("A2", 40), cpu("B1", 20), cpu("B2", 20)}, {mbit * 1e6, 0.001});
+      islands.set_link(0, 1, {1e9, 0.0005});
+      islands.set_link(2, 3, {1e9, 0.0005});
+      const std::int64_t context = std::max<std::int64_t>(prompt, 512);
+      const double h = plan_hpipe(cost, islands, prompt, context).predicted_prefill_s;
+      const double u = plan_uniform_slices(cost, islands, prompt, context).predicted_prefill_s;
+      const double g = plan_gpipe(cost, islands, prompt, context).predicted_prefill_s;
+      const PlanRequest request{cost, islands, prompt, std::nullopt};
+      const double gx = run_planner("galaxy", request).prediction.latency_s;
+      std::printf("%-9s %9.0f %9.1f %9.1f %9.1f %9.1f\n", preset, mbit, h * 1e3, u * 1e3, g * 1e3,
+                  gx * 1e3);
+    }
   }
   return 0;
 }
