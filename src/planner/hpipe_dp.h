@@ -6,11 +6,11 @@
 // are cut into contiguous stages, one per device, in a device order. Stage time = compute of its
 // units on its device + the transfer of the activation to the next stage's device (the last
 // stage: tail_s of its device, e.g. the logits to the primary). Minimised: the bottleneck, the
-// largest stage time; ties broken by the smallest sum of stage times (one slice's latency), so
-// that a device whose stage would not lower the bottleneck is left out rather than adding a
-// transfer. A device may take no units (it is then skipped: the transfer goes from the previous
-// non-empty stage to the next). A device may take a range only when the range's bytes fit its
-// budget.
+// largest stage time (exact); ties broken by the smallest sum of stage times (one slice's
+// latency), so that a device whose stage would not lower the bottleneck is left out rather than
+// adding a transfer (the tie-break is greedy inside the DP: not guaranteed the least sum). A device
+// may take no units (it is then skipped: the transfer goes from the previous non-empty stage to the
+// next). A device may take a range only when the range's bytes fit its budget.
 //   The paper's recurrence A[b][m] = min_k max(A[k][m-1], T(k+1, b, m)) runs here from the end
 // of the model (V[a][m] = units [a, U) on devices m.. of the order, m taking [a, b) non-empty),
 // because a stage's outgoing transfer depends on the device of the next non-empty stage, which a
@@ -30,9 +30,9 @@
 //   Exact: every boundary, every distinct c(a, b) as a cap. O(n^4); meant for n up to ~64.
 //   Approximate (SlicingOptions, for long contexts): boundaries only on multiples of `granule`
 //   (plus p itself as the last boundary of a prefix of length p), and the caps thinned to at most
-//   `max_caps` quantiles of the distinct c(a, b) values between boundaries (plus, for each p,
-//   the cap c(0, p) that admits one slice). The result is then a slicing within the constraint
-//   but not necessarily F's optimum.
+//   `max_caps` quantiles of the distinct c(a, b) values between boundaries (the single slice is
+//   a candidate for every p whatever the caps). The result is then a slicing within the
+//   constraint but not necessarily F's optimum.
 //   Among the per-cap optimal slicings of each p (and the single slice), the one with the
 //   smallest simulated makespan (flow_shop_makespan) is chosen; SlicingOptions::refine adds
 //   equal slicings and a local search on the simulated makespan.
