@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "plan/split.h"
+#include "planner/pipeline_units.h"
 
 #include <fmt/format.h>
 
@@ -341,7 +342,9 @@ int Prediction::first_over_budget(const ClusterSpec& cluster) const {
 }
 
 CostModel::CostModel(const ModelConfig& config, const Graph& graph)
-    : config_(config), footprint_(ModelFootprint::of(graph, config)) {
+    : config_(config),
+      footprint_(ModelFootprint::of(graph, config)),
+      unit_weight_bytes_(pipeline_unit_weight_bytes(graph, config)) {
   for (const Op& op : graph.ops()) rotary_ = rotary_ || op.kind == OpKind::Rope;
 }
 
@@ -474,6 +477,66 @@ Prediction CostModel::predict(const Plan& plan, const ClusterSpec& cluster,
     dp.columns = share.columns;
   }
   return p;
+}
+
+double CostModel::head_seconds(const DeviceSpec& device) const {
+  if (footprint_.head_outputs <= 0) return 0;
+  return device.linear_seconds(
+      BlockType::Connection, 1,
+      2.0 * static_cast<double>(config_.hidden) * static_cast<double>(footprint_.head_outputs), 1);
+}
+
+// Mirrors Simulator's ops for one device holding everything (a local plan), split by unit: the
+// attention unit takes its layer's first norm, q/k/v, attention, RoPE, out projection and the
+// residual add after it; the MLP unit the second norm, up/gate, activation, down and its residual.
+double CostModel::unit_seconds(int unit, const DeviceSpec& device, std::int64_t tokens,
+                               std::int64_t context, bool logits) const {
+  const std::int64_t L = config_.layers;
+  if (unit < 0 || unit >= pipeline::unit_count(L)) {
+    throw PlanError(fmt::format("pipeline unit {} out of range (the model has {} units)", unit,
+                                pipeline::unit_count(L)));
+  }
+  HUDDLE_CHECK(tokens >= 1 && context >= 1);
+  const double T = static_cast<double>(tokens), C = static_cast<double>(context);
+  const double H = static_cast<double>(config_.hidden), hd = config_.head_dim;
+  const auto op = [&](OpClass cls, BlockType block, double flops, int ops) {
+    return flops > 0 ? device.op_seconds(cls, block, flops, ops) : 0.0;
+  };
+  const auto linear = [&](BlockType block, double rows, double flops, int ops) {
+    return flops > 0 ? device.linear_seconds(block, rows, flops, ops) : 0.0;
+  };
+  const auto elementwise = [&](BlockType block, double flops_per_row) {
+    return op(OpClass::Elementwise, block, T * flops_per_row, 1);
+  };
+  switch (pipeline::unit_kind(unit, L)) {
+    case pipeline::UnitKind::Embedding:
+      return elementwise(BlockType::Connection, H * 2);  // token + position rows
+    case pipeline::UnitKind::Head:
+      return elementwise(BlockType::Connection, H * kNormFlops) +
+             (logits ? head_seconds(device) : 0.0);
+    case pipeline::UnitKind::Attention: {
+      const double heads = config_.heads, kv = config_.kv_heads;
+      const double width = (heads + 2 * kv) * hd;
+      return elementwise(BlockType::Connection, H * kNormFlops) +
+             linear(BlockType::Attention, T, 2.0 * T * H * width, 3) +
+             op(OpClass::Attention, BlockType::Attention, 4.0 * T * C * hd * heads, 1) +
+             (rotary_ ? op(OpClass::Elementwise, BlockType::Attention,
+                           kRopeFlops * T * (heads + kv) * hd, 2)
+                      : 0.0) +
+             linear(BlockType::Attention, T, 2.0 * T * heads * hd * H, 1) +
+             elementwise(BlockType::Connection, H * kResidualFlops);
+    }
+    case pipeline::UnitKind::Mlp:
+      break;
+  }
+  const double F = static_cast<double>(config_.ffn);
+  const double in_linears = footprint_.gated_mlp ? 2.0 : 1.0;
+  const int n_in = static_cast<int>(in_linears);
+  return elementwise(BlockType::Connection, H * kNormFlops) +
+         linear(BlockType::Mlp, T, 2.0 * T * H * F * in_linears, n_in) +
+         op(OpClass::Elementwise, BlockType::Mlp, kActivationFlops * T * F * in_linears, n_in) +
+         linear(BlockType::Mlp, T, 2.0 * T * F * H, 1) +
+         elementwise(BlockType::Connection, H * kResidualFlops);
 }
 
 }  // namespace huddle

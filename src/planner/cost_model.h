@@ -84,9 +84,22 @@ class CostModel {
   };
   UnitFlops unit_flops(std::int64_t tokens, std::int64_t context) const;
 
+  // Pipeline plans (planner/pipeline_units.h): seconds `device` takes for pipeline unit `unit`
+  // alone in a step of `tokens` new tokens with `context` keys, with the simulator's FLOPs and
+  // curves: summed over all units, simulate_step of a local plan on that device. The last unit
+  // includes the LM head over one row (the last token's logits) when `logits`. Linear in
+  // `context` for context >= 1 (only attention reads it). PlanError for an out-of-range unit.
+  double unit_seconds(int unit, const DeviceSpec& device, std::int64_t tokens, std::int64_t context,
+                      bool logits = true) const;
+  // The LM head over one row on `device` (0 for a model without a head).
+  double head_seconds(const DeviceSpec& device) const;
+  // pipeline_unit_weight_bytes of the model's graph (footprint.h), [unit_count].
+  const std::vector<std::int64_t>& unit_weight_bytes() const { return unit_weight_bytes_; }
+
  private:
   ModelConfig config_;
   ModelFootprint footprint_;
+  std::vector<std::int64_t> unit_weight_bytes_;
   bool rotary_ = false;  // the graph has RoPE ops
 };
 

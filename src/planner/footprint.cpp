@@ -1,11 +1,13 @@
 #include "planner/footprint.h"
 
 #include "core/error.h"
+#include "planner/pipeline_units.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace huddle {
 namespace {
@@ -198,6 +200,31 @@ DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const 
   }
   m.activations = seq_len * widest * kF32;
   return m;
+}
+
+std::vector<std::int64_t> pipeline_unit_weight_bytes(const Graph& graph, const ModelConfig& c) {
+  const std::vector<int> unit = pipeline::unit_of_ops(graph, c.layers);
+  std::vector<std::int64_t> bytes(static_cast<std::size_t>(pipeline::unit_count(c.layers)), 0);
+  std::set<std::pair<int, ValueId>> seen;  // (unit, weight)
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    const Op& op = graph.ops()[i];
+    for (const ValueId in : op.inputs) {
+      if (graph.value(in).kind != ValueKind::Weight || !seen.insert({unit[i], in}).second) continue;
+      bytes[static_cast<std::size_t>(unit[i])] += weight_bytes(graph, in);
+    }
+  }
+  return bytes;
+}
+
+std::vector<std::int64_t> pipeline_unit_kv_bytes(const ModelFootprint& f, const ModelConfig& c,
+                                                 std::int64_t context) {
+  std::vector<std::int64_t> bytes(static_cast<std::size_t>(pipeline::unit_count(c.layers)), 0);
+  for (std::int64_t l = 0; l < c.layers; ++l) {
+    if (!f.layers.at(static_cast<std::size_t>(l)).kv_cache) continue;
+    bytes[static_cast<std::size_t>(pipeline::attention_unit(l))] =
+        2 * context * c.kv_heads * c.head_dim * kF32;
+  }
+  return bytes;
 }
 
 }  // namespace huddle

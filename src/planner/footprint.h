@@ -70,4 +70,13 @@ struct DeviceMemory {
 DeviceMemory device_memory(const ModelFootprint& footprint, const ModelConfig& config,
                            const Plan& plan, int rank, std::int64_t seq_len);
 
+// Pipeline plans (planner/pipeline_units.h): the weight bytes of each unit, [unit_count], from
+// the ops of each unit; a weight read by several units (tied embedding and head) is counted in
+// each, as each stage holding one of them needs its own copy.
+std::vector<std::int64_t> pipeline_unit_weight_bytes(const Graph& graph, const ModelConfig& config);
+// The KV cache of each unit for `context` positions, [unit_count]: attention units of layers that
+// keep a cache hold 2 x context x kv_heads x head_dim float32; other units none.
+std::vector<std::int64_t> pipeline_unit_kv_bytes(const ModelFootprint& footprint,
+                                                 const ModelConfig& config, std::int64_t context);
+
 }  // namespace huddle

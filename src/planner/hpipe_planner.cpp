@@ -1,0 +1,398 @@
+#include "planner/hpipe_planner.h"
+
+#include "core/error.h"
+#include "planner/hpipe_dp.h"
+#include "planner/pipeline_units.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace huddle {
+namespace {
+
+constexpr double kF32 = 4;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Seconds to send `bytes` from device `from` to `to` (cluster indices); nothing on one device;
+// infinite when the cluster has no such link (the pair then cannot be adjacent).
+double send_s(const ClusterSpec& cluster, int from, int to, double bytes) {
+  if (from == to) return 0;
+  try {
+    return cluster.link(from, to).transfer_s(bytes);
+  } catch (const PlanError&) {
+    return kInf;
+  }
+}
+
+double activation_s(const CostModel& cost, const ClusterSpec& cluster, int from, int to,
+                    std::int64_t tokens) {
+  return send_s(cluster, from, to,
+                static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32);
+}
+
+// The last stage's output to the primary: one row of logits, or the hidden states of every
+// token for a model without a head.
+double output_s(const CostModel& cost, const ClusterSpec& cluster, int last, std::int64_t tokens) {
+  const double rows = cost.footprint().head_outputs > 0 ? 1.0 : static_cast<double>(tokens);
+  const double width = cost.footprint().head_outputs > 0
+                           ? static_cast<double>(cost.footprint().head_outputs)
+                           : static_cast<double>(cost.config().hidden);
+  return send_s(cluster, last, 0, rows * width * kF32);
+}
+
+double ids_s(const ClusterSpec& cluster, int first, std::int64_t tokens) {
+  return send_s(cluster, 0, first, static_cast<double>(tokens) * 4);
+}
+
+std::vector<std::int64_t> unit_bytes(const CostModel& cost, std::int64_t max_tokens) {
+  std::vector<std::int64_t> bytes = cost.unit_weight_bytes();
+  const std::vector<std::int64_t> kv =
+      pipeline_unit_kv_bytes(cost.footprint(), cost.config(), max_tokens);
+  for (std::size_t u = 0; u < bytes.size(); ++u) bytes[u] += kv[u];
+  return bytes;
+}
+
+// Per stage, the seconds of a slice [a, b) of the prompt: compute of its units (head excluded)
+// plus the send of the activation to the next stage. Compute is linear in the context b, so it
+// is tabulated per slice length T at context T and T + 1 and extrapolated exactly.
+class StageTable {
+ public:
+  StageTable(const CostModel& cost, const ClusterSpec& cluster, const PipelineSchedule& s,
+             std::int64_t max_tokens)
+      : n_(static_cast<std::size_t>(s.stage_devices.size())) {
+    const auto T = static_cast<std::size_t>(max_tokens);
+    base_.assign(n_, std::vector<double>(T + 1, 0.0));
+    slope_.assign(n_, std::vector<double>(T + 1, 0.0));
+    send_.assign(n_, std::vector<double>(T + 1, 0.0));
+    for (std::size_t i = 0; i < n_; ++i) {
+      const int dev = s.stage_devices[i];
+      const DeviceSpec& d = cluster.device(dev);
+      for (std::size_t t = 1; t <= T; ++t) {
+        const auto tokens = static_cast<std::int64_t>(t);
+        double at_t = 0, at_t1 = 0;
+        for (int u = s.stage_units[i].first; u < s.stage_units[i].second; ++u) {
+          at_t += cost.unit_seconds(u, d, tokens, tokens, false);
+          at_t1 += cost.unit_seconds(u, d, tokens, tokens + 1, false);
+        }
+        slope_[i][t] = at_t1 - at_t;
+        base_[i][t] = at_t - static_cast<double>(t) * slope_[i][t];  // context 0, extrapolated
+        send_[i][t] =
+            i + 1 < n_ ? activation_s(cost, cluster, dev, s.stage_devices[i + 1], tokens) : 0.0;
+      }
+    }
+  }
+  std::size_t stages() const { return n_; }
+  // Compute of stage i on tokens [a, b) (b - a <= max_tokens; any a).
+  double compute(std::size_t i, std::int64_t a, std::int64_t b) const {
+    const auto t = static_cast<std::size_t>(b - a);
+    return base_[i][t] + static_cast<double>(b) * slope_[i][t];
+  }
+  double time(std::size_t i, std::int64_t a, std::int64_t b) const {
+    return compute(i, a, b) + send_[i][static_cast<std::size_t>(b - a)];
+  }
+  hpipe::StageTime function() const {
+    return [this](int i, int a, int b) { return time(static_cast<std::size_t>(i), a, b); };
+  }
+
+ private:
+  std::size_t n_;
+  std::vector<std::vector<double>> base_, slope_, send_;
+};
+
+void check_lengths(const CostModel& cost, std::int64_t prompt_len, std::int64_t max_tokens) {
+  if (max_tokens < 1) throw PlanError(fmt::format("max tokens must be >= 1, got {}", max_tokens));
+  if (max_tokens > cost.config().max_positions) {
+    throw PlanError(fmt::format("max tokens {} exceeds the model's context of {} positions",
+                                max_tokens, cost.config().max_positions));
+  }
+  if (prompt_len < 1 || prompt_len > max_tokens) {
+    throw PlanError(fmt::format("the prompt has {} tokens; the pipeline is planned for 1..{}",
+                                prompt_len, max_tokens));
+  }
+}
+
+// Algorithm 1 over every device order; PlanError when nothing fits.
+hpipe::Distribution distribute(const CostModel& cost, const ClusterSpec& cluster,
+                               std::int64_t prompt_len, std::int64_t max_tokens) {
+  const int D = cluster.size(), U = pipeline::unit_count(cost.config().layers);
+  hpipe::DistributionProblem p;
+  p.units = U;
+  p.unit_bytes = unit_bytes(cost, max_tokens);
+  for (int d = 0; d < D; ++d) {
+    std::vector<double> row;
+    for (int u = 0; u < U; ++u)
+      row.push_back(cost.unit_seconds(u, cluster.device(d), prompt_len, prompt_len));
+    p.unit_s.push_back(std::move(row));
+    std::vector<double> sends;
+    for (int e = 0; e < D; ++e) sends.push_back(activation_s(cost, cluster, d, e, prompt_len));
+    p.transfer_s.push_back(std::move(sends));
+    p.tail_s.push_back(output_s(cost, cluster, d, prompt_len));
+    p.budget.push_back(cluster.device(d).memory_bytes);
+  }
+  hpipe::Distribution best = hpipe::distribute(p);
+  if (!best.feasible) {
+    std::int64_t total = 0, largest = 0;
+    for (const std::int64_t b : p.unit_bytes) total += b, largest = std::max(largest, b);
+    std::string budgets;
+    for (int d = 0; d < D; ++d) {
+      budgets += fmt::format("{}'{}' {}", d ? ", " : "", cluster.device(d).name,
+                             cluster.device(d).memory_bytes);
+    }
+    throw PlanError(fmt::format(
+        "no pipeline fits in memory: the model needs {} bytes (weights + KV cache for {} "
+        "positions), its largest unit {}; the devices give {}",
+        total, max_tokens, largest, budgets));
+  }
+  return best;
+}
+
+PipelineSchedule staged(const CostModel& cost, const std::string& strategy,
+                        std::vector<int> devices, std::vector<std::pair<int, int>> units,
+                        std::int64_t prompt_len, std::int64_t max_tokens) {
+  PipelineSchedule s;
+  s.strategy = strategy;
+  s.stage_devices = std::move(devices);
+  s.stage_units = std::move(units);
+  s.max_tokens = max_tokens;
+  s.prompt_len = prompt_len;
+  const std::vector<std::int64_t> bytes = unit_bytes(cost, max_tokens);
+  for (const auto& [b, e] : s.stage_units) {
+    std::int64_t m = 0;
+    for (int u = b; u < e; ++u) m += bytes[static_cast<std::size_t>(u)];
+    s.stage_memory_bytes.push_back(m);
+  }
+  return s;
+}
+
+void one_slice_each(PipelineSchedule& s) {
+  s.sliced = false;
+  s.slices.clear();
+  for (std::int64_t n = 1; n <= s.max_tokens; ++n) s.slices.push_back({static_cast<int>(n)});
+}
+
+// Why a schedule is not sliced, or empty when it may be.
+std::string unsliced_reason(const CostModel& cost, const PipelineSchedule& s,
+                            const HpipeOptions& options) {
+  if (!cost.config().causal) {
+    return "bidirectional (encoder) model: every token attends to every other, so the prompt "
+           "is pipelined but not sliced";
+  }
+  if (!options.sliced) return "slicing disabled: every prompt is one slice";
+  if (s.stage_devices.size() == 1) return "one stage: nothing to overlap, one slice";
+  return "";
+}
+
+void finish(const CostModel& cost, const ClusterSpec& cluster, PipelineSchedule& s) {
+  const PipelinePrediction p = predict_pipeline(cost, cluster, s, s.prompt_len);
+  s.predicted_prefill_s = p.prefill_s;
+  s.predicted_decode_s = p.decode_s;
+  s.stage_busy_s = p.stage_busy_s;
+}
+
+void append_note(PipelineSchedule& s, const std::string& text) {
+  if (text.empty()) return;
+  s.note += (s.note.empty() ? "" : "; ") + text;
+}
+
+}  // namespace
+
+void validate_schedule(const PipelineSchedule& s, const ModelConfig& config,
+                       const ClusterSpec& cluster) {
+  const int U = pipeline::unit_count(config.layers);
+  if (s.stage_devices.empty() || s.stage_devices.size() != s.stage_units.size()) {
+    throw PlanError(fmt::format("pipeline schedule: {} stage devices but {} unit ranges",
+                                s.stage_devices.size(), s.stage_units.size()));
+  }
+  std::vector<bool> used(static_cast<std::size_t>(cluster.size()), false);
+  int next = 0;
+  for (std::size_t i = 0; i < s.stage_devices.size(); ++i) {
+    const int d = s.stage_devices[i];
+    if (d < 0 || d >= cluster.size()) {
+      throw PlanError(fmt::format("pipeline schedule: stage {} is on device {}; the cluster has {}",
+                                  i, d, cluster.size()));
+    }
+    if (used[static_cast<std::size_t>(d)]) {
+      throw PlanError(
+          fmt::format("pipeline schedule: device '{}' holds two stages", cluster.device(d).name));
+    }
+    used[static_cast<std::size_t>(d)] = true;
+    const auto [b, e] = s.stage_units[i];
+    if (b != next || e <= b || e > U) {
+      throw PlanError(fmt::format(
+          "pipeline schedule: stage {} has units [{}, {}); expected a non-empty range starting at "
+          "{} within the model's {} units",
+          i, b, e, next, U));
+    }
+    next = e;
+  }
+  if (next != U) {
+    throw PlanError(fmt::format(
+        "pipeline schedule: the stages cover units [0, {}) of the model's {}", next, U));
+  }
+  if (s.max_tokens < 1 || s.slices.size() != static_cast<std::size_t>(s.max_tokens)) {
+    throw PlanError(fmt::format(
+        "pipeline schedule: the slice table has {} entries; it needs one per prompt length "
+        "1..{}",
+        s.slices.size(), s.max_tokens));
+  }
+  for (std::size_t n = 1; n <= s.slices.size(); ++n) {
+    std::int64_t sum = 0;
+    bool positive = !s.slices[n - 1].empty();
+    for (const int len : s.slices[n - 1]) sum += len, positive = positive && len >= 1;
+    if (!positive || sum != static_cast<std::int64_t>(n)) {
+      throw PlanError(fmt::format(
+          "pipeline schedule: the slices for a {}-token prompt sum to {} (or one is empty)", n,
+          sum));
+    }
+  }
+}
+
+PipelinePrediction predict_pipeline(const CostModel& cost, const ClusterSpec& cluster,
+                                    const PipelineSchedule& s, std::int64_t prompt_len) {
+  validate_schedule(s, cost.config(), cluster);
+  if (prompt_len < 1 || prompt_len > s.max_tokens) {
+    throw PlanError(fmt::format("the prompt has {} tokens; the pipeline is planned for 1..{}",
+                                prompt_len, s.max_tokens));
+  }
+  const std::vector<int>& lengths = s.slices[static_cast<std::size_t>(prompt_len - 1)];
+  const int longest = *std::max_element(lengths.begin(), lengths.end());
+  const StageTable table(cost, cluster, s, std::max<std::int64_t>(longest, 1));
+  const std::size_t N = table.stages();
+  const int first = s.stage_devices.front(), last = s.stage_devices.back();
+  const double head = cost.head_seconds(cluster.device(last));
+  PipelinePrediction p;
+  p.stage_busy_s.assign(N, 0.0);
+  std::int64_t a = 0;
+  for (const int len : lengths) {
+    for (std::size_t i = 0; i < N; ++i) p.stage_busy_s[i] += table.time(i, a, a + len);
+    a += len;
+  }
+  p.stage_busy_s.back() += head + output_s(cost, cluster, last, prompt_len);
+  p.prefill_s = ids_s(cluster, first, prompt_len) +
+                hpipe::flow_shop_makespan(static_cast<int>(N), table.function(), lengths) + head +
+                output_s(cost, cluster, last, prompt_len);
+  p.decode_s = ids_s(cluster, first, 1) + head + output_s(cost, cluster, last, 1);
+  for (std::size_t i = 0; i < N; ++i) p.decode_s += table.time(i, prompt_len, prompt_len + 1);
+  return p;
+}
+
+PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
+                            std::int64_t prompt_len, std::int64_t max_tokens,
+                            const HpipeOptions& options) {
+  check_lengths(cost, prompt_len, max_tokens);
+  const hpipe::Distribution dist = distribute(cost, cluster, prompt_len, max_tokens);
+  PipelineSchedule s = staged(cost, "hpipe", dist.order, dist.ranges, prompt_len, max_tokens);
+  const std::string reason = unsliced_reason(cost, s, options);
+  if (!reason.empty()) {
+    one_slice_each(s);
+    append_note(s, reason);
+    finish(cost, cluster, s);
+    return s;
+  }
+  s.sliced = true;
+  const StageTable table(cost, cluster, s, max_tokens);
+  const hpipe::StageTime t = table.function();
+  const int N = static_cast<int>(table.stages());
+  const int n_max = static_cast<int>(max_tokens);
+  const int exact = std::min(n_max, std::max(options.exact_tokens, 1));
+  hpipe::SlicingOptions exact_options;
+  exact_options.refine = options.refine;
+  exact_options.max_equal = options.max_uniform_slices;
+  std::vector<hpipe::Slicing> chosen = hpipe::slice_all_lengths(N, exact, t, exact_options);
+  // Longer prompts in tiers of up to 4x the lengths covered so far, each on a granule of about
+  // 1/64 of its longest length, so a prompt of any length gets 16-64 candidate boundaries.
+  std::string tiers;
+  for (int covered = exact; covered < n_max;) {
+    const int upto = std::min(n_max, 4 * covered);
+    const int g = options.granule > 0 ? options.granule : std::max(1, upto / 64);
+    hpipe::SlicingOptions coarse_options = exact_options;
+    coarse_options.granule = g;
+    coarse_options.max_caps = std::max(options.max_caps, 1);
+    std::vector<hpipe::Slicing> coarse = hpipe::slice_all_lengths(N, upto, t, coarse_options);
+    chosen.insert(chosen.end(), std::make_move_iterator(coarse.begin() + covered),
+                  std::make_move_iterator(coarse.end()));
+    tiers +=
+        fmt::format("{}{}..{} on multiples of {}", tiers.empty() ? "" : ", ", covered + 1, upto, g);
+    covered = upto;
+  }
+  if (!tiers.empty()) {
+    append_note(s, fmt::format("slicing exact up to {} tokens; beyond, slice boundaries for "
+                               "lengths {} tokens, at most {} candidate caps each",
+                               exact, tiers, options.max_caps));
+  }
+  for (hpipe::Slicing& sl : chosen) s.slices.push_back(std::move(sl.lengths));
+  finish(cost, cluster, s);
+  return s;
+}
+
+PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
+                            std::int64_t prompt_len, std::int64_t max_tokens) {
+  check_lengths(cost, prompt_len, max_tokens);
+  const std::int64_t L = cost.config().layers;
+  const int U = pipeline::unit_count(L);
+  const std::int64_t D = std::min<std::int64_t>(cluster.size(), L);
+  std::vector<int> devices;
+  std::vector<std::pair<int, int>> units;
+  std::int64_t layer = 0;
+  for (std::int64_t d = 0; d < D; ++d) {
+    const std::int64_t count = L / D + (d < L % D ? 1 : 0);
+    const int begin = d == 0 ? 0 : pipeline::attention_unit(layer);
+    layer += count;
+    const int end = d + 1 == D ? U : pipeline::attention_unit(layer);
+    devices.push_back(static_cast<int>(d));
+    units.emplace_back(begin, end);
+  }
+  PipelineSchedule s = staged(cost, "gpipe", devices, units, prompt_len, max_tokens);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const DeviceSpec& d = cluster.device(devices[i]);
+    if (s.stage_memory_bytes[i] > d.memory_bytes) {
+      throw PlanError(fmt::format(
+          "gpipe: stage {} (units [{}, {})) needs {} bytes on '{}', which has {} ({} missing)", i,
+          units[i].first, units[i].second, s.stage_memory_bytes[i], d.name, d.memory_bytes,
+          s.stage_memory_bytes[i] - d.memory_bytes));
+    }
+  }
+  one_slice_each(s);
+  append_note(s, "even layers per device in cluster order, every prompt one slice");
+  finish(cost, cluster, s);
+  return s;
+}
+
+PipelineSchedule plan_uniform_slices(const CostModel& cost, const ClusterSpec& cluster,
+                                     std::int64_t prompt_len, std::int64_t max_tokens,
+                                     const HpipeOptions& options) {
+  check_lengths(cost, prompt_len, max_tokens);
+  const hpipe::Distribution dist = distribute(cost, cluster, prompt_len, max_tokens);
+  PipelineSchedule s =
+      staged(cost, "uniform-slices", dist.order, dist.ranges, prompt_len, max_tokens);
+  const std::string reason = unsliced_reason(cost, s, options);
+  if (!reason.empty()) {
+    one_slice_each(s);
+    append_note(s, reason);
+    finish(cost, cluster, s);
+    return s;
+  }
+  s.sliced = true;
+  const StageTable table(cost, cluster, s, max_tokens);
+  const hpipe::StageTime t = table.function();
+  const int N = static_cast<int>(table.stages());
+  std::vector<int> lengths;
+  for (int n = 1; n <= static_cast<int>(max_tokens); ++n) {
+    std::vector<int> best{n};
+    double best_s = hpipe::flow_shop_makespan(N, t, best);
+    for (int k = 2; k <= std::min(n, std::max(options.max_uniform_slices, 1)); ++k) {
+      lengths.assign(static_cast<std::size_t>(k), n / k);
+      for (int j = 0; j < n % k; ++j) ++lengths[static_cast<std::size_t>(j)];
+      const double m = hpipe::flow_shop_makespan(N, t, lengths);
+      if (m < best_s) best_s = m, best = lengths;
+    }
+    s.slices.push_back(std::move(best));
+  }
+  append_note(s, "HPipe's stages, equal-length slices, the count chosen by the cost model");
+  finish(cost, cluster, s);
+  return s;
+}
+
+}  // namespace huddle
