@@ -2,9 +2,11 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "planner/pipeline_units.h"
 #include "planner/planners.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,26 @@ std::string bytes_text(std::int64_t bytes) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
   if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
   return fmt::format("{:.1f} kB", b / 1e3);
+}
+
+// "embedding .. layer 3 attention": the first and last unit of a stage.
+std::string units_text(Range units, std::int64_t layers) {
+  const std::string first = pipeline::unit_name(static_cast<int>(units.first), layers);
+  if (units.second - units.first == 1) return first;
+  return first + " .. " + pipeline::unit_name(static_cast<int>(units.second - 1), layers);
+}
+
+// A pipeline plan's stages and the slices of a prompt of `seq_len` tokens.
+nlohmann::json pipeline_json(const Plan& plan, std::int64_t seq_len) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const PipelineStage& s : plan.pipeline->stages) {
+    stages.push_back({{"device", plan.devices[static_cast<std::size_t>(s.device)]},
+                      {"units", {s.units.first, s.units.second}},
+                      {"layers", units_text(s.units, plan.model.layers)}});
+  }
+  return {{"stages", stages},
+          {"sliced", plan.pipeline->sliced},
+          {"slices", plan.pipeline->slices_for(seq_len)}};
 }
 
 }  // namespace
@@ -51,15 +73,22 @@ std::string plan_to_string(const PlanOptions& o) {
            {"compute_ms", d.compute_s * 1e3},
            {"comm_ms", d.comm_s * 1e3},
            {"exposed_comm_ms", d.exposed_comm_s * 1e3}});
+      if (d.stage >= 0) {
+        devices.back()["stage"] = d.stage;
+        devices.back()["units"] = {d.units.first, d.units.second};
+        devices.back()["layers"] = units_text(d.units, model.config().layers);
+      }
     }
-    const nlohmann::json j = {{"strategy", result.strategy},
-                              {"mode", result.mode},
-                              {"predicted_ms", p.latency_s * 1e3},
-                              {"decode_ms", p.decode_s * 1e3},
-                              {"seq_len", o.seq_len},
-                              {"runnable", result.plan.has_value()},
-                              {"devices", devices},
-                              {"notes", result.notes}};
+    nlohmann::json j = {{"strategy", result.strategy},
+                        {"mode", result.mode},
+                        {"predicted_ms", p.latency_s * 1e3},
+                        {"decode_ms", p.decode_s * 1e3},
+                        {"seq_len", o.seq_len},
+                        {"runnable", result.plan.has_value()},
+                        {"devices", devices},
+                        {"notes", result.notes}};
+    if (result.plan && result.plan->pipelined())
+      j["pipeline"] = pipeline_json(*result.plan, o.seq_len);
     return j.dump() + "\n";
   }
   std::string text =
@@ -72,6 +101,17 @@ std::string plan_to_string(const PlanOptions& o) {
                         d.heads, d.columns, d.tokens, bytes_text(d.memory.total()),
                         bytes_text(cluster.device(cluster.index_of(d.name)).memory_bytes),
                         d.compute_s * 1e3, d.exposed_comm_s * 1e3);
+  }
+  if (result.plan && result.plan->pipelined()) {
+    const Pipeline& pipe = *result.plan->pipeline;
+    for (std::size_t s = 0; s < pipe.stages.size(); ++s) {
+      const PipelineStage& stage = pipe.stages[s];
+      text += fmt::format("stage {}: {} runs {}\n", s,
+                          result.plan->devices[static_cast<std::size_t>(stage.device)],
+                          units_text(stage.units, model.config().layers));
+    }
+    text += fmt::format("slices of a {}-token prompt: {}\n", o.seq_len,
+                        fmt::join(pipe.slices_for(o.seq_len), " "));
   }
   text += fmt::format("predicted latency: {:.3f} ms (prefill of {} tokens)", p.latency_s * 1e3,
                       o.seq_len);
@@ -90,9 +130,10 @@ void add_plan_command(CLI::App& app) {
       app.add_subcommand("plan", "Choose a plan for a model on a cluster and predict its latency");
   cmd->add_option("--cluster", options->cluster_file, "Cluster file (docs/planner.md)")->required();
   cmd->add_option("--model", options->model_dir, "Model directory")->required();
-  cmd->add_option("--strategy", options->strategy, "auto, galaxy, hepti, megatron, sp or local")
+  cmd->add_option("--strategy", options->strategy,
+                  "auto, galaxy, hepti, hpipe, uniform-slices, gpipe, megatron, sp or local")
       ->capture_default_str();
-  cmd->add_option("--seq-len", options->seq_len, "Tokens of the request to plan for")
+  cmd->add_option("--seq-len,--prompt-len", options->seq_len, "Tokens of the request to plan for")
       ->capture_default_str();
   CLI::Option* deadline_opt =
       cmd->add_option("--deadline-ms", *deadline, "Latency deadline (Hepti's D)");

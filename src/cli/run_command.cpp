@@ -279,7 +279,8 @@ void run_distributed(const RunOptions& o, const Model& model, const CostModel& c
         bytes[d] += reports[d].bytes_sent;
       // Decode steps are too short to time; the first request warms caches up (page faults,
       // thread start-up) and would make every device look slow.
-      if (!estimator || tokens < 8 || request == 0) return;
+      // The step simulator that re-estimates speeds does not model pipelines (yet).
+      if (!estimator || tokens < 8 || request == 0 || plan.pipelined()) return;
       if (plan.tiled_2d()) return;  // the simulator does not model 2d-tiled plans
       std::vector<DeviceObservation> seen;
       for (std::size_t d = 0; d < reports.size(); ++d) {
@@ -294,7 +295,7 @@ void run_distributed(const RunOptions& o, const Model& model, const CostModel& c
     outcome.result = generate(runner, prompt, run_options);
     outcome.prefill_runs.push_back(outcome.result.prefill_ms);
     outcome.bytes_sent = bytes;
-    if (!estimator || last) continue;
+    if (!estimator || last || plan.pipelined()) continue;
     const ReplanAdvice advice =
         advise_replan(cost, *estimator, plan, planned.planner, prompt_tokens, o.replan_threshold);
     std::fprintf(stderr, "huddle: after request %d: %s%s\n", request + 1, advice.reason.c_str(),
@@ -520,7 +521,9 @@ void add_run_command(CLI::App& app) {
       ->group(dist);
   cmd->add_option(
          "--strategy", options->strategy,
-         "local, megatron, sp, galaxy, hepti, auto. galaxy/hepti/auto without --shares plan "
+         "local, megatron, sp, galaxy, pipeline, gpipe (fixed, over --shares); galaxy, hepti, "
+         "hpipe, uniform-slices, gpipe, auto plan for --cluster; galaxy/hepti/auto without "
+         "--shares plan "
          "for --cluster, or profile the workers first (default: galaxy with even shares with "
          "workers, else local; auto with --cluster)")
       ->group(dist);

@@ -49,6 +49,8 @@ PlanResult plan_auto(const PlanRequest& request) {
     subset.push_back(o);
     for (const char* s : {"megatron", "sp", "galaxy", "hepti"}) consider(s, subset);
   }
+  // HPipe chooses its devices (and their order) itself: once, over the whole cluster.
+  if (cluster.size() > 1) consider("hpipe", subset);
   if (!best) {
     std::string why;
     for (const std::string& n : notes) why += "\n  " + n;

@@ -1,5 +1,7 @@
 #include "planner/cost_model.h"
 
+#include "planner/pipeline_planners.h"
+
 #include "core/error.h"
 #include "plan/split.h"
 #include "planner/pipeline_units.h"
@@ -352,8 +354,9 @@ double CostModel::simulate_step(const Plan& plan, const ClusterSpec& cluster, st
                                 std::int64_t context,
                                 std::vector<DevicePrediction>* devices) const {
   if (plan.pipelined()) {
-    throw PlanError("the step simulator does not model pipeline plans (the hpipe planner "
-                    "predicts them)");
+    throw PlanError(
+        "the step simulator does not model pipeline plans (the hpipe planner "
+        "predicts them)");
   }
   HUDDLE_CHECK(tokens > 0 && context >= tokens && !plan.layers.empty());
   if (plan.tiled_2d()) {
@@ -466,6 +469,7 @@ Prediction CostModel::predict(const Plan& plan, const ClusterSpec& cluster,
                               std::int64_t seq_len) const {
   if (seq_len < 1) throw UsageError(fmt::format("sequence length must be >= 1, got {}", seq_len));
   if (plan.tiled_2d()) return predict_tiled_2d(plan, cluster, seq_len);
+  if (plan.pipelined()) return predict_pipeline_plan(*this, plan, cluster, seq_len);
   Prediction p;
   p.latency_s = simulate_step(plan, cluster, seq_len, seq_len, &p.devices);
   p.decode_s = simulate_step(plan, cluster, 1, seq_len + 1, nullptr);

@@ -40,6 +40,8 @@ struct DevicePrediction {
   double compute_s = 0;       // its own compute
   double comm_s = 0;          // time inside collectives it takes part in
   double exposed_comm_s = 0;  // part of comm_s no compute of its own overlaps
+  int stage = -1;             // pipeline plans: the stage it runs (-1: none, or not a pipeline)
+  Range units{0, 0};          // pipeline plans: its stage's units
   double busy_s() const { return compute_s + exposed_comm_s; }
   DeviceMemory memory;
 };

@@ -4,6 +4,7 @@
 #include "planner/auto_planner.h"
 #include "planner/galaxy_planner.h"
 #include "planner/hepti_planner.h"
+#include "planner/pipeline_planners.h"
 #include "planner/strategies.h"
 
 #include <fmt/format.h>
@@ -27,6 +28,31 @@ PlanResult baseline(const std::string& strategy, const PlanRequest& r) {
   return result;
 }
 
+// A pipeline schedule as a result: its plan, predicted like any plan, checked for memory.
+PlanResult pipeline_result(const PipelineSchedule& schedule, const PlanRequest& r) {
+  std::string mode = schedule.sliced ? "pipeline, sliced" : "pipeline";
+  PlanResult result =
+      evaluate_plan(plan_of_schedule(schedule, r.cost.config(), r.cluster), std::move(mode), r);
+  if (!schedule.note.empty()) result.notes.push_back(schedule.note);
+  check_memory(result.prediction, r.cluster, schedule.strategy);
+  return result;
+}
+
+PlanResult plan_hpipe_result(const PlanRequest& r) {
+  return pipeline_result(
+      plan_hpipe(r.cost, r.cluster, r.seq_len, pipeline_table_tokens(r.cost.config())), r);
+}
+
+PlanResult plan_gpipe_result(const PlanRequest& r) {
+  return pipeline_result(
+      plan_gpipe(r.cost, r.cluster, r.seq_len, pipeline_table_tokens(r.cost.config())), r);
+}
+
+PlanResult plan_uniform_slices_result(const PlanRequest& r) {
+  return pipeline_result(
+      plan_uniform_slices(r.cost, r.cluster, r.seq_len, pipeline_table_tokens(r.cost.config())), r);
+}
+
 const std::map<std::string, std::function<PlanResult(const PlanRequest&)>>& registry() {
   static const std::map<std::string, std::function<PlanResult(const PlanRequest&)>> planners = {
       {"local", [](const PlanRequest& r) { return baseline("local", r); }},
@@ -34,6 +60,9 @@ const std::map<std::string, std::function<PlanResult(const PlanRequest&)>>& regi
       {"sp", [](const PlanRequest& r) { return baseline("sp", r); }},
       {"galaxy", plan_galaxy},
       {"hepti", plan_hepti},
+      {"hpipe", plan_hpipe_result},
+      {"gpipe", plan_gpipe_result},
+      {"uniform-slices", plan_uniform_slices_result},
       {"auto", plan_auto},
   };
   return planners;
@@ -50,8 +79,8 @@ const Plan& PlanResult::runnable() const {
 }
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> names = {"auto",     "galaxy", "hepti",
-                                                 "megatron", "sp",     "local"};
+  static const std::vector<std::string> names = {
+      "auto", "galaxy", "hepti", "hpipe", "uniform-slices", "gpipe", "megatron", "sp", "local"};
   return names;
 }
 

@@ -3,6 +3,8 @@
 //   local, megatron, sp  baselines (make_plan with equal shares over every cluster device)
 //   galaxy               speed-proportional splits per block type + memory rebalancing
 //   hepti                Hepti's MILP under a deadline (weight-stationary, 1D- or 2D-tiled)
+//   hpipe                HPipe: pipeline stages by DP over device orders, prompt slices by DP
+//   gpipe, uniform-slices  pipeline baselines: even layers unsliced; hpipe's stages, equal slices
 //   auto                 simulates the candidates and keeps the fastest that fits
 #pragma once
 

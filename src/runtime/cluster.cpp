@@ -123,6 +123,37 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
                                               plan_.pipeline ? &*plan_.pipeline : nullptr);
 }
 
+Tensor Cluster::ExplainingRunner::forward(std::span<const std::int32_t> ids, bool all_rows) {
+  try {
+    return cluster_.session_->forward(ids, all_rows);
+  } catch (const TransportError& e) {
+    const std::string reports = cluster_.worker_failures(net::Duration(1000));
+    if (reports.empty()) throw;
+    throw TransportError(fmt::format("{}; workers report: {}", e.what(), reports));
+  }
+}
+
+void Cluster::ExplainingRunner::reset() {
+  cluster_.session_->reset();
+}
+
+std::string Cluster::worker_failures(net::Duration wait) {
+  std::string reports;
+  for (std::size_t w = 0; w < controls_.size(); ++w) {
+    net::SecureChannel& control = *controls_[w];
+    control.set_io_timeout(wait);
+    try {
+      control.recv();  // a worker sends nothing on it: it closes it when its session ends
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      // A worker's own account ("session N failed: ..."), not our time-out waiting for it.
+      if (what.find("failed:") == std::string::npos) continue;
+      reports += fmt::format("{}{}: {}", reports.empty() ? "" : "; ", options_.workers[w], what);
+    }
+  }
+  return reports;
+}
+
 Cluster::~Cluster() {
   try {
     finish();

@@ -34,13 +34,30 @@ struct DeviceReport {
 };
 
 class Cluster {
+  // Forwards to the session, explaining transport errors with the workers' reports.
+  class ExplainingRunner final : public StepRunner {
+   public:
+    explicit ExplainingRunner(Cluster& cluster) : cluster_(cluster) {}
+    Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override;
+    void reset() override;
+    std::int64_t position() const override { return cluster_.session_->position(); }
+    std::int64_t max_positions() const override { return cluster_.session_->max_positions(); }
+
+   private:
+    Cluster& cluster_;
+  };
+
  public:
   // TransportError naming the worker that cannot be reached, refuses the key, is busy, or fails
   // to set up (its reason is passed on).
   Cluster(const Model& model, const Plan& plan, ClusterOptions options);
   ~Cluster();
 
-  StepRunner& runner() { return *session_; }
+  // Steps on every device. A step that fails on a link (a peer died, timed out, or closed) throws
+  // TransportError with what the workers reported as they failed, so the message names the device
+  // that failed first even when the primary noticed on another link (a pipeline stage whose
+  // successor died closes its links too).
+  StepRunner& runner() { return runner_; }
   const std::vector<DeviceReport>& devices() const { return devices_; }
   // Every device's report of the last step (device 0 first): compute and wall time, bytes sent,
   // free memory.
@@ -50,6 +67,10 @@ class Cluster {
   std::vector<std::vector<Span>> finish();
 
  private:
+  // Why workers ended their sessions, as they told this primary on their control channels
+  // within `wait` each ("" when none did); for error messages.
+  std::string worker_failures(net::Duration wait);
+
   const Model& model_;
   Plan plan_;
   ClusterOptions options_;
@@ -59,6 +80,7 @@ class Cluster {
   StepMeter meter_;  // before the executor and session that use it
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<PrimarySession> session_;
+  ExplainingRunner runner_{*this};
   TraceRecorder recorder_;
   std::vector<DeviceReport> devices_;
   bool finished_ = false;

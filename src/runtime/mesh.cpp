@@ -70,6 +70,12 @@ std::unique_ptr<net::TcpTransport> join_mesh(const MeshPlace& s, net::LinkAccept
   taker.join();
   if (open_error) std::rethrow_exception(open_error);
   if (accept_error) std::rethrow_exception(accept_error);
+  // Workers go by the addresses they listen on (an accepted link's socket shows an ephemeral
+  // port), so errors name a peer the way the user gave it.
+  for (int p = 1; p < s.world; ++p) {
+    if (p != s.rank)
+      links[static_cast<std::size_t>(p)]->set_name(s.endpoints[static_cast<std::size_t>(p)]);
+  }
   return std::make_unique<net::TcpTransport>(s.rank, std::move(links), s.timeout, link);
 }
 

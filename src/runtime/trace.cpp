@@ -27,17 +27,18 @@ bool is_communication(OpKind kind) {
 }
 
 OpObserver TraceRecorder::observer() {
-  return [this](const Op& op, const Tensor&, std::chrono::nanoseconds elapsed) {
+  return [this](const Op& op, const Tensor& out, std::chrono::nanoseconds elapsed) {
     const double duration = std::chrono::duration<double, std::micro>(elapsed).count();
+    const std::int64_t rows = out.defined() && out.rank() >= 1 ? out.dim(0) : -1;
     spans_.push_back({op.name, is_communication(op.kind) ? "comm" : "compute", op.layer,
-                      now_us() - duration, duration});
+                      now_us() - duration, duration, rows});
   };
 }
 
 nlohmann::json TraceRecorder::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const Span& s : spans_)
-    list.push_back({s.name, s.category, s.layer, s.start_us, s.duration_us});
+    list.push_back({s.name, s.category, s.layer, s.start_us, s.duration_us, s.rows});
   return list;
 }
 
@@ -45,12 +46,15 @@ std::vector<Span> TraceRecorder::from_json(const nlohmann::json& j) {
   std::vector<Span> spans;
   if (!j.is_array()) throw TransportError("trace: expected a list of spans");
   for (const auto& e : j) {
-    if (!e.is_array() || e.size() != 5 || !e[0].is_string() || !e[1].is_string() ||
-        !e[2].is_number_integer() || !e[3].is_number() || !e[4].is_number()) {
+    // [name, category, layer, start, duration] and, from pipeline plans on, rows.
+    if (!e.is_array() || (e.size() != 5 && e.size() != 6) || !e[0].is_string() ||
+        !e[1].is_string() || !e[2].is_number_integer() || !e[3].is_number() || !e[4].is_number() ||
+        (e.size() == 6 && !e[5].is_number_integer())) {
       throw TransportError("trace: malformed span");
     }
     spans.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<int>(),
-                     e[3].get<double>(), e[4].get<double>()});
+                     e[3].get<double>(), e[4].get<double>(),
+                     e.size() == 6 ? e[5].get<std::int64_t>() : -1});
   }
   return spans;
 }
@@ -75,7 +79,7 @@ void write_chrome_trace(const std::string& path, const std::vector<std::string>&
                         {"tid", s.category == "comm" ? 1 : 0},
                         {"ts", s.start_us - origin},
                         {"dur", s.duration_us},
-                        {"args", {{"layer", s.layer}}}});
+                        {"args", {{"layer", s.layer}, {"rows", s.rows}}}});
     }
   }
   std::ofstream out(path);

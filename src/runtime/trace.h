@@ -21,6 +21,7 @@ struct Span {
   int layer = -1;
   double start_us = 0;  // steady clock, microseconds (one clock per machine)
   double duration_us = 0;
+  std::int64_t rows = -1;  // rows of the op's output (a pipeline slice's tokens), -1: unknown
 };
 
 class TraceRecorder {
