@@ -33,6 +33,28 @@ std::string unit_name(int unit, std::int64_t layers) {
   return fmt::format("layer {} mlp", unit_layer(unit, layers));
 }
 
+std::string describe_units(int begin, int end, std::int64_t layers) {
+  HUDDLE_CHECK(0 <= begin && begin < end && end <= unit_count(layers), "bad unit range");
+  std::vector<std::string> parts;
+  int u = begin;
+  if (u == kEmbeddingUnit) parts.push_back(unit_name(u++, layers));
+  if (u < end && u != head_unit(layers) && unit_kind(u, layers) == UnitKind::Mlp)
+    parts.push_back(unit_name(u++, layers));  // the second half of a layer
+  // Whole layers: attention and MLP units both inside the range.
+  const std::int64_t first = u < end && u != head_unit(layers) ? unit_layer(u, layers) : -1;
+  std::int64_t last = first - 1;
+  while (u + 1 < end && u != head_unit(layers) && unit_kind(u, layers) == UnitKind::Attention) {
+    last = unit_layer(u, layers);
+    u += 2;
+  }
+  if (last == first) parts.push_back(fmt::format("layer {}", first));
+  if (last > first) parts.push_back(fmt::format("layers {}-{}", first, last));
+  for (; u < end; ++u) parts.push_back(unit_name(u, layers));  // a lone attention, the head
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
 std::vector<int> unit_of_ops(const Graph& graph, std::int64_t layers) {
   std::vector<int> units;
   std::vector<bool> mlp_seen(static_cast<std::size_t>(layers), false);

@@ -44,6 +44,10 @@ std::int64_t unit_layer(int unit, std::int64_t layers);
 // "embedding", "layer 3 attention", "layer 3 mlp", "head".
 std::string unit_name(int unit, std::int64_t layers);
 
+// A unit range [begin, end) in words, for plan tables: "embedding, layers 0-3, layer 4
+// attention", "layer 4 mlp, layers 5-11, head", "layer 2" (both units of one layer).
+std::string describe_units(int begin, int end, std::int64_t layers);
+
 // The unit of every op of `graph` (indexed like graph.ops()), by role and layer: attn_* roles go
 // to their layer's attention unit, mlp_* to its MLP unit, embed to unit 0, final_norm and head to
 // the last unit; an op of role "other" goes, inside a layer, to the attention unit until an MLP op

@@ -74,6 +74,13 @@ TEST(PipelineUnits, Layout) {
   EXPECT_EQ(pipeline::unit_name(3, 12), "layer 1 attention");
   EXPECT_EQ(pipeline::unit_name(25, 12), "head");
   EXPECT_EQ(pipeline::unit_layer(4, 12), 1);
+  EXPECT_EQ(pipeline::describe_units(0, 10, 12), "embedding, layers 0-3, layer 4 attention");
+  EXPECT_EQ(pipeline::describe_units(10, 26, 12), "layer 4 mlp, layers 5-11, head");
+  EXPECT_EQ(pipeline::describe_units(5, 7, 12), "layer 2");
+  EXPECT_EQ(pipeline::describe_units(4, 6, 12), "layer 1 mlp, layer 2 attention");
+  EXPECT_EQ(pipeline::describe_units(0, 1, 12), "embedding");
+  EXPECT_EQ(pipeline::describe_units(25, 26, 12), "head");
+  EXPECT_EQ(pipeline::describe_units(0, 4, 1), "embedding, layer 0, head");
 }
 
 TEST(PipelineUnits, EveryOpHasAUnitInOrder) {
