@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
-#include "planner/pipeline_units.h"
+#include "plan/pipeline_units.h"
 #include "planner/planners.h"
 
 #include <fmt/format.h>
@@ -23,11 +23,10 @@ std::string bytes_text(std::int64_t bytes) {
   return fmt::format("{:.1f} kB", b / 1e3);
 }
 
-// "embedding .. layer 3 attention": the first and last unit of a stage.
+// "embedding, layers 0-3, layer 4 attention": a stage's units in words.
 std::string units_text(Range units, std::int64_t layers) {
-  const std::string first = pipeline::unit_name(static_cast<int>(units.first), layers);
-  if (units.second - units.first == 1) return first;
-  return first + " .. " + pipeline::unit_name(static_cast<int>(units.second - 1), layers);
+  return pipeline::describe_units(static_cast<int>(units.first), static_cast<int>(units.second),
+                                  layers);
 }
 
 // A pipeline plan's stages and the slices of a prompt of `seq_len` tokens.

@@ -19,14 +19,15 @@ class PipelineLowering final : public LoweringEngine {
       : LoweringEngine(g, c, p, rank),
         pipeline_(*p.pipeline),
         stage_(pipeline_.stage_of(rank)),
-        units_(pipeline_units(c.layers)) {
+        units_(pipeline::unit_count(c.layers)),
+        unit_(pipeline::unit_of_ops(g, c.layers)) {
     // The unit of every op, and the last unit that reads each value (model outputs: read by
     // device 0 after the last unit).
     last_reader_.assign(g.values().size(), -1);
     producer_unit_.assign(g.values().size(), -1);
-    for (const Op& op : g.ops()) {
-      const int u = pipeline_unit_of(op, c.layers);
-      unit_.push_back(u);
+    for (std::size_t i = 0; i < g.ops().size(); ++i) {
+      const Op& op = g.ops()[i];
+      const int u = unit_[i];
       producer_unit_[static_cast<std::size_t>(op.output)] = u;
       for (ValueId in : op.inputs) {
         int& last = last_reader_[static_cast<std::size_t>(in)];
@@ -123,7 +124,7 @@ class PipelineLowering final : public LoweringEngine {
   const Pipeline& pipeline_;
   const int stage_;
   const int units_;
-  std::vector<int> unit_;           // by op index
+  const std::vector<int> unit_;     // by op index
   std::vector<int> producer_unit_;  // by value: the unit of the op that writes it, -1 if none
   std::vector<int> last_reader_;    // by value: the last unit reading it, units_ for outputs
   std::size_t op_index_ = 0;

@@ -16,29 +16,6 @@ using Reader = io::JsonField<PlanError>;
 
 }  // namespace
 
-int pipeline_unit_of(const Op& op, std::int64_t layers) {
-  const std::optional<BlockKind> block = block_of(op.role);
-  if (op.layer >= 0) {
-    if (op.layer >= layers) {
-      throw PlanError(
-          fmt::format("op '{}' is in layer {} of a {}-layer model", op.name, op.layer, layers));
-    }
-    const bool mlp =
-        op.role == OpRole::MlpNorm || op.role == OpRole::MlpResidual || block == BlockKind::Mlp;
-    const bool attention = op.role == OpRole::AttnNorm || op.role == OpRole::AttnResidual ||
-                           block == BlockKind::Attention;
-    if (!mlp && !attention) {
-      throw PlanError(
-          fmt::format("op '{}' of layer {} is neither attention nor MLP; a pipeline "
-                      "cannot place it",
-                      op.name, op.layer));
-    }
-    return static_cast<int>(1 + 2 * op.layer + (mlp ? 1 : 0));
-  }
-  if (op.role == OpRole::Embed) return 0;
-  return pipeline_units(layers) - 1;
-}
-
 std::vector<std::int64_t> Pipeline::slices_for(std::int64_t tokens) const {
   if (tokens < 1) throw InputError("a step needs at least one token");
   if (!sliced) return {tokens};
@@ -116,7 +93,7 @@ Pipeline Pipeline::from_json(const nlohmann::json& json, const std::string& sour
 }
 
 void Pipeline::validate(const ModelConfig& config, int devices, const std::string& source) const {
-  const int units = pipeline_units(config.layers);
+  const int units = pipeline::unit_count(config.layers);
   std::int64_t expected = 0;
   std::set<int> seen;
   for (std::size_t i = 0; i < stages.size(); ++i) {

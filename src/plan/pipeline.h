@@ -2,12 +2,9 @@
 // are cut into contiguous stages, one device each, and a step's tokens are cut into slices that
 // flow through the stages one after another, so every stage works on a different slice at once.
 //
-// Units of a transformer with L layers (U = 2L + 2), in order:
-//   0           the embedding (every op before layer 0)
-//   1 + 2l      the attention sub-block of layer l (norm, q/k/v, rope, attention, out, residual)
-//   2 + 2l      the MLP sub-block of layer l (norm, up/gate, activation, down, residual)
-//   2L + 1      every op after the last block (final norm, head)
-// Between stages only the values the later units read cross (the residual stream [T, hidden]).
+// The units of a transformer with L layers (U = 2L + 2: the embedding, the attention and the
+// MLP sub-block of each layer, the head) are defined in plan/pipeline_units.h. Between stages
+// only the values the later units read cross (the residual stream [T, hidden]).
 //
 // JSON (the "pipeline" object of a plan; "layers" is then empty):
 //   {"stages": [{"device": 1, "units": [0, 4]}, {"device": 0, "units": [4, 8]}],
@@ -20,7 +17,7 @@
 // and the gpipe baseline.
 #pragma once
 
-#include "graph/graph.h"
+#include "plan/pipeline_units.h"
 #include "plan/split.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -32,15 +29,6 @@
 namespace huddle {
 
 struct ModelConfig;
-
-// Number of pipeline units of a model with `layers` transformer layers.
-inline int pipeline_units(std::int64_t layers) {
-  return static_cast<int>(2 * layers + 2);
-}
-
-// The unit an op of a model graph with `layers` layers belongs to; PlanError for an op whose
-// place cannot be told (no role and no layer).
-int pipeline_unit_of(const Op& op, std::int64_t layers);
 
 struct PipelineStage {
   int device = 0;  // index into Plan::devices

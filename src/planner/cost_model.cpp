@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "plan/split.h"
-#include "planner/pipeline_units.h"
+#include "plan/pipeline_units.h"
 
 #include <fmt/format.h>
 

@@ -86,7 +86,7 @@ class CostModel {
   };
   UnitFlops unit_flops(std::int64_t tokens, std::int64_t context) const;
 
-  // Pipeline plans (planner/pipeline_units.h): seconds `device` takes for pipeline unit `unit`
+  // Pipeline plans (plan/pipeline_units.h): seconds `device` takes for pipeline unit `unit`
   // alone in a step of `tokens` new tokens with `context` keys, with the simulator's FLOPs and
   // curves: summed over all units, simulate_step of a local plan on that device. The last unit
   // includes the LM head over one row (the last token's logits) when `logits`. Linear in

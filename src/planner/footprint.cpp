@@ -1,7 +1,7 @@
 #include "planner/footprint.h"
 
 #include "core/error.h"
-#include "planner/pipeline_units.h"
+#include "plan/pipeline_units.h"
 
 #include <fmt/format.h>
 

@@ -70,7 +70,7 @@ struct DeviceMemory {
 DeviceMemory device_memory(const ModelFootprint& footprint, const ModelConfig& config,
                            const Plan& plan, int rank, std::int64_t seq_len);
 
-// Pipeline plans (planner/pipeline_units.h): the weight bytes of each unit, [unit_count], from
+// Pipeline plans (plan/pipeline_units.h): the weight bytes of each unit, [unit_count], from
 // the ops of each unit; a weight read by several units (tied embedding and head) is counted in
 // each, as each stage holding one of them needs its own copy.
 std::vector<std::int64_t> pipeline_unit_weight_bytes(const Graph& graph, const ModelConfig& config);

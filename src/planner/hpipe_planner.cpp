@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "planner/hpipe_dp.h"
-#include "planner/pipeline_units.h"
+#include "plan/pipeline_units.h"
 
 #include <fmt/format.h>
 

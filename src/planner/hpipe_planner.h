@@ -1,6 +1,6 @@
 // HPipe planning (papers/hpipe-pipeline-sequence-slicing): pipeline stages over heterogeneous
 // devices and the slicing of the prompt into token chunks, from the cost model and a cluster.
-// Units and stages: planner/pipeline_units.h. The algorithms: planner/hpipe_dp.h.
+// Units and stages: plan/pipeline_units.h. The algorithms: planner/hpipe_dp.h.
 //
 // Costs (docs/planner.md, "HPipe", states them all):
 //   compute   CostModel::unit_seconds of each unit on each device; a slice [a, b) of the prompt

@@ -50,7 +50,7 @@ Plan make_plan(const std::string& strategy, const ModelConfig& config,
     if (!(s > 0)) throw UsageError(fmt::format("--shares entries must be positive, got {}", s));
   }
   if (strategy == "pipeline" || strategy == "gpipe") {
-    const int units = pipeline_units(config.layers);
+    const int units = pipeline::unit_count(config.layers);
     if (strategy == "gpipe") shares.assign(devices.size(), 1.0);
     std::vector<int> order;
     for (std::size_t d = 0; d < devices.size(); ++d) order.push_back(static_cast<int>(d));

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
-#include "planner/pipeline_units.h"
+#include "plan/pipeline_units.h"
 #include "planner/strategies.h"
 #include "planner_test_util.h"
 #include "test_util.h"

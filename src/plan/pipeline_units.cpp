@@ -1,4 +1,4 @@
-#include "planner/pipeline_units.h"
+#include "plan/pipeline_units.h"
 
 #include "core/error.h"
 
