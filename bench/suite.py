@@ -13,8 +13,8 @@ testbed is rebuilt after it), and for every strategy `huddle plan` (predicted la
 a warm-up), then `scripts/testbed down` (also on errors and signals). A run that fails (OOM kill,
 a planner's refusal, a timeout) is recorded with its error and the testbed is rebuilt.
 
-Strategies: local (the primary alone), megatron and sp (even --shares), galaxy, hepti and auto
-(planned from the cluster file). Every run gets --cluster, so `huddle run --json` reports its
+Strategies: local (the primary alone), megatron and sp (even --shares), galaxy, hepti, the
+pipelines hpipe, uniform-slices and gpipe, and auto (planned from the cluster file). Every run gets --cluster, so `huddle run --json` reports its
 plan's predicted_ms. With --cluster-source spec the cluster file is the one `scripts/testbed up`
 derives from the spec (cpu quota x --core-gflops, the cgroup limit). Writes results.json (every
 run with its command line, every profile), results.csv, results.md and latency.svg /
@@ -43,17 +43,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TESTBED = REPO / "scripts" / "testbed"
-STRATEGIES = ["local", "megatron", "sp", "galaxy", "hepti", "auto"]
-PLANNED = {"galaxy", "hepti", "auto"}  # planned from the cluster file; the others use even shares
-MODELS = {"gpt2": ("gpt2", "gpt2"), "bert-base": ("bert", "bert-base")}  # name: (arch, preset)
+STRATEGIES = ["local", "megatron", "sp", "galaxy", "hepti", "hpipe", "uniform-slices", "gpipe", "auto"]
+# Planned from the cluster file; the others use even shares.
+PLANNED = {"galaxy", "hepti", "hpipe", "uniform-slices", "gpipe", "auto"}
+MODELS = {"gpt2": ("gpt2", "gpt2"), "bert-base": ("bert", "bert-base"),
+          "llama-1b": ("llama", "llama-1b")}  # name: (arch, preset)
 GALAXY = ["galaxy-a", "galaxy-b", "galaxy-c", "galaxy-d", "galaxy-e", "galaxy-f"]
 BW = ["bw-10", "bw-50", "bw-100", "bw-500", "bw-1000"]
-ALL_WORKLOADS = ["gpt2-128", "gpt2-512", "bert-base-128", "bert-base-512"]
+ALL_WORKLOADS = ["gpt2-128", "gpt2-512", "bert-base-128", "bert-base-512", "llama-1b-128", "llama-1b-512"]
 # The default scope: every workload on the Galaxy environments and the memory-starved cluster; the
 # bandwidth sweep with 128-token prompts only (a 512-token prefill moves 4x the bytes: minutes per
 # run at 10 Mbit/s).
-SCOPE = {**{s: ALL_WORKLOADS for s in GALAXY + ["memory-starved"]},
-         **{s: ["gpt2-128", "bert-base-128"] for s in BW}}
+BASE_WORKLOADS = ["gpt2-128", "gpt2-512", "bert-base-128", "bert-base-512"]
+SCOPE = {**{s: BASE_WORKLOADS for s in GALAXY + ["memory-starved"]},
+         **{s: ["gpt2-128", "bert-base-128"] for s in BW},
+         # HPipe's topology: two fast islands joined by a slow link (bench/clusters/islands.json)
+         "islands": ["gpt2-128", "gpt2-512", "llama-1b-128", "llama-1b-512"]}
 QUICK = {"galaxy-a": ["gpt2-128"], "galaxy-f": ["gpt2-128"], "memory-starved": ["gpt2-128"]}
 
 

@@ -297,5 +297,37 @@ TEST(DistributedCli, TraceHasComputeAndCommunicationPerDevice) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["exposed_comm_ms"].size(), 3u);
 }
 
+// A pipeline over 3 processes: every stage runs once per slice (3 slices of a 40-token prompt,
+// then one per decode step), and each stage after the first receives its slices from the one
+// before: the trace shows the slices, per device.
+TEST(DistributedCli, PipelineTraceShowsEverySliceOnEveryStage) {
+  testing::TempDir dir;
+  std::vector<std::int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back(1 + 7 * i);
+  const auto r =
+      run_huddle({"run", "--model", fixture_model("llama-tiny"), "--ids", ids_arg(prompt),
+                  "--n-predict", "2", "--local-devices", "3", "--strategy", "pipeline", "--shares",
+                  "2,1,1", "--trace", dir / "trace.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(dir / "trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<int, std::vector<std::int64_t>> received, sent;  // rows per pipe op, per device
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"];
+    const int pid = e["pid"];
+    if (name.ends_with("@recv")) received[pid].push_back(e["args"]["rows"]);
+    if (name.ends_with("@send")) sent[pid].push_back(e["args"]["rows"]);
+  }
+  // The 40-token prompt in slices of 14, 13, 13, then two decode steps of one token (the second
+  // generated token is not fed back).
+  const std::vector<std::int64_t> slices = {14, 13, 13, 1};
+  EXPECT_EQ(sent[0], slices);
+  EXPECT_EQ(received[1], slices);
+  EXPECT_EQ(sent[1], slices);
+  EXPECT_EQ(received[2], slices);
+  EXPECT_TRUE(received[0].empty());
+}
+
 }  // namespace
 }  // namespace huddle
