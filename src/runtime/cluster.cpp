@@ -119,8 +119,10 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
       std::make_unique<Executor>(program_.graph, model_.weights(), model_.config().max_positions,
                                  DeviceGroup{transport_.get(), plan_.token_shares});
   executor_->set_observer(meter_.observer(options_.trace ? recorder_.observer() : OpObserver{}));
-  session_ = std::make_unique<PrimarySession>(*transport_, *executor_, &meter_,
-                                              plan_.pipeline ? &*plan_.pipeline : nullptr);
+  const Graph& graph = model_.graph();
+  session_ = std::make_unique<PrimarySession>(
+      *transport_, *executor_, &meter_, plan_.pipeline ? &*plan_.pipeline : nullptr,
+      graph.outputs().empty() ? 0 : graph.value(graph.outputs().front()).shape.back());
 }
 
 Tensor Cluster::ExplainingRunner::forward(std::span<const std::int32_t> ids, bool all_rows) {

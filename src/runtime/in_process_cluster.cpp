@@ -9,6 +9,15 @@
 #include <thread>
 
 namespace huddle {
+namespace {
+
+// The width of the model's first output (the logits, or an encoder's hidden states).
+std::int64_t output_width(const Model& model) {
+  const Graph& g = model.graph();
+  return g.outputs().empty() ? 0 : g.value(g.outputs().front()).shape.back();
+}
+
+}  // namespace
 
 void run_in_process(const Model& model, const Plan& plan,
                     const std::function<void(StepRunner&)>& drive) {
@@ -40,7 +49,7 @@ void run_in_process(const Model& model, const Plan& plan,
   try {
     Executor executor(programs[0].graph, weights[0], model.config().max_positions,
                       DeviceGroup{&cluster.rank(0), plan.token_shares});
-    PrimarySession session(cluster.rank(0), executor, nullptr, pipeline);
+    PrimarySession session(cluster.rank(0), executor, nullptr, pipeline, output_width(model));
     drive(session);
     session.end();
   } catch (...) {

@@ -106,9 +106,15 @@ StepReport StepMeter::take(double wall_s, std::uint64_t bytes_sent) {
 }
 
 PrimarySession::PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter,
-                               const Pipeline* pipeline)
-    : transport_(transport), executor_(executor), meter_(meter), pipeline_(pipeline) {
+                               const Pipeline* pipeline, std::int64_t output_width)
+    : transport_(transport),
+      executor_(executor),
+      meter_(meter),
+      pipeline_(pipeline),
+      output_width_(output_width) {
   HUDDLE_CHECK(transport.rank() == 0, "the primary is rank 0");
+  HUDDLE_CHECK(!pipeline || pipeline->output_device() == 0 || output_width > 0,
+               "a pipeline whose outputs come from another device needs their width");
 }
 
 PrimarySession::~PrimarySession() {
@@ -153,8 +159,11 @@ Tensor PrimarySession::receive_outputs(std::span<const std::int64_t> slices, Out
   const int from = pipeline_->output_device();
   std::vector<Tensor> outputs;
   for (std::size_t k = 0; k < slices.size(); ++k) {
-    Tensor t = collectives::recv_tensor(transport_, from);
+    // At most the slice's rows of the output's width: a larger header is refused unread.
+    const auto most = static_cast<std::uint64_t>(slices[k] * output_width_) * sizeof(float);
+    Tensor t = collectives::recv_tensor(transport_, from, most);
     if (t.rank() != 2 || t.dtype() != DType::F32 || t.dim(0) > slices[k] ||
+        t.dim(1) != output_width_ ||
         (slice_rows(k, slices.size(), rows) == OutputRows::None && t.dim(0) != 0)) {
       throw TransportError(fmt::format("{}: sent a {} output of shape {} for a slice of {} tokens",
                                        transport_.peer_name(from), dtype_name(t.dtype()),

@@ -64,9 +64,10 @@ class StepMeter {
 class PrimarySession final : public StepRunner {
  public:
   // `meter` (optional, outliving the session) measures device 0's own steps; `pipeline`
-  // (optional, outliving the session) slices the steps of a pipeline plan.
+  // (optional, outliving the session) slices the steps of a pipeline plan, whose outputs are
+  // `output_width` wide (a last stage that sends anything else is an error).
   PrimarySession(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr,
-                 const Pipeline* pipeline = nullptr);
+                 const Pipeline* pipeline = nullptr, std::int64_t output_width = 0);
   ~PrimarySession() override;
 
   Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override;
@@ -88,6 +89,7 @@ class PrimarySession final : public StepRunner {
   Executor& executor_;
   StepMeter* meter_;
   const Pipeline* pipeline_;
+  std::int64_t output_width_;
   std::vector<StepReport> reports_;
   bool ended_ = false;
 };
