@@ -131,6 +131,15 @@ void PrimarySession::broadcast(std::uint32_t tag, std::span<const std::byte> pay
 
 Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows) {
   HUDDLE_CHECK(!ended_, "session already ended");
+  // Refuse a step no device can run before any device starts it, so the session stays usable.
+  const auto tokens = static_cast<std::int64_t>(ids.size());
+  if (tokens == 0) throw InputError("no input tokens");
+  if (executor_.position() + tokens > executor_.max_positions()) {
+    throw InputError(fmt::format(
+        "{} tokens after {} already processed exceed the model's context of {} positions", tokens,
+        executor_.position(), executor_.max_positions()));
+  }
+  if (pipeline_) pipeline_->slices_for(tokens);
   std::vector<std::byte> payload(sizeof(StepHeader) + ids.size_bytes());
   const StepHeader header{static_cast<std::uint64_t>(executor_.position()),
                           static_cast<std::uint8_t>(all_rows),

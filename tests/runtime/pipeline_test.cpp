@@ -3,6 +3,7 @@
 // any device order (the primary first, in the middle, last or in no stage); BERT pipelined
 // without slicing. Devices are threads joined by the in-process transport, running the same
 // programs and session protocol as TCP workers.
+#include "core/error.h"
 #include "io/npy.h"
 #include "model/model.h"
 #include "plan/lowering.h"
@@ -177,6 +178,29 @@ TEST(PipelineBert, UnslicedStagesMatchTheReference) {
     ASSERT_EQ(out.shape(), reference.shape());
     EXPECT_LE(testing::relative_error(out, reference), 1e-4) << shares.size() << " devices";
   }
+}
+
+// A step longer than the slice table, or than the context, is refused before any device starts
+// it: the same session then serves the next request with the single-device answer.
+TEST(PipelineSession, StepsNoDeviceCanRunAreRefusedAndTheSessionGoesOn) {
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  auto table = random_slice_table(20, 3);
+  const Plan plan = pipeline_plan("test", model.config(), device_names(3), {0, 1, 2},
+                                  {{0, 3}, {3, 6}, {6, 8}}, table);
+  const auto ids = reference_ids("gpt2-tiny", 40);
+  run_in_process(model, plan, [&](StepRunner& runner) {
+    EXPECT_THROW(runner.forward(ids, true), InputError);  // 40 > the table's 20
+    EXPECT_EQ(runner.position(), 0);
+    const std::vector<std::int32_t> first(ids.begin(), ids.begin() + 20);
+    const Tensor out = runner.forward(first, true).clone();
+    EXPECT_LE(testing::relative_error(out, reference_rows("gpt2-tiny", 20)), 1e-4);
+    ASSERT_EQ(model.config().max_positions, 128);
+    const std::vector<std::int32_t> more(20, 1);
+    for (int i = 0; i < 5; ++i) runner.forward(more, false);  // positions 20..120
+    EXPECT_THROW(runner.forward(more, false), InputError);    // 140 > the context of 128
+    EXPECT_EQ(runner.position(), 120);
+    EXPECT_NO_THROW(runner.forward(std::vector<std::int32_t>(8, 1), false));  // exactly 128
+  });
 }
 
 // Each device holds only its stage's weights: together they hold the model's once.
