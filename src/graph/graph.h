@@ -15,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "graph/op_kind.h"
+#include "kernels/cnn.h"
 #include "kernels/kernels.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -112,6 +113,18 @@ struct OpAttrs {
   // program are all split over the same group (the executor checks).
   std::vector<int> group;
   std::vector<std::int64_t> parts;  // all_gather_cols: columns of each group member, in order
+  // Imported (ONNX) ops. Conv and pool windows stay explicit so a row-splitting planner
+  // (EdgeFlow) can derive each band's input rows (kernels::input_rows_for).
+  kernels::Window2d window;                 // conv2d, max_pool, avg_pool
+  std::int64_t groups = 1;                  // conv2d
+  kernels::ActivationSpec act;              // conv2d: fused activation; clip, hard_sigmoid: a, b
+  bool count_include_pad = false;           // avg_pool
+  kernels::ResizeSpec resize;               // resize
+  int axis = 0;                             // concat, softmax (non-negative)
+  bool softmax_flatten = false;             // softmax over all dims from axis (ONNX opset < 13)
+  Shape shape;                              // reshape: target shape; slice: output shape
+  std::vector<std::int64_t> starts, steps;  // slice: per dimension, starts in range
+  std::vector<std::int64_t> perm;           // transpose
 };
 
 struct Op {
@@ -160,5 +173,8 @@ class Graph {
 // Output shape of an op given its input shapes; throws PlanError naming `op_name` on mismatch.
 Shape infer_shape(OpKind kind, const OpAttrs& attrs, const std::vector<Shape>& inputs,
                   std::string_view op_name);
+// The imported (N-D, concrete-shape) ops' part of infer_shape (graph/shape_inference_nd.cpp).
+Shape infer_imported_shape(OpKind kind, const OpAttrs& attrs, const std::vector<Shape>& inputs,
+                           std::string_view op_name);
 
 }  // namespace huddle

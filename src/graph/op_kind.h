@@ -36,7 +36,32 @@ namespace huddle {
   X(ScatterFromPrimary, "scatter_from_primary", 1,                                              \
     "x[T,C] on device 0 -> [L,C] on every device (elsewhere the input is the ids: rows only)")  \
   X(BroadcastFromPrimary, "broadcast_from_primary", 1,                                          \
-    "x[T,C] on device 0 -> [T,C] on every device (elsewhere the input is the ids: rows only)")
+    "x[T,C] on device 0 -> [T,C] on every device (elsewhere the input is the ids: rows only)")  \
+  /* Imported graphs (ONNX CNNs): concrete N-D shapes, NCHW images. Add and Mul above also */   \
+  /* broadcast (numpy rules) when neither operand has a symbolic dimension. */                  \
+  X(Sub, "sub", 2, "a - b, numpy broadcasting")                                                 \
+  X(Div, "div", 2, "a / b, numpy broadcasting")                                                 \
+  X(Relu, "relu", 1, "x -> max(x, 0)")                                                          \
+  X(Clip, "clip", 1, "x -> min(max(x, act.a), act.b)")                                          \
+  X(Sigmoid, "sigmoid", 1, "x -> 1 / (1 + e^-x)")                                               \
+  X(HardSigmoid, "hard_sigmoid", 1, "x -> max(0, min(1, act.a x + act.b))")                     \
+  X(HardSwish, "hard_swish", 1, "x -> x hard_sigmoid(x; 1/6, 1/2)")                             \
+  X(Conv2d, "conv2d", -1,                                                                       \
+    "x[N,C,H,W], w[O,C/groups,kh,kw], (bias[O]) -> [N,O,Ho,Wo]; attrs window (kernel, stride, " \
+    "pads top/left/bottom/right, dilation), groups, act (fused activation)")                    \
+  X(BatchNorm, "batch_norm", 5,                                                                 \
+    "x[N,C,...], scale[C], bias[C], mean[C], var[C] -> x's shape; attr eps (folded into the "   \
+    "preceding conv2d at load when there is one)")                                              \
+  X(MaxPool, "max_pool", 1, "x[N,C,H,W] -> [N,C,Ho,Wo]; attr window (pads ignored)")            \
+  X(AvgPool, "avg_pool", 1, "x[N,C,H,W] -> [N,C,Ho,Wo]; attrs window, count_include_pad")       \
+  X(GlobalAvgPool, "global_avg_pool", 1, "x[N,C,H,W] -> [N,C,1,1]")                             \
+  X(Resize, "resize", 1, "x[N,C,H,W] -> [N,C,shape[0],shape[1]]; attrs resize, shape")          \
+  X(Concat, "concat", -1, "xs joined along attr axis")                                          \
+  X(Slice, "slice", 1, "x -> x[starts + i steps] per dim; attrs starts, steps, shape (output)") \
+  X(Reshape, "reshape", 1, "x -> attr shape (same element count; a view when x is dead)")       \
+  X(Transpose, "transpose", 1, "x -> x permuted by attr perm")                                  \
+  X(MatMul, "matmul", 2, "a[...,M,K] . b[...,K,N] -> [...,M,N], batch dims broadcast")          \
+  X(Softmax, "softmax", 1, "softmax over attr axis (or all dims from it: softmax_flatten)")
 
 enum class OpKind : std::uint8_t {
 #define HUDDLE_OP_ENUM(e, name, arity, doc) e,
