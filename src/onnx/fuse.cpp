@@ -77,22 +77,32 @@ class Fuser {
       c.act = act;
       return c;
     }
-    // SiLU: x read by Sigmoid(x) and Mul(x, s) (either order), s read only by that Mul.
+    // SiLU = Mul(x, Sigmoid(x)); HardSwish = Mul(x, HardSigmoid(x; 1/6, 1/2)) (how opsets < 14
+    // write it): x read by the gate and the Mul (either operand order), the gate only by the Mul.
     if (readers.size() == 2) {
       for (int k = 0; k < 2; ++k) {
-        const Op& sig = g_.ops()[readers[static_cast<std::size_t>(k)]];
+        const Op& gate = g_.ops()[readers[static_cast<std::size_t>(k)]];
         const std::size_t mul_index = readers[static_cast<std::size_t>(1 - k)];
         const Op& mul = g_.ops()[mul_index];
-        if (sig.kind != OpKind::Sigmoid || mul.kind != OpKind::Mul) continue;
-        const auto sig_reader = sole_reader(sig.output);
-        if (!sig_reader || *sig_reader != mul_index) continue;
-        const bool operands = (mul.inputs[0] == c.output && mul.inputs[1] == sig.output) ||
-                              (mul.inputs[1] == c.output && mul.inputs[0] == sig.output);
+        kernels::ActivationSpec fused;
+        if (gate.kind == OpKind::Sigmoid) {
+          fused = {kernels::Activation::Silu, 0, 0};
+        } else if (gate.kind == OpKind::HardSigmoid &&
+                   std::fabs(gate.attrs.act.a - 1.0f / 6.0f) < 1e-7f && gate.attrs.act.b == 0.5f) {
+          fused = {kernels::Activation::HardSwish, 0, 0};
+        } else {
+          continue;
+        }
+        if (mul.kind != OpKind::Mul) continue;
+        const auto gate_reader = sole_reader(gate.output);
+        if (!gate_reader || *gate_reader != mul_index) continue;
+        const bool operands = (mul.inputs[0] == c.output && mul.inputs[1] == gate.output) ||
+                              (mul.inputs[1] == c.output && mul.inputs[0] == gate.output);
         if (!operands) continue;
         c.absorbed.push_back(readers[static_cast<std::size_t>(k)]);
         c.absorbed.push_back(mul_index);
         c.output = mul.output;
-        c.act = {kernels::Activation::Silu, 0, 0};
+        c.act = fused;
         return c;
       }
     }

@@ -1,8 +1,8 @@
 // Load-time fusion over an imported Graph: Conv2d + BatchNorm (folded into the conv's weights and
 // bias) + activation (Relu, Clip/ReLU6, HardSwish, HardSigmoid, Sigmoid, and SiLU written as
-// Mul(x, Sigmoid(x))) become one conv2d op with a fused activation. A chain is fused only when
-// each intermediate value has no other reader and is not a graph output; the fused op's output
-// keeps the last fused value's name.
+// Mul(x, Sigmoid(x)), HardSwish as Mul(x, HardSigmoid(x; 1/6, 1/2))) become one conv2d op with a
+// fused activation. A chain is fused only when each intermediate value has no other reader and is
+// not a graph output; the fused op's output keeps the last fused value's name.
 #pragma once
 
 #include "graph/graph.h"

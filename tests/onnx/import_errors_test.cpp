@@ -217,5 +217,54 @@ TEST(OnnxImport, SymbolicBatchRunsEachImageAsAlone) {
   }
 }
 
+TEST(OnnxImport, FusedHardSwishAndRelu6ChainsEqualTheUnfusedGraph) {
+  OnnxBuilder b;
+  b.input("x", {1, 4, 7, 7});
+  std::vector<float> w(6 * 4 * 9), w2(6 * 1 * 9), ones(6, 1.0f), bias(6), mean(6), var(6);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.3f * std::sin(static_cast<float>(i));
+  for (std::size_t i = 0; i < w2.size(); ++i) w2[i] = 0.5f * std::cos(static_cast<float>(i));
+  for (std::size_t i = 0; i < 6; ++i) {
+    bias[i] = 0.1f * static_cast<float>(i);
+    mean[i] = 0.05f * static_cast<float>(i);
+    var[i] = 0.5f + 0.1f * static_cast<float>(i);
+  }
+  b.init("w", {6, 4, 3, 3}, w);
+  b.init("w2", {6, 1, 3, 3}, w2);
+  b.init("s", {6}, ones);
+  b.init("b", {6}, bias);
+  b.init("m", {6}, mean);
+  b.init("v", {6}, var);
+  OnnxBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+  b.node("BatchNormalization", {"c", "s", "b", "m", "v"}, {"n"});
+  auto* hs = b.node("HardSigmoid", {"n"}, {"g"});
+  OnnxBuilder::attr_float(hs, "alpha", 1.0f / 6.0f);
+  OnnxBuilder::attr_float(hs, "beta", 0.5f);
+  b.node("Mul", {"n", "g"}, {"h"});
+  auto* dw = b.node("Conv", {"h", "w2"}, {"d"});  // depthwise, stride 2
+  OnnxBuilder::attr_int(dw, "group", 6);
+  OnnxBuilder::attr_ints(dw, "strides", {2, 2});
+  OnnxBuilder::attr_ints(dw, "pads", {1, 1, 1, 1});
+  b.init("zero", {}, {0.0f});
+  b.init("six", {}, {6.0f});
+  b.node("Clip", {"d", "zero", "six"}, {"y"});
+  b.output("y");
+  testing::TempDir dir;
+  const auto path = b.save(dir / "fuse.onnx");
+  onnx_import::ImportOptions unfused;
+  unfused.fuse = false;
+  const OnnxModel a = OnnxModel::load(path), u = OnnxModel::load(path, unfused);
+  ASSERT_EQ(a.graph().ops().size(), 2u);  // two conv2d ops: BN, HardSwish and ReLU6 fused
+  EXPECT_EQ(a.graph().ops()[0].attrs.act.kind, kernels::Activation::HardSwish);
+  EXPECT_EQ(a.graph().ops()[1].attrs.act.kind, kernels::Activation::Clip);
+  std::vector<float> xs(4 * 49);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 2.0f * std::sin(0.7f * static_cast<float>(i));
+  const Tensor x = Tensor::from_f32({1, 4, 7, 7}, xs);
+  Executor ea(a.graph(), a.weights(), 0), eu(u.graph(), u.weights(), 0);
+  const auto ya = ea.run({{"x", x}}).at("y").to_vector();
+  const auto yu = eu.run({{"x", x}}).at("y").to_vector();
+  ASSERT_EQ(ya.size(), 6u * 4 * 4);
+  for (std::size_t i = 0; i < ya.size(); ++i) EXPECT_NEAR(ya[i], yu[i], 1e-5) << i;
+}
+
 }  // namespace
 }  // namespace huddle
