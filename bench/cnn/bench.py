@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Huddle vs ONNX Runtime on real-size CNNs, one device, the same thread count.
 
-    python3 bench/cnn/make_models.py            # once: models/ (random weights)
+    /usr/bin/python3 bench/cnn/make_models.py            # once: models/ (random weights)
     (cd bench/cnn && ONNXRUNTIME_NODE_INSTALL_CUDA=skip npm install)  # once: onnxruntime-node (CPU)
-    python3 bench/cnn/bench.py --threads 2 --runs 10 [models...]
+    /usr/bin/python3 bench/cnn/bench.py --threads 2 --runs 10 [models...]
 
 For each model: median and spread (min-max) of the run time over --runs runs after a warm-up, for
 `huddle run --repeat` (one process, the Executor re-run) and for onnxruntime-node; and the max abs

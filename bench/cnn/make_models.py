@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Exports real-size CNNs with random weights to bench/cnn/models/ (never committed).
 
 Needs Debian's python3-torch, python3-torchvision, python3-onnx, python3-numpy. For each model it

@@ -218,7 +218,11 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d
     } else {
       const std::int64_t k = cg * khw;
       const std::int64_t chunk = std::clamp<std::int64_t>(kColsBudget / (k * wout), 1, rows);
-      std::vector<float> cols(static_cast<std::size_t>(k * chunk * wout));
+      // Reused across calls on this thread (grow-only, never zeroed: im2col writes every
+      // element): a fresh buffer per conv costs page faults comparable to the GEMM itself.
+      thread_local std::vector<float> cols;
+      if (cols.size() < static_cast<std::size_t>(k * chunk * wout))
+        cols.resize(static_cast<std::size_t>(k * chunk * wout));
       for (std::int64_t g = 0; g < groups; ++g) {
         for (std::int64_t r0 = band.out_begin; r0 < band.out_end; r0 += chunk) {
           const std::int64_t r1 = std::min(r0 + chunk, band.out_end);
