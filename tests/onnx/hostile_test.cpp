@@ -1,8 +1,10 @@
 // Hostile input for the ONNX reader: a fixture with random bytes flipped (fixed seed, 400
-// variants) and truncated at many lengths. Loading must succeed or throw a typed huddle::Error —
-// never crash, hang, or throw anything else. CI runs this under AddressSanitizer + UBSan.
+// variants; those that load are also run) and truncated at many lengths. Loading must succeed or
+// throw a typed huddle::Error: never crash, hang, or throw anything else. CI runs this under
+// AddressSanitizer + UBSan.
 #include "core/error.h"
 #include "onnx/onnx_model.h"
+#include "runtime/executor.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -18,10 +20,20 @@ std::string read_bytes(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// 0 loaded, 1 typed error.
-int try_load(const std::filesystem::path& path) {
+// 0 loaded (and, with `run`, ran on zero inputs), 1 typed error. A model that loads must also
+// run: shape inference guards every kernel precondition, so a corrupt model cannot reach one.
+int try_load(const std::filesystem::path& path, bool run = false) {
   try {
-    onnx_import::OnnxModel::load(path);
+    const auto model = onnx_import::OnnxModel::load(path);
+    if (run) {
+      std::map<std::string, Tensor> inputs;
+      for (const auto& in : model.inputs()) {
+        if (shape_numel(in.shape) > (1 << 24)) return 1;  // a flipped dimension: too big to run
+        inputs[in.name] = Tensor::zeros(DType::F32, in.shape);
+      }
+      Executor executor(model.graph(), model.weights(), 0);
+      executor.run(inputs);
+    }
     return 0;
   } catch (const Error&) {
     return 1;
@@ -47,7 +59,8 @@ TEST(OnnxHostile, FlippedBytesLoadOrFailWithATypedError) {
       const auto path = dir / "flipped.onnx";
       std::ofstream(path, std::ios::binary)
           .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      (try_load(path) == 0 ? loaded : refused) += 1;  // anything else fails the test by escaping
+      (try_load(path, /*run=*/true) == 0 ? loaded : refused) +=
+          1;  // anything else fails the test by escaping
     }
     std::printf("%s: %d variants loaded, %d refused with a typed error\n", name.c_str(), loaded,
                 refused);
