@@ -6,6 +6,8 @@
 //   - activations, the outputs of ops.
 // Activation shapes are [T, C] where T is symbolic (kTokens): the number of tokens of the current
 // step (the whole prompt at prefill, 1 at decode). Weight shapes are concrete.
+// Imported graphs (ONNX CNNs, src/onnx) use the same IR with concrete N-D shapes (NCHW images,
+// any batch), named F32 inputs, and the N-D ops of the HUDDLE_OPS table; Executor::run runs them.
 //
 // Ops carry a role (which part of a transformer block they are) so planners can recognise
 // column-parallel (q/k/v, MLP up/gate) and row-parallel (attention out, MLP down) linears
