@@ -1,4 +1,5 @@
 #include "cli/command.h"
+#include "cli/onnx_run.h"
 #include "cli/plan_command.h"
 #include "cli/tokenize_command.h"
 #include "core/error.h"
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   huddle::cli::add_tokenize_commands(app);
   huddle::cli::add_plan_command(app);
   huddle::cli::add_profile_command(app);
+  huddle::cli::add_info_command(app);
 
   try {
     app.parse(argc, argv);

@@ -2,6 +2,7 @@
 // several, print results.
 #include "cli/command.h"
 #include "cli/local_workers.h"
+#include "cli/onnx_run.h"
 #include "core/error.h"
 #include "io/npy.h"
 #include "kernels/kernels.h"
@@ -64,6 +65,7 @@ struct RunOptions {
   double link_mbps = 0;
   int repeat = 1;
   double replan_threshold = 0.1;
+  OnnxRunOptions onnx;  // --model M.onnx: --input, --image, --dump-outputs, ...
 };
 
 // Runs the request `repeat` times in one session (a warm-up for benchmarks: the first run pays
@@ -334,6 +336,15 @@ std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* token
 }
 
 void run(const RunOptions& o) {
+  if (is_onnx_model(o.model_dir)) {
+    OnnxRunOptions onnx = o.onnx;
+    onnx.model = o.model_dir;
+    onnx.json = o.json;
+    onnx.threads = o.threads;
+    onnx.repeat = o.repeat;
+    run_onnx(onnx);
+    return;
+  }
   const int threads = o.threads > 0
                           ? o.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -476,7 +487,19 @@ void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd =
       app.add_subcommand("run", "Run a prompt through a model (prefill, then greedy generation)");
-  cmd->add_option("--model", options->model_dir, "Hugging Face model directory")->required();
+  cmd->add_option("--model", options->model_dir,
+                  "Hugging Face model directory, or an ONNX file (MODEL.onnx)")
+      ->required();
+  cmd->add_option("--input", options->onnx.inputs,
+                  "ONNX: input tensor FILE.npy (single-input models) or NAME=FILE.npy; repeat");
+  cmd->add_option("--image", options->onnx.image,
+                  "ONNX: an image (JPEG, PNG, ...) as the input, resized and normalised");
+  cmd->add_option("--mean", options->onnx.mean, "ONNX --image: per-channel mean (R,G,B)");
+  cmd->add_option("--std", options->onnx.std, "ONNX --image: per-channel std (R,G,B)");
+  cmd->add_option("--size", options->onnx.size, "ONNX --image: square input size")
+      ->check(CLI::Range(1, 16384));
+  cmd->add_option("--dump-outputs", options->onnx.dump_outputs,
+                  "ONNX: write every graph output to DIR/NAME.npy");
   cmd->add_option("--ids", options->ids, "Prompt token ids, comma-separated (e.g. 1,2,3)");
   cmd->add_option("--prompt", options->prompt,
                   "Prompt text (tokenized with the model's tokenizer)");

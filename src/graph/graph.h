@@ -6,6 +6,8 @@
 //   - activations, the outputs of ops.
 // Activation shapes are [T, C] where T is symbolic (kTokens): the number of tokens of the current
 // step (the whole prompt at prefill, 1 at decode). Weight shapes are concrete.
+// Imported graphs (ONNX CNNs, src/onnx) use the same IR with concrete N-D shapes (NCHW images,
+// any batch), named F32 inputs, and the N-D ops of the HUDDLE_OPS table; Executor::run runs them.
 //
 // Ops carry a role (which part of a transformer block they are) so planners can recognise
 // column-parallel (q/k/v, MLP up/gate) and row-parallel (attention out, MLP down) linears
@@ -15,6 +17,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "graph/op_kind.h"
+#include "kernels/cnn.h"
 #include "kernels/kernels.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -113,6 +116,18 @@ struct OpAttrs {
   std::vector<int> group;
   std::vector<std::int64_t> parts;  // all_gather_cols: columns of each group member, in order
   int peer = -1;                    // pipe_send / pipe_recv: the rank at the other end
+  // Imported (ONNX) ops. Conv and pool windows stay explicit so a row-splitting planner
+  // (EdgeFlow) can derive each band's input rows (kernels::input_rows_for).
+  kernels::Window2d window;                 // conv2d, max_pool, avg_pool
+  std::int64_t groups = 1;                  // conv2d
+  kernels::ActivationSpec act;              // conv2d: fused activation; clip, hard_sigmoid: a, b
+  bool count_include_pad = false;           // avg_pool
+  kernels::ResizeSpec resize;               // resize
+  int axis = 0;                             // concat, softmax (non-negative)
+  bool softmax_flatten = false;             // softmax over all dims from axis (ONNX opset < 13)
+  Shape shape;                              // reshape: target shape; slice: output shape
+  std::vector<std::int64_t> starts, steps;  // slice: per dimension, starts in range
+  std::vector<std::int64_t> perm;           // transpose
 };
 
 struct Op {
@@ -161,5 +176,8 @@ class Graph {
 // Output shape of an op given its input shapes; throws PlanError naming `op_name` on mismatch.
 Shape infer_shape(OpKind kind, const OpAttrs& attrs, const std::vector<Shape>& inputs,
                   std::string_view op_name);
+// The imported (N-D, concrete-shape) ops' part of infer_shape (graph/shape_inference_nd.cpp).
+Shape infer_imported_shape(OpKind kind, const OpAttrs& attrs, const std::vector<Shape>& inputs,
+                           std::string_view op_name);
 
 }  // namespace huddle

@@ -35,9 +35,7 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       return {in[0][0], in[1][1]};
     case OpKind::Add:
     case OpKind::Mul:
-      if (in[0] != in[1]) {
-        mismatch(op, fmt::format("operands {} and {} differ", shape_str(in[0]), shape_str(in[1])));
-      }
+      if (in[0] != in[1]) return infer_imported_shape(kind, a, in, op);  // broadcasting
       return in[0];
     case OpKind::LayerNorm:
     case OpKind::RmsNorm: {
@@ -158,6 +156,26 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       if (in[0].size() != 1 || in[0][0] != kTokens) mismatch(op, "needs the ids as input");
       if (a.width <= 0) mismatch(op, fmt::format("width {} is not positive", a.width));
       return {kTokens, a.width};
+    case OpKind::Sub:
+    case OpKind::Div:
+    case OpKind::Relu:
+    case OpKind::Clip:
+    case OpKind::Sigmoid:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::Conv2d:
+    case OpKind::BatchNorm:
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+    case OpKind::GlobalAvgPool:
+    case OpKind::Resize:
+    case OpKind::Concat:
+    case OpKind::Slice:
+    case OpKind::Reshape:
+    case OpKind::Transpose:
+    case OpKind::MatMul:
+    case OpKind::Softmax:
+      return infer_imported_shape(kind, a, in, op);
   }
   mismatch(op, "unknown op kind");
 }

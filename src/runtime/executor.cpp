@@ -3,13 +3,16 @@
 #include "collectives/p2p.h"
 #include "collectives/ring.h"
 #include "core/error.h"
+#include "kernels/cnn.h"
 #include "kernels/kernels.h"
+#include "kernels/tensor_ops.h"
 #include "net/transport.h"
 #include "plan/split.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -20,6 +23,57 @@ namespace {
 bool is_elementwise(OpKind kind) {
   return kind == OpKind::Add || kind == OpKind::Mul || kind == OpKind::GeluTanh ||
          kind == OpKind::GeluErf || kind == OpKind::Silu || kind == OpKind::Rope;
+}
+
+bool is_imported(OpKind kind) {
+  switch (kind) {
+    case OpKind::Sub:
+    case OpKind::Div:
+    case OpKind::Relu:
+    case OpKind::Clip:
+    case OpKind::Sigmoid:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::Conv2d:
+    case OpKind::BatchNorm:
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+    case OpKind::GlobalAvgPool:
+    case OpKind::Resize:
+    case OpKind::Concat:
+    case OpKind::Slice:
+    case OpKind::Reshape:
+    case OpKind::Transpose:
+    case OpKind::MatMul:
+    case OpKind::Softmax:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Element-wise ops of imported graphs that may write into a dead input of the output's shape.
+bool is_imported_elementwise(OpKind kind) {
+  return kind == OpKind::Sub || kind == OpKind::Div || kind == OpKind::Relu ||
+         kind == OpKind::Clip || kind == OpKind::Sigmoid || kind == OpKind::HardSigmoid ||
+         kind == OpKind::HardSwish || kind == OpKind::Softmax;
+}
+
+kernels::ActivationSpec activation_of(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Relu:
+      return {kernels::Activation::Relu, 0, 0};
+    case OpKind::Clip:
+      return {kernels::Activation::Clip, op.attrs.act.a, op.attrs.act.b};
+    case OpKind::Sigmoid:
+      return {kernels::Activation::Sigmoid, 0, 0};
+    case OpKind::HardSigmoid:
+      return {kernels::Activation::HardSigmoid, op.attrs.act.a, op.attrs.act.b};
+    case OpKind::HardSwish:
+      return {kernels::Activation::HardSwish, 0, 0};
+    default:
+      return {};
+  }
 }
 
 bool is_data_movement(OpKind kind) {
@@ -228,6 +282,50 @@ Tensor Executor::forward_rows(std::span<const std::int32_t> ids, OutputRows rows
     }
   }
 
+  run_ops(values, step);
+  position_ += tokens;
+  if (graph_.outputs().empty()) return Tensor();
+  return values[static_cast<std::size_t>(graph_.outputs().front())];
+}
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  std::vector<Tensor> values(graph_.values().size());
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const Value& v = graph_.values()[i];
+    if (v.kind == ValueKind::Weight) {
+      values[i] = bound_weights_[i];
+    } else if (v.kind == ValueKind::Input) {
+      const auto it = inputs.find(v.name);
+      if (it == inputs.end())
+        throw InputError(fmt::format("graph input '{}' is not given", v.name));
+      const Tensor& t = it->second;
+      if (t.dtype() != DType::F32 || t.shape() != v.shape || !t.contiguous()) {
+        throw InputError(fmt::format("input '{}' is {} {}, the graph expects F32 {}", v.name,
+                                     dtype_name(t.dtype()), shape_str(t.shape()),
+                                     shape_str(v.shape)));
+      }
+      values[i] = t;
+      ++used;
+    }
+  }
+  if (used != inputs.size()) {
+    for (const auto& [name, t] : inputs) {
+      const auto id = graph_.find(name);
+      if (!id || graph_.value(*id).kind != ValueKind::Input)
+        throw InputError(fmt::format("'{}' is not an input of the graph", name));
+    }
+  }
+  Step step{0, OutputRows::All, collectives::RowPartition({0}), 0, 0};
+  run_ops(values, step);
+  std::map<std::string, Tensor> out;
+  for (ValueId id : graph_.outputs()) {
+    out[graph_.value(id).name] = values[static_cast<std::size_t>(id)];
+  }
+  return out;
+}
+
+void Executor::run_ops(std::vector<Tensor>& values, const Step& step) {
   const auto& ops = graph_.ops();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
@@ -247,9 +345,6 @@ Tensor Executor::forward_rows(std::span<const std::int32_t> ids, OutputRows rows
       }
     }
   }
-  position_ += tokens;
-  if (graph_.outputs().empty()) return Tensor();
-  return values[static_cast<std::size_t>(graph_.outputs().front())];
 }
 
 Tensor Executor::reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values,
@@ -273,6 +368,22 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   const Shape out_shape = resolve(graph_.value(op.output).shape, step);
   if (is_data_movement(op.kind)) return data_movement(op, values, out_shape, step, op_index);
   Tensor out;
+  if (is_imported(op.kind)) {
+    if (is_imported_elementwise(op.kind)) {
+      out = reusable_or_new(op, op_index, values, out_shape);
+    } else if (op.kind != OpKind::Reshape) {
+      out = Tensor::empty(DType::F32, out_shape);
+    }
+    run_imported_op(op, values, op_index, out);
+    return out;
+  }
+  if ((op.kind == OpKind::Add || op.kind == OpKind::Mul) &&
+      (in(0).shape() != in(1).shape() || in(0).rank() != 2)) {  // N-D, broadcasting
+    out = reusable_or_new(op, op_index, values, out_shape);
+    kernels::binary(op.kind == OpKind::Add ? kernels::BinaryOp::Add : kernels::BinaryOp::Mul, in(0),
+                    in(1), out);
+    return out;
+  }
   if (is_elementwise(op.kind)) {
     out = reusable_or_new(op, op_index, values, out_shape);
   } else if (op.kind != OpKind::LastRow && op.kind != OpKind::Attention &&
@@ -336,8 +447,106 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     case OpKind::PipeSend:
     case OpKind::PipeRecv:
       HUDDLE_CHECK(false, "data movement handled above");
+      break;
+    default:
+      HUDDLE_CHECK(false, "imported ops handled above");
   }
   return out;
+}
+
+void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::size_t op_index,
+                               Tensor& out) {
+  auto in = [&](std::size_t i) -> const Tensor& {
+    return values[static_cast<std::size_t>(op.inputs[i])];
+  };
+  const OpAttrs& a = op.attrs;
+  switch (op.kind) {
+    case OpKind::Sub:
+      kernels::binary(kernels::BinaryOp::Sub, in(0), in(1), out);
+      break;
+    case OpKind::Div:
+      kernels::binary(kernels::BinaryOp::Div, in(0), in(1), out);
+      break;
+    case OpKind::Relu:
+    case OpKind::Clip:
+    case OpKind::Sigmoid:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+      kernels::unary(activation_of(op), in(0), out);
+      break;
+    case OpKind::Conv2d:
+      kernels::conv2d(in(0), in(1), op.inputs.size() == 3 ? &in(2) : nullptr, a.window, a.groups,
+                      a.act, kernels::whole_band(in(0).dim(2), out.dim(2)), out);
+      break;
+    case OpKind::BatchNorm: {
+      // Unfolded batch norm (no conv before it): y = (x - mean) / sqrt(var + eps) * scale + bias.
+      const Tensor& x = in(0);
+      const std::int64_t c = x.dim(1), inner = x.numel() / (x.dim(0) * c);
+      for (std::int64_t n = 0; n < x.dim(0); ++n) {
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          const float k = in(1).f32()[ch] / std::sqrt(in(4).f32()[ch] + a.eps);
+          const float b = in(2).f32()[ch] - in(3).f32()[ch] * k;
+          const float* src = x.f32() + (n * c + ch) * inner;
+          float* dst = out.f32() + (n * c + ch) * inner;
+          for (std::int64_t i = 0; i < inner; ++i) dst[i] = src[i] * k + b;
+        }
+      }
+      break;
+    }
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+      kernels::pool2d(
+          in(0), op.kind == OpKind::MaxPool ? kernels::PoolKind::Max : kernels::PoolKind::Average,
+          a.window, a.count_include_pad, kernels::whole_band(in(0).dim(2), out.dim(2)), out);
+      break;
+    case OpKind::GlobalAvgPool:
+      kernels::global_avg_pool(in(0), out);
+      break;
+    case OpKind::Resize:
+      kernels::resize(in(0), a.resize, out);
+      break;
+    case OpKind::Concat: {
+      std::vector<const Tensor*> parts;
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) parts.push_back(&in(i));
+      kernels::concat(parts, a.axis, out);
+      break;
+    }
+    case OpKind::Slice:
+      kernels::slice(in(0), a.starts, a.steps, out);
+      break;
+    case OpKind::Reshape: {
+      // A view when nothing else reads the input (and it is an activation of ours); otherwise a
+      // copy, so that no in-place op writes through one name into another's data.
+      const auto id = static_cast<std::size_t>(op.inputs[0]);
+      const bool dead = last_use_[id] == op_index && !is_output_[id] &&
+                        graph_.values()[id].kind == ValueKind::Activation;
+      out = (dead ? in(0) : in(0).clone()).reshape(a.shape);
+      break;
+    }
+    case OpKind::Transpose:
+      kernels::transpose(in(0), a.perm, out);
+      break;
+    case OpKind::MatMul:
+      kernels::matmul(in(0), in(1), out);
+      break;
+    case OpKind::Softmax: {
+      const Shape& s = in(0).shape();
+      std::int64_t outer = 1, len = 1, inner = 1;
+      for (std::size_t d = 0; d < s.size(); ++d) {
+        const auto di = static_cast<int>(d);
+        if (di < a.axis)
+          outer *= s[d];
+        else if (di == a.axis || a.softmax_flatten)
+          len *= s[d];
+        else
+          inner *= s[d];
+      }
+      kernels::softmax_axis(in(0), outer, len, inner, out);
+      break;
+    }
+    default:
+      HUDDLE_CHECK(false, "not an imported op: {}", op.name);
+  }
 }
 
 Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape,

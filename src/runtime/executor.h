@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace huddle {
@@ -59,6 +60,10 @@ class Executor final : public StepRunner {
   // The same with OutputRows::None too: the ops after LastRow produce 0 rows without computing
   // (data movement still runs, so a pipeline's output link carries one message per slice).
   Tensor forward_rows(std::span<const std::int32_t> ids, OutputRows rows);
+  // Imported graphs (ONNX): runs the whole graph once on named F32 inputs, one per graph input,
+  // of exactly the graph's input shapes, and returns every graph output by name. InputError
+  // naming the input for a missing, unknown, misshapen or non-F32 tensor.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
   void reset() override { position_ = 0; }
   std::int64_t position() const override { return position_; }
   std::int64_t max_positions() const override { return max_positions_; }
@@ -79,7 +84,12 @@ class Executor final : public StepRunner {
   };
 
   Shape resolve(const Shape& shape, const Step& step) const;
+  // Runs every op in order over `values` (inputs and weights filled), freeing dead activations.
+  void run_ops(std::vector<Tensor>& values, const Step& step);
   Tensor run_op(const Op& op, std::vector<Tensor>& values, const Step& step, std::size_t op_index);
+  // The imported-graph (N-D) ops; `out` is allocated for all but views.
+  void run_imported_op(const Op& op, std::vector<Tensor>& values, std::size_t op_index,
+                       Tensor& out);
   Tensor attention(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v,
                    const Step& step);
   Tensor data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape,

@@ -1,0 +1,162 @@
+// Max / average pooling over row bands, global average pooling, and resize (nearest, linear).
+#include "core/error.h"
+#include "kernels/cnn.h"
+#include "kernels/thread_pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace huddle::kernels {
+
+void pool2d(const Tensor& x, PoolKind kind, const Window2d& win, bool count_include_pad,
+            const RowBand& band, Tensor& y) {
+  HUDDLE_CHECK(x.rank() == 4 && y.rank() == 4 && x.contiguous() && y.contiguous());
+  const std::int64_t nc = x.dim(0) * x.dim(1), hx = x.dim(2), w_in = x.dim(3);
+  const std::int64_t rows = band.out_end - band.out_begin, wout = y.dim(3);
+  HUDDLE_CHECK(y.dim(0) * y.dim(1) == nc && y.dim(2) == rows && wout == window_out_w(win, w_in));
+  const RowSpan need = input_rows_for(win, band.out_begin, band.out_end, band.in_height);
+  HUDDLE_CHECK(need.begin >= band.in_begin && need.end <= band.in_begin + hx);
+  const std::int64_t padded_h = band.in_height + win.pad_bottom;
+  const std::int64_t padded_w = w_in + win.pad_right;
+  parallel_for(0, nc, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t ch = c0; ch < c1; ++ch) {
+      const float* src = x.f32() + ch * hx * w_in;
+      float* dst = y.f32() + ch * rows * wout;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t top = (band.out_begin + r) * win.stride_h - win.pad_top;
+        for (std::int64_t q = 0; q < wout; ++q) {
+          const std::int64_t left = q * win.stride_w - win.pad_left;
+          float best = -std::numeric_limits<float>::infinity();
+          float sum = 0.0f;
+          std::int64_t valid = 0, padded = 0;
+          for (std::int64_t i = 0; i < win.kernel_h; ++i) {
+            const std::int64_t ir = top + i * win.dilation_h;
+            const bool row_in = ir >= 0 && ir < band.in_height;
+            for (std::int64_t j = 0; j < win.kernel_w; ++j) {
+              const std::int64_t ic = left + j * win.dilation_w;
+              if (ir < padded_h && ic < padded_w) ++padded;
+              if (!row_in || ic < 0 || ic >= w_in) continue;
+              const float v = src[(ir - band.in_begin) * w_in + ic];
+              best = std::max(best, v);
+              sum += v;
+              ++valid;
+            }
+          }
+          if (kind == PoolKind::Max) {
+            dst[r * wout + q] = best;
+          } else {
+            const std::int64_t div = count_include_pad ? padded : valid;
+            dst[r * wout + q] = div > 0 ? sum / static_cast<float>(div) : 0.0f;
+          }
+        }
+      }
+    }
+  });
+}
+
+void global_avg_pool(const Tensor& x, Tensor& y) {
+  HUDDLE_CHECK(x.rank() == 4 && y.numel() == x.dim(0) * x.dim(1) && x.contiguous());
+  const std::int64_t hw = x.dim(2) * x.dim(3);
+  parallel_for(0, y.numel(), [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const float* p = x.f32() + c * hw;
+      double sum = 0.0;
+      for (std::int64_t i = 0; i < hw; ++i) sum += p[i];
+      y.f32()[c] = static_cast<float>(sum / static_cast<double>(hw));
+    }
+  });
+}
+
+namespace {
+
+// The input coordinate of output index `o` (ONNX Resize's coordinate_transformation_mode).
+double source_coord(CoordMode mode, std::int64_t o, float scale, std::int64_t in,
+                    std::int64_t out) {
+  switch (mode) {
+    case CoordMode::HalfPixel:
+      return (static_cast<double>(o) + 0.5) / scale - 0.5;
+    case CoordMode::PytorchHalfPixel:
+      return out > 1 ? (static_cast<double>(o) + 0.5) / scale - 0.5 : 0.0;
+    case CoordMode::AlignCorners:
+      return out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) /
+                           static_cast<double>(out - 1)
+                     : 0.0;
+    case CoordMode::Asymmetric:
+      return static_cast<double>(o) / scale;
+  }
+  return 0.0;
+}
+
+std::int64_t nearest_index(NearestMode mode, double c, std::int64_t in) {
+  double r = 0.0;
+  switch (mode) {
+    case NearestMode::Floor:
+      r = std::floor(c);
+      break;
+    case NearestMode::Ceil:
+      r = std::ceil(c);
+      break;
+    case NearestMode::RoundPreferFloor:
+      r = (c - std::floor(c) == 0.5) ? std::floor(c) : std::round(c);
+      break;
+    case NearestMode::RoundPreferCeil:
+      r = std::round(c);
+      break;
+  }
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(r), 0, in - 1);
+}
+
+struct Tap {
+  std::int64_t i0 = 0, i1 = 0;
+  float w1 = 0.0f;  // weight of i1; i0 gets 1 - w1
+};
+
+std::vector<Tap> taps(const ResizeSpec& s, float scale, std::int64_t in, std::int64_t out) {
+  std::vector<Tap> t(static_cast<std::size_t>(out));
+  for (std::int64_t o = 0; o < out; ++o) {
+    const double c = source_coord(s.coord, o, scale, in, out);
+    Tap& tap = t[static_cast<std::size_t>(o)];
+    if (s.mode == ResizeMode::Nearest) {
+      tap.i0 = tap.i1 = nearest_index(s.nearest, c, in);
+    } else {
+      const double cc = std::clamp(c, 0.0, static_cast<double>(in - 1));
+      tap.i0 = static_cast<std::int64_t>(std::floor(cc));
+      tap.i1 = std::min(tap.i0 + 1, in - 1);
+      tap.w1 = static_cast<float>(cc - static_cast<double>(tap.i0));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+void resize(const Tensor& x, const ResizeSpec& spec, Tensor& y) {
+  HUDDLE_CHECK(x.rank() == 4 && y.rank() == 4 && x.dim(0) == y.dim(0) && x.dim(1) == y.dim(1));
+  const std::int64_t h = x.dim(2), w = x.dim(3), ho = y.dim(2), wo = y.dim(3);
+  const std::vector<Tap> th = taps(spec, spec.scale_h, h, ho);
+  const std::vector<Tap> tw = taps(spec, spec.scale_w, w, wo);
+  parallel_for(0, x.dim(0) * x.dim(1), [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const float* src = x.f32() + c * h * w;
+      float* dst = y.f32() + c * ho * wo;
+      for (std::int64_t r = 0; r < ho; ++r) {
+        const Tap& a = th[static_cast<std::size_t>(r)];
+        const float* row0 = src + a.i0 * w;
+        const float* row1 = src + a.i1 * w;
+        for (std::int64_t q = 0; q < wo; ++q) {
+          const Tap& b = tw[static_cast<std::size_t>(q)];
+          if (spec.mode == ResizeMode::Nearest) {
+            dst[r * wo + q] = row0[b.i0];
+          } else {
+            const float top = row0[b.i0] + (row0[b.i1] - row0[b.i0]) * b.w1;
+            const float bot = row1[b.i0] + (row1[b.i1] - row1[b.i0]) * b.w1;
+            dst[r * wo + q] = top + (bot - top) * a.w1;
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace huddle::kernels
