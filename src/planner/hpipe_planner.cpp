@@ -1,8 +1,8 @@
 #include "planner/hpipe_planner.h"
 
 #include "core/error.h"
-#include "planner/hpipe_dp.h"
 #include "plan/pipeline_units.h"
+#include "planner/hpipe_dp.h"
 
 #include <fmt/format.h>
 
@@ -196,6 +196,27 @@ void append_note(PipelineSchedule& s, const std::string& text) {
   s.note += (s.note.empty() ? "" : "; ") + text;
 }
 
+// HPipe's stages (Algorithm 1) for `strategy`. When the schedule cannot be sliced (an encoder, one
+// stage, slicing off) it is finished with one slice per prompt and `done` is set; otherwise it
+// is marked sliced for the caller's slice table.
+PipelineSchedule balanced_stages(const CostModel& cost, const ClusterSpec& cluster,
+                                 const char* strategy, std::int64_t prompt_len,
+                                 std::int64_t max_tokens, const HpipeOptions& options, bool& done) {
+  check_lengths(cost, prompt_len, max_tokens);
+  const hpipe::Distribution dist = distribute(cost, cluster, prompt_len, max_tokens);
+  PipelineSchedule s = staged(cost, strategy, dist.order, dist.ranges, prompt_len, max_tokens);
+  const std::string reason = unsliced_reason(cost, s, options);
+  done = !reason.empty();
+  if (done) {
+    one_slice_each(s);
+    append_note(s, reason);
+    finish(cost, cluster, s);
+    return s;
+  }
+  s.sliced = true;
+  return s;
+}
+
 }  // namespace
 
 void validate_schedule(const PipelineSchedule& s, const ModelConfig& config,
@@ -281,17 +302,10 @@ PipelinePrediction predict_pipeline(const CostModel& cost, const ClusterSpec& cl
 PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
                             std::int64_t prompt_len, std::int64_t max_tokens,
                             const HpipeOptions& options) {
-  check_lengths(cost, prompt_len, max_tokens);
-  const hpipe::Distribution dist = distribute(cost, cluster, prompt_len, max_tokens);
-  PipelineSchedule s = staged(cost, "hpipe", dist.order, dist.ranges, prompt_len, max_tokens);
-  const std::string reason = unsliced_reason(cost, s, options);
-  if (!reason.empty()) {
-    one_slice_each(s);
-    append_note(s, reason);
-    finish(cost, cluster, s);
-    return s;
-  }
-  s.sliced = true;
+  bool done = false;
+  PipelineSchedule s =
+      balanced_stages(cost, cluster, "hpipe", prompt_len, max_tokens, options, done);
+  if (done) return s;
   const StageTable table(cost, cluster, s, max_tokens);
   const hpipe::StageTime t = table.function();
   const int N = static_cast<int>(table.stages());
@@ -363,18 +377,10 @@ PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
 PipelineSchedule plan_uniform_slices(const CostModel& cost, const ClusterSpec& cluster,
                                      std::int64_t prompt_len, std::int64_t max_tokens,
                                      const HpipeOptions& options) {
-  check_lengths(cost, prompt_len, max_tokens);
-  const hpipe::Distribution dist = distribute(cost, cluster, prompt_len, max_tokens);
+  bool done = false;
   PipelineSchedule s =
-      staged(cost, "uniform-slices", dist.order, dist.ranges, prompt_len, max_tokens);
-  const std::string reason = unsliced_reason(cost, s, options);
-  if (!reason.empty()) {
-    one_slice_each(s);
-    append_note(s, reason);
-    finish(cost, cluster, s);
-    return s;
-  }
-  s.sliced = true;
+      balanced_stages(cost, cluster, "uniform-slices", prompt_len, max_tokens, options, done);
+  if (done) return s;
   const StageTable table(cost, cluster, s, max_tokens);
   const hpipe::StageTime t = table.function();
   const int N = static_cast<int>(table.stages());
