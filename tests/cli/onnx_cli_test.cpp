@@ -124,8 +124,16 @@ TEST(OnnxCli, BadInputExitsWithOneAndNamesTheCause) {
   r = run_huddle({"info", (dir / "missing.onnx").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "missing.onnx")) << r.err;
-  // Neither --input nor --image: usage.
+  // Neither --input nor --image, or flags of the other kind of model: usage.
   EXPECT_EQ(run_huddle({"run", "--model", model("vgg-tiny")}).exit_code, 2);
+  EXPECT_EQ(
+      run_huddle({"run", "--model", model("vgg-tiny"), "--input", input("vgg-tiny"), "--ids", "1"})
+          .exit_code,
+      2);
+  EXPECT_EQ(run_huddle({"run", "--model", fixture("models/gpt2-tiny").string(), "--ids", "1",
+                        "--input", input("vgg-tiny")})
+                .exit_code,
+            2);
 }
 
 TEST(OnnxCli, UnsupportedOperatorAndOpsetExitWithOne) {
