@@ -336,6 +336,19 @@ std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* token
 }
 
 void run(const RunOptions& o) {
+  const bool token_flags = !o.ids.empty() || !o.prompt.empty() || !o.prompt_file.empty() ||
+                           o.n_predict > 0 || !o.dump_logits.empty() || !o.workers.empty() ||
+                           o.local_devices > 1 || !o.strategy.empty() || !o.plan_file.empty();
+  const bool onnx_flags =
+      !o.onnx.inputs.empty() || !o.onnx.image.empty() || !o.onnx.dump_outputs.empty();
+  if (is_onnx_model(o.model_dir) && token_flags) {
+    throw UsageError(
+        "an ONNX model runs on one device from --input/--image; --ids, --prompt, --n-predict, "
+        "--dump-logits and distribution flags are for transformer model directories");
+  }
+  if (!is_onnx_model(o.model_dir) && onnx_flags) {
+    throw UsageError("--input, --image and --dump-outputs are for ONNX models (MODEL.onnx)");
+  }
   if (is_onnx_model(o.model_dir)) {
     OnnxRunOptions onnx = o.onnx;
     onnx.model = o.model_dir;

@@ -1,6 +1,7 @@
 // `huddle run` / `huddle info` on ONNX models through the real binary: --input, --dump-outputs,
 // --json, --image, and the exits for bad input (1, message naming the file or node).
 #include "io/npy.h"
+#include "onnx/onnx_builder.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -123,8 +124,42 @@ TEST(OnnxCli, BadInputExitsWithOneAndNamesTheCause) {
   r = run_huddle({"info", (dir / "missing.onnx").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "missing.onnx")) << r.err;
-  // Neither --input nor --image: usage.
+  // Neither --input nor --image, or flags of the other kind of model: usage.
   EXPECT_EQ(run_huddle({"run", "--model", model("vgg-tiny")}).exit_code, 2);
+  EXPECT_EQ(
+      run_huddle({"run", "--model", model("vgg-tiny"), "--input", input("vgg-tiny"), "--ids", "1"})
+          .exit_code,
+      2);
+  EXPECT_EQ(run_huddle({"run", "--model", fixture("models/gpt2-tiny").string(), "--ids", "1",
+                        "--input", input("vgg-tiny")})
+                .exit_code,
+            2);
+}
+
+TEST(OnnxCli, UnsupportedOperatorAndOpsetExitWithOne) {
+  testing::TempDir dir;
+  {
+    testing::OnnxBuilder b;
+    b.input("input", {1, 3, 64, 64});
+    b.node("Relu", {"input"}, {"r"});
+    b.node("Elu", {"r"}, {"y"}, "the_elu");
+    b.output("y");
+    b.save(dir / "elu.onnx");
+  }
+  auto r =
+      run_huddle({"run", "--model", (dir / "elu.onnx").string(), "--input", input("vgg-tiny")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "Elu") && contains(r.err, "the_elu")) << r.err;
+  {
+    testing::OnnxBuilder b(18);
+    b.input("input", {1, 3, 64, 64});
+    b.node("Relu", {"input"}, {"y"});
+    b.output("y");
+    b.save(dir / "opset18.onnx");
+  }
+  r = run_huddle({"info", (dir / "opset18.onnx").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "opset 18")) << r.err;
 }
 
 }  // namespace
