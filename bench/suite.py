@@ -164,7 +164,9 @@ def profile(ctx, tb, wl):
     out.unlink(missing_ok=True)
     cmd = [TESTBED, "exec", tb.spec, "--", ctx.huddle, "profile"] + tb.args + [
         "--model", ctx.model_dir(wl["model"]), "--seq-len", wl["tokens"], "--names", ",".join(tb.names),
-        "--threads", 1, "-o", out]
+        # A slow device probes long prompts for well over the default 10 s peer timeout
+        # (0.2 of a core at gpt2's 512 tokens).
+        "--threads", 1, "--timeout-s", 120, "-o", out]
     rec = {"command": shlex.join(str(c) for c in cmd), "loadavg_before": loadavg()}
     t0 = time.monotonic()
     try:
