@@ -32,4 +32,16 @@ int op_arity(OpKind kind) {
   return 0;
 }
 
+bool is_imported_op(OpKind kind) {
+  switch (kind) {
+#define HUDDLE_OP_IMPORTED(e, name, arity, doc) \
+  case OpKind::e:                               \
+    return true;
+    HUDDLE_IMPORTED_OPS(HUDDLE_OP_IMPORTED)
+#undef HUDDLE_OP_IMPORTED
+    default:
+      return false;
+  }
+}
+
 }  // namespace huddle

@@ -7,6 +7,34 @@
 
 namespace huddle {
 
+// The ops of imported graphs (ONNX CNNs), a part of HUDDLE_OPS (is_imported_op tells them).
+#define HUDDLE_IMPORTED_OPS(X)                                                                   \
+  /* Concrete N-D shapes, NCHW images. Add and Mul of HUDDLE_OPS also broadcast (numpy rules) */ \
+  /* when neither operand has a symbolic dimension. */                                           \
+  X(Sub, "sub", 2, "a - b, numpy broadcasting")                                                  \
+  X(Div, "div", 2, "a / b, numpy broadcasting")                                                  \
+  X(Relu, "relu", 1, "x -> max(x, 0)")                                                           \
+  X(Clip, "clip", 1, "x -> min(max(x, act.a), act.b)")                                           \
+  X(Sigmoid, "sigmoid", 1, "x -> 1 / (1 + e^-x)")                                                \
+  X(HardSigmoid, "hard_sigmoid", 1, "x -> max(0, min(1, act.a x + act.b))")                      \
+  X(HardSwish, "hard_swish", 1, "x -> x hard_sigmoid(x; 1/6, 1/2)")                              \
+  X(Conv2d, "conv2d", -1,                                                                        \
+    "x[N,C,H,W], w[O,C/groups,kh,kw], (bias[O]) -> [N,O,Ho,Wo]; attrs window (kernel, stride, "  \
+    "pads top/left/bottom/right, dilation), groups, act (fused activation)")                     \
+  X(BatchNorm, "batch_norm", 5,                                                                  \
+    "x[N,C,...], scale[C], bias[C], mean[C], var[C] -> x's shape; attr eps (folded into the "    \
+    "preceding conv2d at load when there is one)")                                               \
+  X(MaxPool, "max_pool", 1, "x[N,C,H,W] -> [N,C,Ho,Wo]; attr window (pads ignored)")             \
+  X(AvgPool, "avg_pool", 1, "x[N,C,H,W] -> [N,C,Ho,Wo]; attrs window, count_include_pad")        \
+  X(GlobalAvgPool, "global_avg_pool", 1, "x[N,C,H,W] -> [N,C,1,1]")                              \
+  X(Resize, "resize", 1, "x[N,C,H,W] -> [N,C,shape[0],shape[1]]; attrs resize, shape")           \
+  X(Concat, "concat", -1, "xs joined along attr axis")                                           \
+  X(Slice, "slice", 1, "x -> x[starts + i steps] per dim; attrs starts, steps, shape (output)")  \
+  X(Reshape, "reshape", 1, "x -> attr shape (same element count; a view when x is dead)")        \
+  X(Transpose, "transpose", 1, "x -> x permuted by attr perm")                                   \
+  X(MatMul, "matmul", 2, "a[...,M,K] . b[...,K,N] -> [...,M,N], batch dims broadcast")           \
+  X(Softmax, "softmax", 1, "softmax over attr axis (or all dims from it: softmax_flatten)")
+
 // X(Enum, "name", inputs (-1: variable), summary)
 #define HUDDLE_OPS(X)                                                                            \
   X(Embedding, "embedding", 2, "ids[T] (I32), table[V,C] -> [T,C]")                              \
@@ -40,31 +68,7 @@ namespace huddle {
   /* Pipeline stages (attr peer: the other end). */                                              \
   X(PipeSend, "pipe_send", 1, "x[R,C] -> x: sent to rank `peer` (the next stage, or device 0)")  \
   X(PipeRecv, "pipe_recv", 1, "ids[T] -> [T,width]: received from rank `peer` (previous stage)") \
-  /* Imported graphs (ONNX CNNs): concrete N-D shapes, NCHW images. Add and Mul above also */    \
-  /* broadcast (numpy rules) when neither operand has a symbolic dimension. */                   \
-  X(Sub, "sub", 2, "a - b, numpy broadcasting")                                                  \
-  X(Div, "div", 2, "a / b, numpy broadcasting")                                                  \
-  X(Relu, "relu", 1, "x -> max(x, 0)")                                                           \
-  X(Clip, "clip", 1, "x -> min(max(x, act.a), act.b)")                                           \
-  X(Sigmoid, "sigmoid", 1, "x -> 1 / (1 + e^-x)")                                                \
-  X(HardSigmoid, "hard_sigmoid", 1, "x -> max(0, min(1, act.a x + act.b))")                      \
-  X(HardSwish, "hard_swish", 1, "x -> x hard_sigmoid(x; 1/6, 1/2)")                              \
-  X(Conv2d, "conv2d", -1,                                                                        \
-    "x[N,C,H,W], w[O,C/groups,kh,kw], (bias[O]) -> [N,O,Ho,Wo]; attrs window (kernel, stride, "  \
-    "pads top/left/bottom/right, dilation), groups, act (fused activation)")                     \
-  X(BatchNorm, "batch_norm", 5,                                                                  \
-    "x[N,C,...], scale[C], bias[C], mean[C], var[C] -> x's shape; attr eps (folded into the "    \
-    "preceding conv2d at load when there is one)")                                               \
-  X(MaxPool, "max_pool", 1, "x[N,C,H,W] -> [N,C,Ho,Wo]; attr window (pads ignored)")             \
-  X(AvgPool, "avg_pool", 1, "x[N,C,H,W] -> [N,C,Ho,Wo]; attrs window, count_include_pad")        \
-  X(GlobalAvgPool, "global_avg_pool", 1, "x[N,C,H,W] -> [N,C,1,1]")                              \
-  X(Resize, "resize", 1, "x[N,C,H,W] -> [N,C,shape[0],shape[1]]; attrs resize, shape")           \
-  X(Concat, "concat", -1, "xs joined along attr axis")                                           \
-  X(Slice, "slice", 1, "x -> x[starts + i steps] per dim; attrs starts, steps, shape (output)")  \
-  X(Reshape, "reshape", 1, "x -> attr shape (same element count; a view when x is dead)")        \
-  X(Transpose, "transpose", 1, "x -> x permuted by attr perm")                                   \
-  X(MatMul, "matmul", 2, "a[...,M,K] . b[...,K,N] -> [...,M,N], batch dims broadcast")           \
-  X(Softmax, "softmax", 1, "softmax over attr axis (or all dims from it: softmax_flatten)")
+  HUDDLE_IMPORTED_OPS(X)
 
 enum class OpKind : std::uint8_t {
 #define HUDDLE_OP_ENUM(e, name, arity, doc) e,
@@ -76,5 +80,7 @@ std::string_view op_name(OpKind kind);
 std::optional<OpKind> parse_op_kind(std::string_view name);
 // Number of inputs the op takes, or -1 when it varies (Linear: 2 or 3).
 int op_arity(OpKind kind);
+// Whether the op is one of HUDDLE_IMPORTED_OPS (concrete N-D shapes; Executor::run).
+bool is_imported_op(OpKind kind);
 
 }  // namespace huddle

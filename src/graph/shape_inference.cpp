@@ -156,25 +156,9 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       if (in[0].size() != 1 || in[0][0] != kTokens) mismatch(op, "needs the ids as input");
       if (a.width <= 0) mismatch(op, fmt::format("width {} is not positive", a.width));
       return {kTokens, a.width};
-    case OpKind::Sub:
-    case OpKind::Div:
-    case OpKind::Relu:
-    case OpKind::Clip:
-    case OpKind::Sigmoid:
-    case OpKind::HardSigmoid:
-    case OpKind::HardSwish:
-    case OpKind::Conv2d:
-    case OpKind::BatchNorm:
-    case OpKind::MaxPool:
-    case OpKind::AvgPool:
-    case OpKind::GlobalAvgPool:
-    case OpKind::Resize:
-    case OpKind::Concat:
-    case OpKind::Slice:
-    case OpKind::Reshape:
-    case OpKind::Transpose:
-    case OpKind::MatMul:
-    case OpKind::Softmax:
+#define HUDDLE_IMPORTED_CASE(e, name, arity, doc) case OpKind::e:
+      HUDDLE_IMPORTED_OPS(HUDDLE_IMPORTED_CASE)
+#undef HUDDLE_IMPORTED_CASE
       return infer_imported_shape(kind, a, in, op);
   }
   mismatch(op, "unknown op kind");

@@ -3,8 +3,8 @@
 #include "planner/pipeline_planners.h"
 
 #include "core/error.h"
-#include "plan/split.h"
 #include "plan/pipeline_units.h"
+#include "plan/split.h"
 
 #include <fmt/format.h>
 

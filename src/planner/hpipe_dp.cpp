@@ -1,6 +1,7 @@
 #include "planner/hpipe_dp.h"
 
 #include "core/error.h"
+#include "plan/pipeline.h"
 
 #include <algorithm>
 #include <limits>
@@ -400,8 +401,8 @@ std::vector<Slicing> slice_all_lengths(int stages, int n, const StageTime& t,
     for (int p = 1; p <= n; ++p) {
       Slicing& b = best[static_cast<std::size_t>(p - 1)];
       for (int k = 2; k <= std::min(p, options.max_equal); ++k) {
-        lengths.assign(static_cast<std::size_t>(k), p / k);
-        for (int j = 0; j < p % k; ++j) ++lengths[static_cast<std::size_t>(j)];
+        const std::vector<std::int64_t> equal = equal_slices(p, k);
+        lengths.assign(equal.begin(), equal.end());
         const double makespan = flow_shop_makespan(stages, t, lengths);
         if (makespan < b.makespan) b.lengths = lengths, b.makespan = makespan;
       }

@@ -1,6 +1,7 @@
 #include "planner/hpipe_planner.h"
 
 #include "core/error.h"
+#include "plan/pipeline.h"
 #include "plan/pipeline_units.h"
 #include "planner/hpipe_dp.h"
 
@@ -389,8 +390,8 @@ PipelineSchedule plan_uniform_slices(const CostModel& cost, const ClusterSpec& c
     std::vector<int> best{n};
     double best_s = hpipe::flow_shop_makespan(N, t, best);
     for (int k = 2; k <= std::min(n, std::max(options.max_uniform_slices, 1)); ++k) {
-      lengths.assign(static_cast<std::size_t>(k), n / k);
-      for (int j = 0; j < n % k; ++j) ++lengths[static_cast<std::size_t>(j)];
+      const std::vector<std::int64_t> equal = equal_slices(n, k);
+      lengths.assign(equal.begin(), equal.end());
       const double m = hpipe::flow_shop_makespan(N, t, lengths);
       if (m < best_s) best_s = m, best = lengths;
     }

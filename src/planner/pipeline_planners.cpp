@@ -39,8 +39,8 @@ Plan plan_of_schedule(const PipelineSchedule& schedule, const ModelConfig& confi
                        std::move(slices));
 }
 
-PipelineSchedule schedule_of_plan(const Plan& plan, const ModelConfig& config,
-                                  const ClusterSpec& cluster) {
+PipelineSchedule schedule_of_plan(const Plan& plan, const ClusterSpec& cluster,
+                                  std::int64_t max_tokens) {
   HUDDLE_CHECK(plan.pipelined());
   const Pipeline& p = *plan.pipeline;
   PipelineSchedule s;
@@ -52,7 +52,7 @@ PipelineSchedule schedule_of_plan(const Plan& plan, const ModelConfig& config,
                                static_cast<int>(stage.units.second));
   }
   s.sliced = p.sliced;
-  s.max_tokens = p.sliced ? static_cast<std::int64_t>(p.slices.size()) : config.max_positions;
+  s.max_tokens = p.sliced ? static_cast<std::int64_t>(p.slices.size()) : max_tokens;
   for (std::int64_t n = 1; n <= s.max_tokens; ++n) {
     const std::vector<std::int64_t> lengths = p.slices_for(n);
     s.slices.emplace_back(lengths.begin(), lengths.end());
@@ -62,7 +62,7 @@ PipelineSchedule schedule_of_plan(const Plan& plan, const ModelConfig& config,
 
 Prediction predict_pipeline_plan(const CostModel& cost, const Plan& plan,
                                  const ClusterSpec& cluster, std::int64_t seq_len) {
-  const PipelineSchedule schedule = schedule_of_plan(plan, cost.config(), cluster);
+  const PipelineSchedule schedule = schedule_of_plan(plan, cluster, seq_len);
   const PipelinePrediction pp = predict_pipeline(cost, cluster, schedule, seq_len);
   const std::vector<std::int64_t> kv =
       pipeline_unit_kv_bytes(cost.footprint(), cost.config(), cost.config().max_positions);

@@ -19,9 +19,10 @@ std::int64_t pipeline_table_tokens(const ModelConfig& config);
 Plan plan_of_schedule(const PipelineSchedule& schedule, const ModelConfig& config,
                       const ClusterSpec& cluster);
 
-// The schedule of a pipeline plan whose devices `cluster` names (PlanError naming a missing one).
-PipelineSchedule schedule_of_plan(const Plan& plan, const ModelConfig& config,
-                                  const ClusterSpec& cluster);
+// The schedule of a pipeline plan whose devices `cluster` names (PlanError naming a missing one),
+// for steps of up to `max_tokens` tokens (a sliced plan: its table's length).
+PipelineSchedule schedule_of_plan(const Plan& plan, const ClusterSpec& cluster,
+                                  std::int64_t max_tokens);
 
 // The flow-shop prediction of a pipeline plan (predict_pipeline) for a prompt of seq_len tokens,
 // per plan device: its stage's busy time as compute, its units' weights and KV cache as memory.

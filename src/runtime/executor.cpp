@@ -25,33 +25,6 @@ bool is_elementwise(OpKind kind) {
          kind == OpKind::GeluErf || kind == OpKind::Silu || kind == OpKind::Rope;
 }
 
-bool is_imported(OpKind kind) {
-  switch (kind) {
-    case OpKind::Sub:
-    case OpKind::Div:
-    case OpKind::Relu:
-    case OpKind::Clip:
-    case OpKind::Sigmoid:
-    case OpKind::HardSigmoid:
-    case OpKind::HardSwish:
-    case OpKind::Conv2d:
-    case OpKind::BatchNorm:
-    case OpKind::MaxPool:
-    case OpKind::AvgPool:
-    case OpKind::GlobalAvgPool:
-    case OpKind::Resize:
-    case OpKind::Concat:
-    case OpKind::Slice:
-    case OpKind::Reshape:
-    case OpKind::Transpose:
-    case OpKind::MatMul:
-    case OpKind::Softmax:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Element-wise ops of imported graphs that may write into a dead input of the output's shape.
 bool is_imported_elementwise(OpKind kind) {
   return kind == OpKind::Sub || kind == OpKind::Div || kind == OpKind::Relu ||
@@ -368,7 +341,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   const Shape out_shape = resolve(graph_.value(op.output).shape, step);
   if (is_data_movement(op.kind)) return data_movement(op, values, out_shape, step, op_index);
   Tensor out;
-  if (is_imported(op.kind)) {
+  if (is_imported_op(op.kind)) {
     if (is_imported_elementwise(op.kind)) {
       out = reusable_or_new(op, op_index, values, out_shape);
     } else if (op.kind != OpKind::Reshape) {

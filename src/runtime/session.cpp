@@ -69,11 +69,13 @@ OutputRows slice_rows(std::size_t k, std::size_t n, OutputRows rows) {
 
 }  // namespace
 
-Tensor run_step(Executor& executor, const Pipeline* pipeline, std::span<const std::int32_t> ids,
-                OutputRows rows) {
-  if (!pipeline) return executor.forward_rows(ids, rows);
-  const std::vector<std::int64_t> slices =
-      pipeline->slices_for(static_cast<std::int64_t>(ids.size()));
+std::vector<std::int64_t> step_slices(const Pipeline* pipeline, std::int64_t tokens) {
+  return pipeline ? pipeline->slices_for(tokens) : std::vector<std::int64_t>{};
+}
+
+Tensor run_step(Executor& executor, std::span<const std::int64_t> slices,
+                std::span<const std::int32_t> ids, OutputRows rows) {
+  if (slices.empty()) return executor.forward_rows(ids, rows);
   std::vector<Tensor> outputs;
   std::size_t begin = 0;
   for (std::size_t k = 0; k < slices.size(); ++k) {
@@ -139,7 +141,7 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
         "{} tokens after {} already processed exceed the model's context of {} positions", tokens,
         executor_.position(), executor_.max_positions()));
   }
-  if (pipeline_) pipeline_->slices_for(tokens);
+  const std::vector<std::int64_t> slices = step_slices(pipeline_, tokens);
   std::vector<std::byte> payload(sizeof(StepHeader) + ids.size_bytes());
   const StepHeader header{static_cast<std::uint64_t>(executor_.position()),
                           static_cast<std::uint8_t>(all_rows),
@@ -151,10 +153,8 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
   const std::uint64_t sent_before = transport_.bytes_sent();
   broadcast(kStepTag, payload);
   const OutputRows rows = all_rows ? OutputRows::All : OutputRows::Last;
-  Tensor out = run_step(executor_, pipeline_, ids, rows);
-  if (pipeline_ && pipeline_->output_device() != 0) {
-    out = receive_outputs(pipeline_->slices_for(static_cast<std::int64_t>(ids.size())), rows);
-  }
+  Tensor out = run_step(executor_, slices, ids, rows);
+  if (pipeline_ && pipeline_->output_device() != 0) out = receive_outputs(slices, rows);
   reports_.assign(1, measure(meter_, seconds_since(start), transport_.bytes_sent() - sent_before));
   for (int r = 1; r < transport_.size(); ++r) {
     WireReport w{};
@@ -225,7 +225,8 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
       std::memcpy(ids.data(), m.payload.data() + sizeof header, ids.size() * sizeof(std::int32_t));
     const auto start = std::chrono::steady_clock::now();
     const std::uint64_t sent_before = transport.bytes_sent();
-    run_step(executor, pipeline, ids, header.all_rows != 0 ? OutputRows::All : OutputRows::Last);
+    run_step(executor, step_slices(pipeline, static_cast<std::int64_t>(ids.size())), ids,
+             header.all_rows != 0 ? OutputRows::All : OutputRows::Last);
     const StepReport r = measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
     const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
     transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));

@@ -100,10 +100,14 @@ class PrimarySession final : public StepRunner {
 void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter = nullptr,
                     const Pipeline* pipeline = nullptr);
 
-// Runs one step of `ids` on `executor`: whole, or slice by slice for a pipeline plan. Returns the
+// The slice lengths of a step of `tokens` tokens under `pipeline` (empty without one: the step
+// runs whole); InputError when the pipeline's table has no such length.
+std::vector<std::int64_t> step_slices(const Pipeline* pipeline, std::int64_t tokens);
+
+// Runs one step of `ids` on `executor`: whole (no `slices`), or slice by slice. Returns the
 // step's output as one tensor (the slices' rows concatenated), or an empty tensor when this
 // device computes no output.
-Tensor run_step(Executor& executor, const Pipeline* pipeline, std::span<const std::int32_t> ids,
-                OutputRows rows);
+Tensor run_step(Executor& executor, std::span<const std::int64_t> slices,
+                std::span<const std::int32_t> ids, OutputRows rows);
 
 }  // namespace huddle
