@@ -92,6 +92,13 @@ struct ResizeSpec {
   float scale_h = 1.0f, scale_w = 1.0f;  // output / input, as ONNX's `scales` (or sizes / input)
 };
 void resize(const Tensor& x, const ResizeSpec& spec, Tensor& y);
+// Output rows [band.out_begin, band.out_end) of an out_height-row resize, from x holding input
+// rows [band.in_begin, +x.dim(2)) of band.in_height; y [N, C, band rows, Wo].
+void resize(const Tensor& x, const ResizeSpec& spec, const RowBand& band, std::int64_t out_height,
+            Tensor& y);
+// The input rows [begin, end) that output rows [r0, r1) of such a resize sample.
+RowSpan resize_input_rows(const ResizeSpec& spec, std::int64_t in_height, std::int64_t out_height,
+                          std::int64_t r0, std::int64_t r1);
 
 // In place on n floats.
 void apply_activation(const ActivationSpec& act, float* x, std::int64_t n);

@@ -131,19 +131,35 @@ std::vector<Tap> taps(const ResizeSpec& s, float scale, std::int64_t in, std::in
 
 }  // namespace
 
-void resize(const Tensor& x, const ResizeSpec& spec, Tensor& y) {
+RowSpan resize_input_rows(const ResizeSpec& spec, std::int64_t in_height, std::int64_t out_height,
+                          std::int64_t r0, std::int64_t r1) {
+  if (r0 >= r1) return {};
+  // Source rows never decrease with the output row, in every coordinate mode.
+  const std::vector<Tap> t = taps(spec, spec.scale_h, in_height, out_height);
+  return RowSpan{t[static_cast<std::size_t>(r0)].i0, t[static_cast<std::size_t>(r1 - 1)].i1 + 1};
+}
+
+void resize(const Tensor& x, const ResizeSpec& spec, const RowBand& band, std::int64_t out_height,
+            Tensor& y) {
   HUDDLE_CHECK(x.rank() == 4 && y.rank() == 4 && x.dim(0) == y.dim(0) && x.dim(1) == y.dim(1));
-  const std::int64_t h = x.dim(2), w = x.dim(3), ho = y.dim(2), wo = y.dim(3);
-  const std::vector<Tap> th = taps(spec, spec.scale_h, h, ho);
+  HUDDLE_CHECK(y.dim(2) == band.out_end - band.out_begin);
+  const RowSpan need =
+      resize_input_rows(spec, band.in_height, out_height, band.out_begin, band.out_end);
+  HUDDLE_CHECK(band.out_begin >= band.out_end ||
+                   (need.begin >= band.in_begin && need.end <= band.in_begin + x.dim(2)),
+               "resize band needs input rows [{}, {}), tensor holds [{}, {})", need.begin,
+               need.end, band.in_begin, band.in_begin + x.dim(2));
+  const std::int64_t h = x.dim(2), w = x.dim(3), rows = y.dim(2), wo = y.dim(3);
+  const std::vector<Tap> th = taps(spec, spec.scale_h, band.in_height, out_height);
   const std::vector<Tap> tw = taps(spec, spec.scale_w, w, wo);
   parallel_for(0, x.dim(0) * x.dim(1), [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       const float* src = x.f32() + c * h * w;
-      float* dst = y.f32() + c * ho * wo;
-      for (std::int64_t r = 0; r < ho; ++r) {
-        const Tap& a = th[static_cast<std::size_t>(r)];
-        const float* row0 = src + a.i0 * w;
-        const float* row1 = src + a.i1 * w;
+      float* dst = y.f32() + c * rows * wo;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const Tap& a = th[static_cast<std::size_t>(band.out_begin + r)];
+        const float* row0 = src + (a.i0 - band.in_begin) * w;
+        const float* row1 = src + (a.i1 - band.in_begin) * w;
         for (std::int64_t q = 0; q < wo; ++q) {
           const Tap& b = tw[static_cast<std::size_t>(q)];
           if (spec.mode == ResizeMode::Nearest) {
@@ -157,6 +173,10 @@ void resize(const Tensor& x, const ResizeSpec& spec, Tensor& y) {
       }
     }
   });
+}
+
+void resize(const Tensor& x, const ResizeSpec& spec, Tensor& y) {
+  resize(x, spec, whole_band(x.dim(2), y.dim(2)), y.dim(2), y);
 }
 
 }  // namespace huddle::kernels

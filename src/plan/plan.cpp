@@ -139,6 +139,7 @@ nlohmann::json Plan::to_json() const {
                       {"layers", layer_list}};
   if (grid) j["grid"] = {{"rows", grid->rows}, {"cols", grid->cols}};
   if (pipeline) j["pipeline"] = pipeline->to_json();
+  if (rows) j["rows"] = rows->to_json();
   return j;
 }
 
@@ -190,7 +191,14 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
     if (p.grid) root.at("pipeline").fail("a plan is either 2d-tiled (\"grid\") or a pipeline");
     p.pipeline = Pipeline::from_json(json.at("pipeline"), source + ": pipeline");
   }
+  if (root.has("rows")) {
+    if (p.grid || p.pipeline)
+      root.at("rows").fail("a row-split plan has no \"grid\" and no \"pipeline\"");
+    p.rows = RowPlan::from_json(json.at("rows"), source + ": rows");
+  }
   const Reader layers = root.at("layers");
+  if (p.rows && layers.array_size() != 0)
+    layers.fail("a row-split plan places ops by \"rows\"; its \"layers\" must be empty");
   if (p.pipeline && layers.array_size() != 0)
     layers.fail("a pipeline plan runs whole units per stage; its \"layers\" must be empty");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
@@ -274,7 +282,29 @@ void Plan::save(const std::string& path) const {
   if (!out) throw Error(fmt::format("{}: cannot write plan", path));
 }
 
+PlanModel PlanModel::of(const rows::RowGraph& graph) {
+  PlanModel m;
+  m.architecture = "onnx";
+  m.layers = static_cast<std::int64_t>(graph.layers.size());
+  return m;
+}
+
+void Plan::validate(const rows::RowGraph& graph, const std::string& source) const {
+  const PlanModel actual = PlanModel::of(graph);
+  if (!rows || !(model == actual)) {
+    throw PlanError(fmt::format(
+        "{}: the plan is for a {} with {} layers; the model is an imported CNN with {} row layers "
+        "(a row-split plan is needed)",
+        source, model.architecture, model.layers, actual.layers));
+  }
+  rows->validate(graph, num_devices(), source);
+}
+
 void Plan::validate(const ModelConfig& config, const std::string& source) const {
+  if (rows) {
+    throw PlanError(fmt::format("{}: a row-split plan (for an imported CNN) cannot run a {}",
+                                source, config.architecture));
+  }
   const PlanModel actual = PlanModel::of(config);
   if (!(model == actual)) {
     throw PlanError(

@@ -37,10 +37,15 @@
 //
 // Pipeline (HPipe; plan/pipeline.h): a "pipeline" object gives each stage's device and units and
 // the slice table; "layers" is empty, since each stage runs its units whole.
+//
+// Row-split CNN plans (EdgeFlow; plan/row_plan.h): "rows" gives each row layer's output rows per
+// device; "model" is {"architecture": "onnx", "layers": <row layers>, the rest 0} and "layers" is
+// empty.
 #pragma once
 
 #include "model/model_config.h"
 #include "plan/pipeline.h"
+#include "plan/row_plan.h"
 #include "plan/split.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -82,6 +87,7 @@ struct PlanModel {
   std::int64_t layers = 0, hidden = 0, ffn = 0;
   int heads = 0, kv_heads = 0;
   static PlanModel of(const ModelConfig& config);
+  static PlanModel of(const rows::RowGraph& graph);  // {"onnx", row layers, 0...}
   bool operator==(const PlanModel&) const = default;
 };
 
@@ -93,10 +99,12 @@ struct Plan {
   std::vector<LayerPlan> layers;
   std::optional<Grid> grid;          // 2D-tiled plans only; then every layer is Tiled2D
   std::optional<Pipeline> pipeline;  // pipeline plans only; then `layers` is empty
+  std::optional<RowPlan> rows;       // row-split CNN plans only; then `layers` is empty
 
   int num_devices() const { return static_cast<int>(devices.size()); }
   bool tiled_2d() const { return grid.has_value(); }
   bool pipelined() const { return pipeline.has_value(); }
+  bool row_split() const { return rows.has_value(); }
 
   nlohmann::json to_json() const;
   // Parses and checks structure; PlanError naming `source` and the field at fault.
@@ -106,6 +114,8 @@ struct Plan {
   // Checks the plan against the model it is to run (ranges cover heads and columns, layer
   // count, ...); PlanError naming `source` and the field.
   void validate(const ModelConfig& config, const std::string& source) const;
+  // The same for a row-split plan against an imported CNN's row layers.
+  void validate(const rows::RowGraph& graph, const std::string& source) const;
 };
 
 }  // namespace huddle

@@ -1,0 +1,189 @@
+#include "plan/row_graph.h"
+
+#include <algorithm>
+
+namespace huddle::rows {
+namespace {
+
+bool is_4d(const Shape& s) {
+  return s.size() == 4 && std::all_of(s.begin(), s.end(), [](std::int64_t d) { return d >= 0; });
+}
+
+std::int64_t numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (std::int64_t d : s) n *= d;
+  return n;
+}
+
+bool elementwise(OpKind k) {
+  switch (k) {
+    case OpKind::Sub:
+    case OpKind::Div:
+    case OpKind::Add:
+    case OpKind::Mul:
+    case OpKind::Relu:
+    case OpKind::Clip:
+    case OpKind::Sigmoid:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::BatchNorm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The map of input `i` of row layer `op` (whose output is `out`).
+RowMap map_of(const Graph& g, const Op& op, std::size_t i, const Shape& out) {
+  const Shape& in = g.value(op.inputs[i]).shape;
+  RowMap m;
+  if (!is_4d(in) || (in[2] != out[2] && op.kind != OpKind::Conv2d &&
+                     op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool &&
+                     op.kind != OpKind::Resize)) {
+    m.kind = RowMap::Kind::Whole;
+    m.in_rows = 1;
+    return m;
+  }
+  m.in_rows = in[2];
+  switch (op.kind) {
+    case OpKind::Conv2d:
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+      m.kind = RowMap::Kind::Window;
+      m.window = op.attrs.window;
+      break;
+    case OpKind::Resize:
+      m.kind = RowMap::Kind::Resize;
+      m.resize = op.attrs.resize;
+      m.out_rows = out[2];
+      break;
+    default:
+      m.kind = RowMap::Kind::Same;
+  }
+  return m;
+}
+
+double flops_per_row(const Graph& g, const Op& op, const Shape& out) {
+  const double row_elements = static_cast<double>(out[0] * out[1] * out[3]);
+  if (op.kind == OpKind::Conv2d) {
+    const Shape& w = g.value(op.inputs[1]).shape;  // [O, C/groups, kh, kw]
+    return 2.0 * row_elements * static_cast<double>(w[1] * w[2] * w[3]);
+  }
+  if (op.kind == OpKind::MaxPool || op.kind == OpKind::AvgPool) {
+    return row_elements * static_cast<double>(op.attrs.window.kernel_h * op.attrs.window.kernel_w);
+  }
+  return row_elements;
+}
+
+}  // namespace
+
+kernels::RowSpan RowMap::input_rows(std::int64_t a, std::int64_t b) const {
+  if (kind == Kind::Whole) return {0, in_rows};
+  if (a >= b) return {};
+  switch (kind) {
+    case Kind::Same:
+      return {a, b};
+    case Kind::Window:
+      return kernels::input_rows_for(window, a, b, in_rows);
+    case Kind::Resize:
+      return kernels::resize_input_rows(resize, in_rows, out_rows, a, b);
+    case Kind::Whole:
+      break;
+  }
+  return {0, in_rows};
+}
+
+bool row_splittable(const Graph& graph, const Op& op) {
+  const Shape& out = graph.value(op.output).shape;
+  if (!is_4d(out) || out[2] < 1) return false;
+  switch (op.kind) {
+    case OpKind::Conv2d:
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+    case OpKind::Resize:
+      return is_4d(graph.value(op.inputs[0]).shape);
+    case OpKind::Concat:
+      return op.attrs.axis != 2;
+    case OpKind::Slice: {
+      const Shape& in = graph.value(op.inputs[0]).shape;
+      return is_4d(in) && in[2] == out[2] && op.attrs.starts.size() == 4 &&
+             op.attrs.starts[2] == 0 && op.attrs.steps[2] == 1;
+    }
+    default:
+      break;
+  }
+  if (!elementwise(op.kind)) return false;
+  // A weight operand is whole on every device: fine when broadcast along H, not when it has rows
+  // of its own (it would need slicing per band).
+  for (ValueId in : op.inputs) {
+    const Value& v = graph.value(in);
+    if (v.kind == ValueKind::Weight && op.kind != OpKind::BatchNorm && v.shape.size() == 4 &&
+        v.shape[2] != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+RowGraph build_row_graph(const Graph& graph) {
+  RowGraph rg;
+  std::vector<int> layer_of_value(graph.values().size(), -1);
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    const Op& op = graph.ops()[i];
+    if (row_splittable(graph, op)) {
+      const Shape& out = graph.value(op.output).shape;
+      RowLayer layer;
+      layer.op = i;
+      layer.name = op.name;
+      layer.kind = op.kind;
+      layer.rows = out[2];
+      layer.bytes_per_row = out[0] * out[1] * out[3] * static_cast<std::int64_t>(sizeof(float));
+      layer.flops_per_row = flops_per_row(graph, op, out);
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        const Value& v = graph.value(op.inputs[k]);
+        if (v.kind == ValueKind::Weight) continue;
+        RowInput in;
+        in.value = op.inputs[k];
+        in.producer = layer_of_value[static_cast<std::size_t>(op.inputs[k])];
+        in.map = map_of(graph, op, k, out);
+        const std::int64_t bytes = numel(v.shape) * static_cast<std::int64_t>(sizeof(float));
+        in.bytes_per_row = in.map.kind == RowMap::Kind::Whole ? bytes : bytes / in.map.in_rows;
+        layer.inputs.push_back(in);
+      }
+      const int index = static_cast<int>(rg.layers.size());
+      layer_of_value[static_cast<std::size_t>(op.output)] = index;
+      rg.layers.push_back(std::move(layer));
+      rg.consumers.emplace_back();
+      for (const RowInput& in : rg.layers.back().inputs) {
+        if (in.producer >= 0) {
+          auto& c = rg.consumers[static_cast<std::size_t>(in.producer)];
+          if (c.empty() || c.back() != index) c.push_back(index);
+        }
+      }
+    } else {
+      TailOp t;
+      t.op = i;
+      for (ValueId in : op.inputs) {
+        const int producer = layer_of_value[static_cast<std::size_t>(in)];
+        if (producer >= 0 && std::find(t.row_inputs.begin(), t.row_inputs.end(), producer) ==
+                                 t.row_inputs.end()) {
+          t.row_inputs.push_back(producer);
+        }
+      }
+      const Shape& out = graph.value(op.output).shape;
+      t.flops = static_cast<double>(numel(out));
+      if (op.kind == OpKind::Linear || op.kind == OpKind::MatMul) {
+        const Shape& a = graph.value(op.inputs[0]).shape;
+        t.flops *= 2.0 * static_cast<double>(a.back());
+      }
+      rg.tail.push_back(std::move(t));
+    }
+  }
+  for (ValueId o : graph.outputs()) {
+    const int l = layer_of_value[static_cast<std::size_t>(o)];
+    if (l >= 0) rg.output_layers.push_back(l);
+  }
+  return rg;
+}
+
+}  // namespace huddle::rows

@@ -1,0 +1,87 @@
+// Row geometry of a CNN graph (EdgeFlow): which ops can be split by output rows, and which input
+// rows each band of output rows reads.
+//
+// A row layer is an op whose output is a 4-D NCHW activation that can be computed band by band
+// along H (dim 2): conv2d, max_pool, avg_pool, resize, element-wise ops (sub, div, add, mul,
+// relu, clip, sigmoid, hard_sigmoid, hard_swish, batch_norm), concat and slice along any axis
+// but H. Every other op (global_avg_pool, reshape, transpose, matmul, linear, softmax, ...) is a
+// tail op: it runs whole on device 0, which gathers the rows of its 4-D inputs first.
+//
+// For each input of a row layer, a RowMap gives the input rows [begin, end) that output rows
+// [a, b) read, clipped to the input's height (rows outside it are the window's zero/ignored
+// padding, which the kernels add themselves where a band touches the border: EdgeFlow's
+// pre-padding). Inputs that are not split by rows (a broadcast [N, C, 1, 1] operand, a value a
+// tail op made) are needed whole (RowMap::Kind::Whole). Weights are not inputs here: every device
+// holds the weights of the layers it computes.
+#pragma once
+
+#include "graph/graph.h"
+#include "kernels/cnn.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace huddle::rows {
+
+struct RowMap {
+  enum class Kind : std::uint8_t {
+    Same,    // element-wise, concat, slice: output rows [a, b) read input rows [a, b)
+    Window,  // conv2d, pools: kernels::input_rows_for(window, a, b, in_rows)
+    Resize,  // resize along H: the source rows of the output rows' sampling coordinates
+    Whole,   // the whole input, whatever the rows (broadcast operands, non-4-D values)
+  };
+  Kind kind = Kind::Same;
+  std::int64_t in_rows = 0;    // the input's height (Whole: 1, the value as one unit)
+  kernels::Window2d window;    // Window
+  kernels::ResizeSpec resize;  // Resize
+  std::int64_t out_rows = 0;   // Resize: the output's height
+
+  // Input rows read by output rows [a, b); empty ({0, 0}) when a == b. Whole: {0, in_rows}.
+  kernels::RowSpan input_rows(std::int64_t a, std::int64_t b) const;
+};
+
+struct RowInput {
+  ValueId value = -1;
+  // Index in RowGraph::layers of the row layer that makes this value, or -1 when it is a graph
+  // input or a tail op's output (held whole by device 0).
+  int producer = -1;
+  RowMap map;
+  // Bytes of one input row over every batch item and channel (N·C·W·4); Whole: the value's bytes.
+  std::int64_t bytes_per_row = 0;
+};
+
+struct RowLayer {
+  std::size_t op = 0;  // index in Graph::ops()
+  std::string name;
+  OpKind kind = OpKind::Conv2d;
+  std::int64_t rows = 0;           // output height H
+  std::int64_t bytes_per_row = 0;  // output bytes per row (N·C·W·4)
+  double flops_per_row = 0;        // conv: 2·N·O·W·(C/groups)·kh·kw; others: elements per row
+  std::vector<RowInput> inputs;    // activation inputs in op order (weights left out)
+};
+
+// A tail op and the row layers whose outputs it reads (gathered whole to device 0).
+struct TailOp {
+  std::size_t op = 0;
+  std::vector<int> row_inputs;  // indices in RowGraph::layers
+  double flops = 0;             // rough: output elements, or 2·M·K·N for matmul / linear
+};
+
+struct RowGraph {
+  std::vector<RowLayer> layers;  // in graph (topological) order
+  std::vector<TailOp> tail;      // in graph order
+  // Row layers whose output is a graph output (gathered to device 0 at the end).
+  std::vector<int> output_layers;
+  // For each layer, the later layers that read it (indices), in order.
+  std::vector<std::vector<int>> consumers;
+};
+
+// Whether `op` of `graph` is a row layer.
+bool row_splittable(const Graph& graph, const Op& op);
+
+// The row layers and tail ops of an imported graph (any graph: a transformer has no row layers).
+RowGraph build_row_graph(const Graph& graph);
+
+}  // namespace huddle::rows
