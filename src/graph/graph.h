@@ -128,6 +128,23 @@ struct OpAttrs {
   Shape shape;                              // reshape: target shape; slice: output shape
   std::vector<std::int64_t> starts, steps;  // slice: per dimension, starts in range
   std::vector<std::int64_t> perm;           // transpose
+  // Row-split ops (EdgeFlow lowering). banded conv2d / pools / resize compute output rows
+  // [band.out_begin, band.out_end) of an output out_rows high, from an input holding rows
+  // [band.in_begin, + its height) of one band.in_height high (kernels/cnn.h, RowBand).
+  bool banded = false;
+  kernels::RowBand band;
+  std::int64_t out_rows = 0;
+  // row_exchange: this device's part of a value's forwarding table. The input (if any) holds
+  // rows [in_begin, +H) of the value, the output (attr shape) rows [out_begin, +H); each piece
+  // sends or receives rows [begin, end) to or from `peer` (recvs from this rank: a local copy).
+  // A value of another rank than 4 moves whole, as one row.
+  struct RowPiece {
+    int peer = -1;
+    std::int64_t begin = 0, end = 0;
+  };
+  std::vector<RowPiece> sends, recvs;
+  std::int64_t in_begin = 0, out_begin = 0;
+  int exchange = -1;  // row_exchange: index of the exchange in the program (its message tag)
 };
 
 struct Op {

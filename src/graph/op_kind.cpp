@@ -44,4 +44,27 @@ bool is_imported_op(OpKind kind) {
   }
 }
 
+bool moves_data(OpKind kind) {
+  switch (kind) {
+    case OpKind::LocalRows:
+    case OpKind::AllGather:
+    case OpKind::ReduceScatter:
+    case OpKind::AllReduce:
+    case OpKind::GatherToPrimary:
+    case OpKind::ScatterFromPrimary:
+    case OpKind::BroadcastFromPrimary:
+    case OpKind::AllGatherCols:
+    case OpKind::PipeSend:
+    case OpKind::PipeRecv:
+    case OpKind::RowExchange:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool communicates(OpKind kind) {
+  return moves_data(kind) && kind != OpKind::LocalRows;
+}
+
 }  // namespace huddle

@@ -68,6 +68,9 @@ namespace huddle {
   /* Pipeline stages (attr peer: the other end). */                                              \
   X(PipeSend, "pipe_send", 1, "x[R,C] -> x: sent to rank `peer` (the next stage, or device 0)")  \
   X(PipeRecv, "pipe_recv", 1, "ids[T] -> [T,width]: received from rank `peer` (previous stage)") \
+  /* Row-split CNNs (EdgeFlow): attrs sends, recvs, in_begin, out_begin, shape, exchange. */     \
+  X(RowExchange, "row_exchange", -1,                                                             \
+    "(x[N,C,held,W]) -> [N,C,needed,W]: rows sent to and received from peers, own rows copied")  \
   HUDDLE_IMPORTED_OPS(X)
 
 enum class OpKind : std::uint8_t {
@@ -82,5 +85,9 @@ std::optional<OpKind> parse_op_kind(std::string_view name);
 int op_arity(OpKind kind);
 // Whether the op is one of HUDDLE_IMPORTED_OPS (concrete N-D shapes; Executor::run).
 bool is_imported_op(OpKind kind);
+// Whether the op moves data between devices (or, local_rows, takes this device's rows of it).
+bool moves_data(OpKind kind);
+// Whether the op communicates with other devices (moves_data except local_rows).
+bool communicates(OpKind kind);
 
 }  // namespace huddle

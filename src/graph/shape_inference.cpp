@@ -156,6 +156,16 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       if (in[0].size() != 1 || in[0][0] != kTokens) mismatch(op, "needs the ids as input");
       if (a.width <= 0) mismatch(op, fmt::format("width {} is not positive", a.width));
       return {kTokens, a.width};
+    case OpKind::RowExchange:
+      if (in.size() > 1) mismatch(op, "row_exchange takes at most the rows this device holds");
+      if (a.shape.empty()) mismatch(op, "row_exchange needs its output shape");
+      for (const auto& pieces : {a.sends, a.recvs}) {
+        for (const OpAttrs::RowPiece& p : pieces) {
+          if (p.peer < 0 || p.end <= p.begin) mismatch(op, "row_exchange piece without rows");
+        }
+      }
+      if (!a.sends.empty() && in.empty()) mismatch(op, "row_exchange sends rows it does not hold");
+      return a.shape;
 #define HUDDLE_IMPORTED_CASE(e, name, arity, doc) case OpKind::e:
       HUDDLE_IMPORTED_OPS(HUDDLE_IMPORTED_CASE)
 #undef HUDDLE_IMPORTED_CASE

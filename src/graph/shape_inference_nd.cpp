@@ -44,16 +44,41 @@ void check_window(const kernels::Window2d& w, std::string_view op) {
   }
 }
 
-Shape window_shape(const Shape& x, std::int64_t channels, const kernels::Window2d& w,
-                   std::string_view op) {
+// Checks a banded op's band (attrs banded, band, out_rows) against its input x (holding rows
+// [band.in_begin, + x[2])) and returns the output height of the band; for an op that is not
+// banded, `whole_rows` (the output height of the whole input).
+std::int64_t band_rows(const OpAttrs& a, const Shape& x, std::int64_t whole_rows,
+                       std::string_view op, const kernels::RowSpan& need) {
+  if (!a.banded) return whole_rows;
+  const kernels::RowBand& b = a.band;
+  if (whole_rows != a.out_rows || b.out_begin < 0 || b.out_end <= b.out_begin ||
+      b.out_end > a.out_rows) {
+    fail(op, fmt::format("band of output rows [{}, {}) of {} does not fit an output of {} rows",
+                         b.out_begin, b.out_end, a.out_rows, whole_rows));
+  }
+  if (need.begin < b.in_begin || need.end > b.in_begin + x[2]) {
+    fail(op,
+         fmt::format("band of output rows [{}, {}) reads input rows [{}, {}); the input "
+                     "holds [{}, {})",
+                     b.out_begin, b.out_end, need.begin, need.end, b.in_begin, b.in_begin + x[2]));
+  }
+  return b.out_end - b.out_begin;
+}
+
+Shape window_shape(const Shape& x, std::int64_t channels, const OpAttrs& a, std::string_view op) {
+  const kernels::Window2d& w = a.window;
   check_window(w, op);
-  const std::int64_t ho = kernels::window_out_h(w, x[2]), wo = kernels::window_out_w(w, x[3]);
+  const std::int64_t in_h = a.banded ? a.band.in_height : x[2];
+  const std::int64_t ho = kernels::window_out_h(w, in_h), wo = kernels::window_out_w(w, x[3]);
   if (ho <= 0 || wo <= 0) {
     fail(op, fmt::format("a {}x{} window (dilation {}x{}) does not fit the input {} with its "
                          "padding",
                          w.kernel_h, w.kernel_w, w.dilation_h, w.dilation_w, shape_str(x)));
   }
-  return {x[0], channels, ho, wo};
+  const kernels::RowSpan need =
+      a.banded ? kernels::input_rows_for(w, a.band.out_begin, a.band.out_end, in_h)
+               : kernels::RowSpan{};
+  return {x[0], channels, band_rows(a, x, ho, op, need), wo};
 }
 
 }  // namespace
@@ -97,7 +122,7 @@ Shape infer_imported_shape(OpKind kind, const OpAttrs& a, const std::vector<Shap
                              a.window.kernel_h, a.window.kernel_w));
       if (in.size() == 3) expect_vector(in[2], in[1][0], op, "bias");
       if (a.window.ceil_mode) fail(op, "conv2d has no ceil mode");
-      return window_shape(in[0], in[1][0], a.window, op);
+      return window_shape(in[0], in[1][0], a, op);
     }
     case OpKind::BatchNorm:
       if (in[0].size() < 2)
@@ -113,7 +138,7 @@ Shape infer_imported_shape(OpKind kind, const OpAttrs& a, const std::vector<Shap
           a.window.pad_left >= a.window.kernel_w || a.window.pad_right >= a.window.kernel_w) {
         fail(op, "pool padding must be smaller than the kernel");
       }
-      return window_shape(in[0], in[0][1], a.window, op);
+      return window_shape(in[0], in[0][1], a, op);
     case OpKind::GlobalAvgPool:
       expect_rank(in[0], 4, op, "x");
       return {in[0][0], in[0][1], 1, 1};
@@ -124,6 +149,11 @@ Shape infer_imported_shape(OpKind kind, const OpAttrs& a, const std::vector<Shap
         fail(op, "resize needs a positive output height and width (attr shape)");
       if (!(a.resize.scale_h > 0.0f) || !(a.resize.scale_w > 0.0f))
         fail(op, "scales must be positive");
+      if (a.banded) {
+        const kernels::RowSpan need = kernels::resize_input_rows(
+            a.resize, a.band.in_height, a.shape[0], a.band.out_begin, a.band.out_end);
+        return {in[0][0], in[0][1], band_rows(a, in[0], a.shape[0], op, need), a.shape[1]};
+      }
       return {in[0][0], in[0][1], a.shape[0], a.shape[1]};
     case OpKind::Concat: {
       if (in.empty()) fail(op, "concat needs inputs");

@@ -147,8 +147,8 @@ void resize(const Tensor& x, const ResizeSpec& spec, const RowBand& band, std::i
       resize_input_rows(spec, band.in_height, out_height, band.out_begin, band.out_end);
   HUDDLE_CHECK(band.out_begin >= band.out_end ||
                    (need.begin >= band.in_begin && need.end <= band.in_begin + x.dim(2)),
-               "resize band needs input rows [{}, {}), tensor holds [{}, {})", need.begin,
-               need.end, band.in_begin, band.in_begin + x.dim(2));
+               "resize band needs input rows [{}, {}), tensor holds [{}, {})", need.begin, need.end,
+               band.in_begin, band.in_begin + x.dim(2));
   const std::int64_t h = x.dim(2), w = x.dim(3), rows = y.dim(2), wo = y.dim(3);
   const std::vector<Tap> th = taps(spec, spec.scale_h, band.in_height, out_height);
   const std::vector<Tap> tw = taps(spec, spec.scale_w, w, wo);

@@ -4,6 +4,7 @@
 #include "plan/lowering_2d.h"
 #include "plan/lowering_engine.h"
 #include "plan/lowering_pipeline.h"
+#include "plan/lowering_rows.h"
 
 #include <fmt/format.h>
 
@@ -197,6 +198,7 @@ class Lowering1D final : public LoweringEngine {
 
 Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank) {
   HUDDLE_CHECK(rank >= 0 && rank < plan.num_devices());
+  if (plan.row_split()) return lower_rows(graph, plan, rank);
   Program program = plan.pipelined()  ? lower_pipeline(graph, config, plan, rank)
                     : plan.tiled_2d() ? lower_2d(graph, config, plan, rank)
                                       : Lowering1D(graph, config, plan, rank).run();

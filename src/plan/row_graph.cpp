@@ -37,9 +37,8 @@ bool elementwise(OpKind k) {
 RowMap map_of(const Graph& g, const Op& op, std::size_t i, const Shape& out) {
   const Shape& in = g.value(op.inputs[i]).shape;
   RowMap m;
-  if (!is_4d(in) || (in[2] != out[2] && op.kind != OpKind::Conv2d &&
-                     op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool &&
-                     op.kind != OpKind::Resize)) {
+  if (!is_4d(in) || (in[2] != out[2] && op.kind != OpKind::Conv2d && op.kind != OpKind::MaxPool &&
+                     op.kind != OpKind::AvgPool && op.kind != OpKind::Resize)) {
     m.kind = RowMap::Kind::Whole;
     m.in_rows = 1;
     return m;
@@ -165,8 +164,8 @@ RowGraph build_row_graph(const Graph& graph) {
       t.op = i;
       for (ValueId in : op.inputs) {
         const int producer = layer_of_value[static_cast<std::size_t>(in)];
-        if (producer >= 0 && std::find(t.row_inputs.begin(), t.row_inputs.end(), producer) ==
-                                 t.row_inputs.end()) {
+        if (producer >= 0 &&
+            std::find(t.row_inputs.begin(), t.row_inputs.end(), producer) == t.row_inputs.end()) {
           t.row_inputs.push_back(producer);
         }
       }

@@ -62,8 +62,7 @@ void RowPlan::validate(const rows::RowGraph& graph, int devices, const std::stri
     }
     if (++seen[s.op] > 1) throw PlanError(fmt::format("{}: named twice", field));
     if (static_cast<int>(s.ranges.size()) != devices) {
-      throw PlanError(
-          fmt::format("{}: {} ranges for {} devices", field, s.ranges.size(), devices));
+      throw PlanError(fmt::format("{}: {} ranges for {} devices", field, s.ranges.size(), devices));
     }
     const std::int64_t rows = it->second->rows;
     std::vector<bool> covered(static_cast<std::size_t>(rows), false);
@@ -104,7 +103,8 @@ RowPlan RowPlan::of_ranges(const rows::RowGraph& graph,
                            const std::vector<std::vector<Range>>& ranges) {
   HUDDLE_CHECK(ranges.size() == graph.layers.size());
   RowPlan p;
-  for (std::size_t i = 0; i < ranges.size(); ++i) p.ops.push_back({graph.layers[i].name, ranges[i]});
+  for (std::size_t i = 0; i < ranges.size(); ++i)
+    p.ops.push_back({graph.layers[i].name, ranges[i]});
   return p;
 }
 

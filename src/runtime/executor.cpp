@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/row_exchange.h"
+
 #include "collectives/p2p.h"
 #include "collectives/ring.h"
 #include "core/error.h"
@@ -49,19 +51,17 @@ kernels::ActivationSpec activation_of(const Op& op) {
   }
 }
 
-bool is_data_movement(OpKind kind) {
-  return kind == OpKind::LocalRows || kind == OpKind::AllGather || kind == OpKind::ReduceScatter ||
-         kind == OpKind::AllReduce || kind == OpKind::GatherToPrimary ||
-         kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary ||
-         kind == OpKind::AllGatherCols || kind == OpKind::PipeSend || kind == OpKind::PipeRecv;
-}
-
 // Ops whose input or output rows are this device's share of the step's tokens.
 bool splits_tokens(const Op& op) {
   return op.kind == OpKind::LocalRows || op.kind == OpKind::AllGather ||
          op.kind == OpKind::ReduceScatter || op.kind == OpKind::GatherToPrimary ||
          op.kind == OpKind::ScatterFromPrimary ||
          (op.kind == OpKind::Attention && op.attrs.local_queries);
+}
+
+// The rows a conv, pool or resize computes: its band, or the whole output.
+kernels::RowBand band_of(const Op& op, const Tensor& x, const Tensor& y) {
+  return op.attrs.banded ? op.attrs.band : kernels::whole_band(x.dim(2), y.dim(2));
 }
 
 std::string group_text(const std::vector<int>& group) {
@@ -261,32 +261,38 @@ Tensor Executor::forward_rows(std::span<const std::int32_t> ids, OutputRows rows
   return values[static_cast<std::size_t>(graph_.outputs().front())];
 }
 
-std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
-  std::vector<Tensor> values(graph_.values().size());
+void Executor::check_inputs(const std::map<std::string, Tensor>& inputs) const {
   std::size_t used = 0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const Value& v = graph_.values()[i];
-    if (v.kind == ValueKind::Weight) {
-      values[i] = bound_weights_[i];
-    } else if (v.kind == ValueKind::Input) {
-      const auto it = inputs.find(v.name);
-      if (it == inputs.end())
-        throw InputError(fmt::format("graph input '{}' is not given", v.name));
-      const Tensor& t = it->second;
-      if (t.dtype() != DType::F32 || t.shape() != v.shape || !t.contiguous()) {
-        throw InputError(fmt::format("input '{}' is {} {}, the graph expects F32 {}", v.name,
-                                     dtype_name(t.dtype()), shape_str(t.shape()),
-                                     shape_str(v.shape)));
-      }
-      values[i] = t;
-      ++used;
+  for (const Value& v : graph_.values()) {
+    if (v.kind != ValueKind::Input) continue;
+    const auto it = inputs.find(v.name);
+    if (it == inputs.end()) throw InputError(fmt::format("graph input '{}' is not given", v.name));
+    const Tensor& t = it->second;
+    if (t.dtype() != DType::F32 || t.shape() != v.shape || !t.contiguous()) {
+      throw InputError(fmt::format("input '{}' is {} {}, the graph expects F32 {}", v.name,
+                                   dtype_name(t.dtype()), shape_str(t.shape()),
+                                   shape_str(v.shape)));
     }
+    ++used;
   }
   if (used != inputs.size()) {
     for (const auto& [name, t] : inputs) {
       const auto id = graph_.find(name);
       if (!id || graph_.value(*id).kind != ValueKind::Input)
         throw InputError(fmt::format("'{}' is not an input of the graph", name));
+    }
+  }
+}
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  check_inputs(inputs);
+  std::vector<Tensor> values(graph_.values().size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const Value& v = graph_.values()[i];
+    if (v.kind == ValueKind::Weight) {
+      values[i] = bound_weights_[i];
+    } else if (v.kind == ValueKind::Input) {
+      values[i] = inputs.at(v.name);
     }
   }
   Step step{0, OutputRows::All, collectives::RowPartition({0}), 0, 0};
@@ -302,7 +308,7 @@ void Executor::run_ops(std::vector<Tensor>& values, const Step& step) {
   const auto& ops = graph_.ops();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    if (step.rows == OutputRows::None && after_last_row_[i] && !is_data_movement(op.kind)) {
+    if (step.rows == OutputRows::None && after_last_row_[i] && !moves_data(op.kind)) {
       values[static_cast<std::size_t>(op.output)] =
           Tensor::empty(DType::F32, resolve(graph_.value(op.output).shape, step));
     } else if (!done_inside_collective_[i]) {
@@ -339,7 +345,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     return values[static_cast<std::size_t>(op.inputs[i])];
   };
   const Shape out_shape = resolve(graph_.value(op.output).shape, step);
-  if (is_data_movement(op.kind)) return data_movement(op, values, out_shape, step, op_index);
+  if (moves_data(op.kind)) return data_movement(op, values, out_shape, step, op_index);
   Tensor out;
   if (is_imported_op(op.kind)) {
     if (is_imported_elementwise(op.kind)) {
@@ -449,7 +455,7 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
       break;
     case OpKind::Conv2d:
       kernels::conv2d(in(0), in(1), op.inputs.size() == 3 ? &in(2) : nullptr, a.window, a.groups,
-                      a.act, kernels::whole_band(in(0).dim(2), out.dim(2)), out);
+                      a.act, band_of(op, in(0), out), out);
       break;
     case OpKind::BatchNorm: {
       // Unfolded batch norm (no conv before it): y = (x - mean) / sqrt(var + eps) * scale + bias.
@@ -470,13 +476,14 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
     case OpKind::AvgPool:
       kernels::pool2d(
           in(0), op.kind == OpKind::MaxPool ? kernels::PoolKind::Max : kernels::PoolKind::Average,
-          a.window, a.count_include_pad, kernels::whole_band(in(0).dim(2), out.dim(2)), out);
+          a.window, a.count_include_pad, band_of(op, in(0), out), out);
       break;
     case OpKind::GlobalAvgPool:
       kernels::global_avg_pool(in(0), out);
       break;
     case OpKind::Resize:
-      kernels::resize(in(0), a.resize, out);
+      kernels::resize(in(0), a.resize, band_of(op, in(0), out), a.banded ? a.out_rows : out.dim(2),
+                      out);
       break;
     case OpKind::Concat: {
       std::vector<const Tensor*> parts;
@@ -525,6 +532,12 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
 Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const Shape& out_shape,
                                const Step& step, std::size_t op_index) {
   net::Transport* transport = transport_for(op);
+  if (op.kind == OpKind::RowExchange) {
+    if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
+    const Tensor* held =
+        op.inputs.empty() ? nullptr : &values[static_cast<std::size_t>(op.inputs[0])];
+    return row_exchange(op, held, out_shape, *transport);
+  }
   const bool single = transport == nullptr || transport->size() == 1;
   const auto input_id = static_cast<std::size_t>(op.inputs[0]);
   const bool input_is_dead = last_use_[input_id] == op_index && !is_output_[input_id] &&

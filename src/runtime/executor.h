@@ -64,6 +64,8 @@ class Executor final : public StepRunner {
   // of exactly the graph's input shapes, and returns every graph output by name. InputError
   // naming the input for a missing, unknown, misshapen or non-F32 tensor.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+  // The checks run() makes of its inputs, alone (InputError as run's).
+  void check_inputs(const std::map<std::string, Tensor>& inputs) const;
   void reset() override { position_ = 0; }
   std::int64_t position() const override { return position_; }
   std::int64_t max_positions() const override { return max_positions_; }

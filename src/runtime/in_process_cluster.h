@@ -7,7 +7,12 @@
 #include "plan/plan.h"
 #include "runtime/step_runner.h"
 
+#include "runtime/session.h"
+
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace huddle {
 
@@ -16,5 +21,12 @@ namespace huddle {
 // every device has stopped; rethrows the first device's error, if any.
 void run_in_process(const Model& model, const Plan& plan,
                     const std::function<void(StepRunner&)>& drive);
+
+// The same for an imported graph (a CNN) and a row-split plan: one run of `inputs` on every
+// device, device 0's outputs by name; `reports` (optional) receives every device's report.
+std::map<std::string, Tensor> run_in_process(const Graph& graph, const WeightMap& weights,
+                                             const Plan& plan,
+                                             const std::map<std::string, Tensor>& inputs,
+                                             std::vector<StepReport>* reports = nullptr);
 
 }  // namespace huddle

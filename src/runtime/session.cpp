@@ -91,7 +91,7 @@ Tensor run_step(Executor& executor, std::span<const std::int64_t> slices,
 OpObserver StepMeter::observer(OpObserver inner) {
   return [this, inner = std::move(inner)](const Op& op, const Tensor& out,
                                           std::chrono::nanoseconds elapsed) {
-    if (!is_communication(op.kind)) compute_s_ += std::chrono::duration<double>(elapsed).count();
+    if (!communicates(op.kind)) compute_s_ += std::chrono::duration<double>(elapsed).count();
     if (inner) inner(op, out, elapsed);
   };
 }
@@ -155,13 +155,29 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
   const OutputRows rows = all_rows ? OutputRows::All : OutputRows::Last;
   Tensor out = run_step(executor_, slices, ids, rows);
   if (pipeline_ && pipeline_->output_device() != 0) out = receive_outputs(slices, rows);
+  collect_reports(start, sent_before);
+  return out;
+}
+
+std::map<std::string, Tensor> PrimarySession::run(const std::map<std::string, Tensor>& inputs) {
+  HUDDLE_CHECK(!ended_, "session already ended");
+  executor_.check_inputs(inputs);  // refused before any device starts: the session stays usable
+  const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t sent_before = transport_.bytes_sent();
+  broadcast(kRunTag, {});
+  std::map<std::string, Tensor> out = executor_.run(inputs);
+  collect_reports(start, sent_before);
+  return out;
+}
+
+void PrimarySession::collect_reports(std::chrono::steady_clock::time_point start,
+                                     std::uint64_t sent_before) {
   reports_.assign(1, measure(meter_, seconds_since(start), transport_.bytes_sent() - sent_before));
   for (int r = 1; r < transport_.size(); ++r) {
     WireReport w{};
     transport_.recv_into(r, kStepReportTag, std::as_writable_bytes(std::span(&w, 1)));
     reports_.push_back({w.compute_s, w.wall_s, w.bytes_sent, w.free_memory_bytes});
   }
-  return out;
 }
 
 Tensor PrimarySession::receive_outputs(std::span<const std::int64_t> slices, OutputRows rows) {
@@ -202,6 +218,16 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
     if (m.tag == kEndTag) return;
     if (m.tag == kResetTag) {
       executor.reset();
+      continue;
+    }
+    if (m.tag == kRunTag) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::uint64_t sent_before = transport.bytes_sent();
+      executor.run({});
+      const StepReport r =
+          measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
+      const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
+      transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));
       continue;
     }
     if (m.tag != kStepTag || m.payload.size() < sizeof(StepHeader)) {

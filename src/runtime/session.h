@@ -24,6 +24,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace huddle {
@@ -32,6 +34,9 @@ inline constexpr std::uint32_t kStepTag = 0x10000001u;
 inline constexpr std::uint32_t kResetTag = 0x10000002u;
 inline constexpr std::uint32_t kEndTag = 0x10000003u;
 inline constexpr std::uint32_t kStepReportTag = 0x10000004u;
+// A run of an imported graph (a CNN): empty payload; device 0 holds the inputs, the row
+// exchanges inside the programs bring every device the rows it reads. Answered by a report.
+inline constexpr std::uint32_t kRunTag = 0x10000005u;
 
 // What one device measured of one step.
 struct StepReport {
@@ -71,6 +76,8 @@ class PrimarySession final : public StepRunner {
   ~PrimarySession() override;
 
   Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override;
+  // One run of an imported graph (Executor::run) on every device; device 0's outputs by name.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
   void reset() override;
   std::int64_t position() const override { return executor_.position(); }
   std::int64_t max_positions() const override { return executor_.max_positions(); }
@@ -81,6 +88,8 @@ class PrimarySession final : public StepRunner {
 
  private:
   void broadcast(std::uint32_t tag, std::span<const std::byte> payload);
+  // Device 0's report (measured since `start`) and every worker's.
+  void collect_reports(std::chrono::steady_clock::time_point start, std::uint64_t sent_before);
 
   // The pipeline's output tensors of a step, received from its last stage.
   Tensor receive_outputs(std::span<const std::int64_t> slices, OutputRows rows);

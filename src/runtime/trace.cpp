@@ -19,18 +19,11 @@ double now_us() {
 
 }  // namespace
 
-bool is_communication(OpKind kind) {
-  return kind == OpKind::AllGather || kind == OpKind::ReduceScatter || kind == OpKind::AllReduce ||
-         kind == OpKind::AllGatherCols || kind == OpKind::GatherToPrimary ||
-         kind == OpKind::ScatterFromPrimary || kind == OpKind::BroadcastFromPrimary ||
-         kind == OpKind::PipeSend || kind == OpKind::PipeRecv;
-}
-
 OpObserver TraceRecorder::observer() {
   return [this](const Op& op, const Tensor& out, std::chrono::nanoseconds elapsed) {
     const double duration = std::chrono::duration<double, std::micro>(elapsed).count();
     const std::int64_t rows = out.defined() && out.rank() >= 1 ? out.dim(0) : -1;
-    spans_.push_back({op.name, is_communication(op.kind) ? "comm" : "compute", op.layer,
+    spans_.push_back({op.name, communicates(op.kind) ? "comm" : "compute", op.layer,
                       now_us() - duration, duration, rows});
   };
 }

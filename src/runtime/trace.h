@@ -11,10 +11,6 @@
 
 namespace huddle {
 
-// Whether ops of `kind` move data between devices (their time is communication, waiting
-// included, rather than compute).
-bool is_communication(OpKind kind);
-
 struct Span {
   std::string name;      // op name, e.g. "blk.3.attn_out"
   std::string category;  // "compute" or "comm"

@@ -6,6 +6,7 @@
 #include "kernels/kernels.h"
 #include "onnx/onnx_model.h"
 #include "runtime/executor.h"
+#include "cnn_fixtures.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -20,33 +21,14 @@ namespace {
 using onnx_import::ImportOptions;
 using onnx_import::OnnxModel;
 
-nlohmann::json manifest() {
-  std::ifstream in(testing::fixture("cnn/manifest.json"));
-  return nlohmann::json::parse(in);
-}
-
-nlohmann::json model_entry(const std::string& name) {
-  const nlohmann::json all = manifest();
-  for (const auto& m : all["models"]) {
-    if (m["name"] == name) return m;
-  }
-  ADD_FAILURE() << "no manifest entry " << name;
-  return {};
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  const auto va = a.to_vector(), vb = b.to_vector();
-  double m = 0;
-  for (std::size_t i = 0; i < va.size() && i < vb.size(); ++i)
-    m = std::max(m, std::fabs(static_cast<double>(va[i]) - vb[i]));
-  return m;
-}
+using testing::cnn_entry;
+using testing::cnn_manifest;
+using testing::max_abs_diff;
 
 class CnnFixture : public ::testing::TestWithParam<std::string> {};
 
 void check_outputs(const std::string& name, bool fuse) {
-  const nlohmann::json entry = model_entry(name);
+  const nlohmann::json entry = cnn_entry(name);
   ImportOptions options;
   options.fuse = fuse;
   const OnnxModel model = OnnxModel::load(testing::fixture("cnn/" + name + ".onnx"), options);
@@ -77,7 +59,7 @@ TEST_P(CnnFixture, UnfusedGraphMatchesTheFloat64Reference) {
 }
 
 TEST_P(CnnFixture, ShapeInferenceEqualsEveryNodeOutputShape) {
-  const nlohmann::json entry = model_entry(GetParam());
+  const nlohmann::json entry = cnn_entry(GetParam());
   ImportOptions options;
   options.fuse = false;  // one graph value per ONNX node output
   const OnnxModel model = OnnxModel::load(testing::fixture("cnn/" + GetParam() + ".onnx"), options);
@@ -101,7 +83,7 @@ TEST_P(CnnFixture, ShapeInferenceEqualsEveryNodeOutputShape) {
 }
 
 TEST_P(CnnFixture, InfoCountsOpsAndParameters) {
-  const nlohmann::json entry = model_entry(GetParam());
+  const nlohmann::json entry = cnn_entry(GetParam());
   const OnnxModel model = OnnxModel::load(testing::fixture("cnn/" + GetParam() + ".onnx"));
   EXPECT_EQ(model.parameter_count(), entry["n_params"].get<std::int64_t>());
   EXPECT_EQ(model.opset(), 13);
@@ -124,7 +106,7 @@ TEST_P(CnnFixture, InfoCountsOpsAndParameters) {
 }
 
 TEST_P(CnnFixture, SameAnswerOnOneAndTwoThreads) {
-  const nlohmann::json entry = model_entry(GetParam());
+  const nlohmann::json entry = cnn_entry(GetParam());
   const OnnxModel model = OnnxModel::load(testing::fixture("cnn/" + GetParam() + ".onnx"));
   const Tensor input =
       io::read_npy(testing::fixture("cnn/" + entry["input"]["file"].get<std::string>()));

@@ -1,0 +1,90 @@
+#include "runtime/row_exchange.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace huddle {
+namespace {
+
+// A value seen as [planes, rows, row_len] floats: NCHW -> [N·C, H, W]; any other rank is one row.
+struct RowView {
+  std::int64_t planes = 1, rows = 1, row_len = 0;
+};
+
+RowView view_of(const Shape& s) {
+  std::int64_t n = 1;
+  for (std::int64_t d : s) n *= d;
+  if (s.size() == 4) return {s[0] * s[1], s[2], s[3]};
+  return {1, 1, n};
+}
+
+// Copies rows [r0, r1) of `src` (first row src_row0) into `dst` (first row dst_row0).
+void copy_rows(const float* src, const RowView& sv, std::int64_t src_row0, float* dst,
+               const RowView& dv, std::int64_t dst_row0, std::int64_t r0, std::int64_t r1) {
+  const auto bytes = static_cast<std::size_t>((r1 - r0) * sv.row_len) * sizeof(float);
+  for (std::int64_t p = 0; p < sv.planes; ++p) {
+    std::memcpy(dst + (p * dv.rows + (r0 - dst_row0)) * dv.row_len,
+                src + (p * sv.rows + (r0 - src_row0)) * sv.row_len, bytes);
+  }
+}
+
+}  // namespace
+
+Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
+                    net::Transport& transport) {
+  const OpAttrs& a = op.attrs;
+  const int me = transport.rank();
+  const std::uint32_t tag =
+      kRowExchangeTagBase + (static_cast<std::uint32_t>(a.exchange) & 0xFFFFFFu);
+  const RowView ov = view_of(out_shape);
+  RowView hv;
+  Tensor packed_held;
+  if (held != nullptr) {
+    packed_held = held->contiguous() ? *held : held->clone();
+    hv = view_of(packed_held.shape());
+  }
+  // Sends on their own thread (each piece packed into one message).
+  std::exception_ptr send_error;
+  std::thread sender([&] {
+    try {
+      std::vector<float> buffer;
+      for (const OpAttrs::RowPiece& s : a.sends) {
+        const RowView pv{hv.planes, s.end - s.begin, hv.row_len};
+        buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
+        copy_rows(packed_held.f32(), hv, a.in_begin, buffer.data(), pv, s.begin, s.begin, s.end);
+        transport.send(s.peer, tag, std::as_bytes(std::span(buffer)));
+      }
+    } catch (...) {
+      send_error = std::current_exception();
+    }
+  });
+  Tensor out = Tensor::empty(DType::F32, out_shape);
+  std::exception_ptr recv_error;
+  try {
+    std::vector<float> buffer;
+    for (const OpAttrs::RowPiece& r : a.recvs) {
+      if (r.peer == me) {
+        copy_rows(packed_held.f32(), hv, a.in_begin, out.f32(), ov, a.out_begin, r.begin, r.end);
+        continue;
+      }
+      const RowView pv{ov.planes, r.end - r.begin, ov.row_len};
+      buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
+      transport.recv_into(r.peer, tag, std::as_writable_bytes(std::span(buffer)));
+      copy_rows(buffer.data(), pv, r.begin, out.f32(), ov, a.out_begin, r.begin, r.end);
+    }
+  } catch (...) {
+    recv_error = std::current_exception();
+  }
+  sender.join();
+  if (recv_error) std::rethrow_exception(recv_error);
+  if (send_error) std::rethrow_exception(send_error);
+  return out;
+}
+
+}  // namespace huddle

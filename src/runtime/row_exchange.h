@@ -1,0 +1,23 @@
+// The row exchange of a row-split CNN (EdgeFlow's forwarding table at run time): each device
+// sends the rows of a value other devices need, directly to each of them, and assembles the rows
+// it needs from its own and the received ones. Sends run on their own thread while this one
+// receives, so two devices that exchange halos with each other never wait on each other's sends.
+#pragma once
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+#include "net/transport.h"
+
+namespace huddle {
+
+// Message tags of row exchanges: kRowExchangeTagBase + the exchange's index (mod 2^24).
+inline constexpr std::uint32_t kRowExchangeTagBase = 0x30000000u;
+
+// Runs row_exchange `op` (attrs sends, recvs, in_begin, out_begin, exchange) on this device:
+// `held` is the device's rows of the value (undefined when it holds none), the result has
+// `out_shape`. TransportError naming the peer when a link fails; PlanError when a received
+// piece does not fit.
+Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
+                    net::Transport& transport);
+
+}  // namespace huddle
