@@ -19,24 +19,35 @@ namespace {
 
 constexpr std::int64_t kMinOpset = 11, kMaxOpset = 17;
 
-onnx::ModelProto read_proto(const std::filesystem::path& path) {
+std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw LoadError(fmt::format("{}: cannot open the file", path.string()));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) throw LoadError(fmt::format("{}: the file is empty", path.string()));
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+onnx::ModelProto parse_proto(const std::string& bytes, const std::string& file) {
+  if (bytes.empty()) throw LoadError(fmt::format("{}: the file is empty", file));
   if (bytes.size() > (std::size_t{1} << 31) - 1)
-    throw LoadError(fmt::format("{}: larger than protobuf's 2 GB limit", path.string()));
+    throw LoadError(fmt::format("{}: larger than protobuf's 2 GB limit", file));
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
     throw LoadError(
         fmt::format("{}: not a valid ONNX model (protobuf parse failed: truncated or "
                     "corrupt)",
-                    path.string()));
+                    file));
   }
   if (!model.has_graph())
-    throw LoadError(fmt::format("{}: not an ONNX model (it has no graph)", path.string()));
+    throw LoadError(fmt::format("{}: not an ONNX model (it has no graph)", file));
   return model;
 }
+
+}  // namespace
+
+std::string read_onnx_file(const std::filesystem::path& path) {
+  return read_bytes(path);
+}
+
+namespace {
 
 std::int64_t default_opset(const onnx::ModelProto& model, const std::string& file) {
   std::int64_t opset = -1;
@@ -97,9 +108,14 @@ Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& options,
 }  // namespace
 
 OnnxModel OnnxModel::load(const std::filesystem::path& path, const ImportOptions& options) {
+  return load_bytes(read_bytes(path), path, options);
+}
+
+OnnxModel OnnxModel::load_bytes(const std::string& bytes, const std::filesystem::path& path,
+                                const ImportOptions& options) {
   const std::string file = path.string();
   try {
-    const onnx::ModelProto proto = read_proto(path);
+    const onnx::ModelProto proto = parse_proto(bytes, file);
     OnnxModel m;
     m.path_ = path;
     m.opset_ = default_opset(proto, file);

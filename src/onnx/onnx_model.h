@@ -32,11 +32,17 @@ struct TensorInfo {
   Shape shape;
 };
 
+// The bytes of an ONNX file (LoadError naming it when it cannot be read).
+std::string read_onnx_file(const std::filesystem::path& path);
+
 class OnnxModel {
  public:
   // LoadError naming the file (and node) for an unreadable, corrupt or unsupported model;
   // InputError for an input shape in `options` that does not fit the model.
   static OnnxModel load(const std::filesystem::path& path, const ImportOptions& options = {});
+  // The same from the file's bytes (a worker that was sent the model); `path` names it in errors.
+  static OnnxModel load_bytes(const std::string& bytes, const std::filesystem::path& path,
+                              const ImportOptions& options = {});
 
   const std::filesystem::path& path() const { return path_; }
   const Graph& graph() const { return graph_; }

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "net/session.h"
+#include "plan/lowering_rows.h"
 #include "runtime/cluster_protocol.h"
 #include "runtime/fingerprint.h"
 #include "runtime/mesh.h"
@@ -24,7 +25,20 @@ std::string payload_text(const net::Message& m) {
 }  // namespace
 
 Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
-    : model_(model), plan_(plan), options_(std::move(options)) {
+    : model_(&model), plan_(plan), options_(std::move(options)) {
+  start({{"config", model.config_text()}, {"tensors", model.tensor_names()}},
+        model_fingerprint(model));
+}
+
+Cluster::Cluster(const onnx_import::OnnxModel& model, const Plan& plan, ClusterOptions options)
+    : onnx_(&model), plan_(plan), options_(std::move(options)) {
+  if (!plan_.row_split())
+    throw PlanError("an imported CNN runs across devices with a row-split plan");
+  model_file_ = onnx_import::read_onnx_file(model.path());
+  start({{"format", "onnx"}}, bytes_fingerprint(model_file_));
+}
+
+void Cluster::start(const nlohmann::json& model_fields, const std::string& fingerprint) {
   const int world = plan_.num_devices();
   if (static_cast<int>(options_.workers.size()) != world - 1) {
     throw UsageError(
@@ -37,18 +51,16 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
   const std::uint64_t session_id = opened.id;
   const std::vector<std::string>& endpoints = opened.endpoints;
   // 2. Describe the session to each worker.
-  const std::string fingerprint = model_fingerprint(model_);
   for (int r = 1; r < world; ++r) {
-    const nlohmann::json setup = {{"rank", r},
-                                  {"world", world},
-                                  {"session_id", session_id},
-                                  {"endpoints", endpoints},
-                                  {"config", model_.config_text()},
-                                  {"tensors", model_.tensor_names()},
-                                  {"plan", plan_.to_json()},
-                                  {"timeout_ms", options_.timeout.count()},
-                                  {"fingerprint", fingerprint},
-                                  {"trace", options_.trace}};
+    nlohmann::json setup = {{"rank", r},
+                            {"world", world},
+                            {"session_id", session_id},
+                            {"endpoints", endpoints},
+                            {"plan", plan_.to_json()},
+                            {"timeout_ms", options_.timeout.count()},
+                            {"fingerprint", fingerprint},
+                            {"trace", options_.trace}};
+    setup.update(model_fields);
     const std::string text = setup.dump();
     controls_[static_cast<std::size_t>(r - 1)]->send(kSetupTag, std::as_bytes(std::span(text)));
   }
@@ -79,10 +91,14 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     if (mapped_locally[static_cast<std::size_t>(r)]) continue;
     senders.emplace_back([&, r] {
       try {
-        const Program program = lower(model_.graph(), model_.config(), plan_, r);
+        if (onnx_) {
+          transport_->send(r, kModelFileTag, std::as_bytes(std::span(model_file_)));
+          return;
+        }
+        const Program program = lower(model_->graph(), model_->config(), plan_, r);
         for (const Value& v : program.graph.values()) {
           if (v.kind == ValueKind::Weight) {
-            collectives::send_tensor(*transport_, r, resolve_weight(model_.weights(), v.weight));
+            collectives::send_tensor(*transport_, r, resolve_weight(model_->weights(), v.weight));
           }
         }
       } catch (...) {
@@ -95,7 +111,10 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     if (e) std::rethrow_exception(e);
   }
   // 5. Wait until every worker is ready.
-  program_ = lower(model_.graph(), model_.config(), plan_, 0);
+  model_file_.clear();
+  model_file_.shrink_to_fit();
+  program_ = onnx_ ? lower_rows(onnx_->graph(), plan_, 0)
+                   : lower(model_->graph(), model_->config(), plan_, 0);
   devices_.push_back(
       {plan_.devices.front(), program_weight_bytes(program_), resident_bytes(), true});
   for (int r = 1; r < world; ++r) {
@@ -115,14 +134,25 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     }
   }
   // Device 0 binds the model's own (memory-mapped) weights: no copy.
+  const Graph& graph = onnx_ ? onnx_->graph() : model_->graph();
   executor_ =
-      std::make_unique<Executor>(program_.graph, model_.weights(), model_.config().max_positions,
+      std::make_unique<Executor>(program_.graph, onnx_ ? onnx_->weights() : model_->weights(),
+                                 onnx_ ? 1 : model_->config().max_positions,
                                  DeviceGroup{transport_.get(), plan_.token_shares});
   executor_->set_observer(meter_.observer(options_.trace ? recorder_.observer() : OpObserver{}));
-  const Graph& graph = model_.graph();
   session_ = std::make_unique<PrimarySession>(
       *transport_, *executor_, &meter_, plan_.pipeline ? &*plan_.pipeline : nullptr,
       graph.outputs().empty() ? 0 : graph.value(graph.outputs().front()).shape.back());
+}
+
+std::map<std::string, Tensor> Cluster::run(const std::map<std::string, Tensor>& inputs) {
+  try {
+    return session_->run(inputs);
+  } catch (const TransportError& e) {
+    const std::string reports = worker_failures(net::Duration(1000));
+    if (reports.empty()) throw;
+    throw TransportError(fmt::format("{}; workers report: {}", e.what(), reports));
+  }
 }
 
 Tensor Cluster::ExplainingRunner::forward(std::span<const std::int32_t> ids, bool all_rows) {

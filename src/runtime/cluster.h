@@ -6,13 +6,16 @@
 #include "model/model.h"
 #include "net/key.h"
 #include "net/tcp_transport.h"
+#include "onnx/onnx_model.h"
 #include "plan/lowering.h"
 #include "plan/plan.h"
 #include "runtime/executor.h"
 #include "runtime/session.h"
 #include "runtime/trace.h"
 
+#include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -51,7 +54,13 @@ class Cluster {
   // TransportError naming the worker that cannot be reached, refuses the key, is busy, or fails
   // to set up (its reason is passed on).
   Cluster(const Model& model, const Plan& plan, ClusterOptions options);
+  // An imported CNN with a row-split plan: workers without a copy of the model file get the
+  // file; run() runs it.
+  Cluster(const onnx_import::OnnxModel& model, const Plan& plan, ClusterOptions options);
   ~Cluster();
+
+  // One run of an imported CNN on every device (errors explained as forward()'s).
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
 
   // Steps on every device. A step that fails on a link (a peer died, timed out, or closed) throws
   // TransportError with what the workers reported as they failed, so the message names the device
@@ -71,7 +80,12 @@ class Cluster {
   // within `wait` each ("" when none did); for error messages.
   std::string worker_failures(net::Duration wait);
 
-  const Model& model_;
+  // Steps 1-5 of the protocol (runtime/cluster_protocol.h); `model_fields` join the setup.
+  void start(const nlohmann::json& model_fields, const std::string& fingerprint);
+
+  const Model* model_ = nullptr;                  // a checkpoint model, or
+  const onnx_import::OnnxModel* onnx_ = nullptr;  // an imported CNN
+  std::string model_file_;                        // the CNN's file while it is shipped
   Plan plan_;
   ClusterOptions options_;
   std::vector<std::unique_ptr<net::SecureChannel>> controls_;  // session channels, one per worker

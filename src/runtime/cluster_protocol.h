@@ -11,6 +11,7 @@
 //      setup's, else {"local": false}; then primary -> worker: the program's weights, one tensor
 //      each (collectives::send_tensor), in the order of the program's weight values;
 //   4. worker -> primary kReadyTag: JSON {"weight_bytes", "rss_bytes"};
+//      (an imported CNN, setup "format": "onnx": the model file instead, kModelFileTag);
 //   5. steps (session.h) until kEndTag; then the worker sends kTraceTag with its op spans when
 //      the setup asked for a trace.
 #pragma once
@@ -25,6 +26,9 @@ inline constexpr std::uint32_t kTraceTag = 0x10000012u;
 inline constexpr std::uint32_t kWeightsTag = 0x10000013u;
 // A profiling session instead of an inference one (runtime/profile_session.h).
 inline constexpr std::uint32_t kProfileTag = 0x10000014u;
+// Imported CNNs ("format": "onnx" in the setup, no "config" or "tensors"): instead of weights,
+// the primary sends the model file, one message, to a worker without a matching copy.
+inline constexpr std::uint32_t kModelFileTag = 0x10000017u;
 inline constexpr std::uint32_t kProfileCommandTag = 0x10000015u;
 inline constexpr std::uint32_t kProfileReplyTag = 0x10000016u;
 

@@ -9,6 +9,17 @@
 #include <map>
 
 namespace huddle {
+namespace {
+
+std::string hex_digest(crypto_generichash_state& state) {
+  unsigned char hash[32];
+  crypto_generichash_final(&state, hash, sizeof hash);
+  std::string hex;
+  for (unsigned char b : hash) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+}  // namespace
 
 std::string model_fingerprint(const Model& model) {
   net::ensure_sodium();
@@ -30,11 +41,16 @@ std::string model_fingerprint(const Model& model) {
       if (count > 0) feed(t.f32() + at, static_cast<std::size_t>(count) * sizeof(float));
     }
   }
-  unsigned char hash[32];
-  crypto_generichash_final(&state, hash, sizeof hash);
-  std::string hex;
-  for (unsigned char b : hash) hex += fmt::format("{:02x}", b);
-  return hex;
+  return hex_digest(state);
+}
+
+std::string bytes_fingerprint(std::string_view bytes) {
+  net::ensure_sodium();
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, nullptr, 0, 32);
+  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(bytes.data()),
+                            bytes.size());
+  return hex_digest(state);
 }
 
 }  // namespace huddle

@@ -5,7 +5,10 @@
 #include "core/process_memory.h"
 #include "net/session.h"
 #include "net/tcp_transport.h"
+#include "onnx/onnx_model.h"
 #include "plan/lowering.h"
+#include "plan/lowering_rows.h"
+#include "plan/row_graph.h"
 #include "runtime/cluster_protocol.h"
 #include "runtime/executor.h"
 #include "runtime/fingerprint.h"
@@ -34,6 +37,7 @@ struct Setup {
   int timeout_ms = 0;
   std::string fingerprint;
   bool trace = false;
+  bool onnx = false;  // "format": "onnx": an imported CNN, sent (or mapped) as its file
 };
 
 Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std::string& peer) {
@@ -48,8 +52,11 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
     s.world = j.at("world").get<int>();
     s.session_id = j.at("session_id").get<std::uint64_t>();
     s.endpoints = j.at("endpoints").get<std::vector<std::string>>();
-    s.config = j.at("config").get<std::string>();
-    s.tensors = j.at("tensors").get<std::vector<std::string>>();
+    s.onnx = j.value("format", std::string("hf")) == "onnx";
+    if (!s.onnx) {
+      s.config = j.at("config").get<std::string>();
+      s.tensors = j.at("tensors").get<std::vector<std::string>>();
+    }
     s.plan = j.at("plan");
     s.timeout_ms = j.at("timeout_ms").get<int>();
     s.fingerprint = j.at("fingerprint").get<std::string>();
@@ -67,11 +74,92 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
   }
 }
 
+// A device's part once its program and weights are in place: tell the primary it is ready,
+// follow its steps until it ends the session, send the trace if asked.
+void serve_program(net::TcpTransport& transport, const Program& program, const WeightMap& weights,
+                   std::int64_t max_positions, const Plan& plan, const Setup& s,
+                   const WorkerOptions& options) {
+  Executor executor(program.graph, weights, max_positions,
+                    DeviceGroup{&transport, plan.token_shares});
+  TraceRecorder recorder;
+  StepMeter meter;
+  executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}));
+  const std::string ready = nlohmann::json{
+      {"weight_bytes", program_weight_bytes(program)},
+      {"rss_bytes",
+       resident_bytes()}}.dump();
+  transport.send(0, kReadyTag, std::as_bytes(std::span(ready)));
+  if (options.log) {
+    options.log(fmt::format(
+        "session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank, s.world,
+        static_cast<double>(program_weight_bytes(program)) / 1e6, program.graph.ops().size()));
+  }
+  follow_primary(transport, executor, &meter, plan.pipeline ? &*plan.pipeline : nullptr);
+  if (s.trace) {
+    const std::string spans = recorder.to_json().dump();
+    transport.send(0, kTraceTag, std::as_bytes(std::span(spans)));
+  }
+  if (options.log) options.log(fmt::format("session {}: ended", s.session_id));
+}
+
+// An imported CNN: the model travels as its file (or is read from the worker's own copy when
+// its fingerprint matches), and each device holds the weights of its own units.
+void serve_onnx_session(const net::SecureChannel& control, const Setup& s,
+                        std::unique_ptr<net::TcpTransport>& transport, net::LinkAcceptor& acceptor,
+                        const WorkerOptions& options) {
+  const std::string source = fmt::format("session {} from {}", s.session_id, control.name());
+  const Plan plan = Plan::from_json(s.plan, source);
+  if (!plan.row_split()) throw PlanError(source + ": an ONNX model needs a row-split plan");
+  if (plan.num_devices() != s.world)
+    throw PlanError(fmt::format("{}: plan for {} devices", source, plan.num_devices()));
+  transport =
+      join_mesh(MeshPlace{s.rank, s.world, s.session_id, s.endpoints, net::Duration(s.timeout_ms)},
+                acceptor, options.key, options.channel, options.link);
+  std::optional<std::string> bytes;
+  if (options.model_dir && options.model_dir->extension() == ".onnx") {
+    bytes = onnx_import::read_onnx_file(*options.model_dir);
+    if (bytes_fingerprint(*bytes) != s.fingerprint) {
+      if (options.log) {
+        options.log(
+            fmt::format("session {}: local model {} differs from the primary's; "
+                        "receiving it",
+                        s.session_id, options.model_dir->string()));
+      }
+      bytes.reset();
+    }
+  }
+  const std::string mode = nlohmann::json{{"local", bytes.has_value()}}.dump();
+  transport->send(0, kWeightsTag, std::as_bytes(std::span(mode)));
+  if (!bytes) {
+    const net::Message m = transport->recv(0);
+    if (m.tag != kModelFileTag) {
+      throw TransportError(fmt::format("{}: expected the model file, got tag {:#x}",
+                                       transport->peer_name(0), m.tag));
+    }
+    bytes.emplace(reinterpret_cast<const char*>(m.payload.data()), m.payload.size());
+  }
+  Program program;
+  WeightMap weights;
+  {
+    const auto model = onnx_import::OnnxModel::load_bytes(*bytes, fmt::format("{}: model", source));
+    bytes.reset();
+    plan.validate(rows::build_row_graph(model.graph()), source);
+    program = lower_rows(model.graph(), plan, s.rank);
+    weights = extract_weights(program, model.weights());
+  }  // the rest of the model is freed: only this device's units' weights stay
+  localize_weights(program);
+  serve_program(*transport, program, weights, 1, plan, s, options);
+}
+
 void serve_session(net::SecureChannel& control, const net::Message& setup,
                    std::unique_ptr<net::TcpTransport>& transport, const net::OpenRequest& open,
                    net::LinkAcceptor& acceptor, const WorkerOptions& options) {
   const std::string primary = control.name();
   const Setup s = parse_setup(setup, open, primary);
+  if (s.onnx) {
+    serve_onnx_session(control, s, transport, acceptor, options);
+    return;
+  }
   const std::string source = fmt::format("session {} from {}", s.session_id, primary);
   ModelDescription model = describe_model(s.config, s.tensors, source);
   const Plan plan = Plan::from_json(s.plan, source);
@@ -111,27 +199,7 @@ void serve_session(net::SecureChannel& control, const net::Message& setup,
     }
   }
   localize_weights(program);
-  Executor executor(program.graph, weights, model.config.max_positions,
-                    DeviceGroup{transport.get(), plan.token_shares});
-  TraceRecorder recorder;
-  StepMeter meter;
-  executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}));
-  const std::string ready = nlohmann::json{
-      {"weight_bytes", program_weight_bytes(program)},
-      {"rss_bytes",
-       resident_bytes()}}.dump();
-  transport->send(0, kReadyTag, std::as_bytes(std::span(ready)));
-  if (options.log) {
-    options.log(fmt::format(
-        "session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank, s.world,
-        static_cast<double>(program_weight_bytes(program)) / 1e6, program.graph.ops().size()));
-  }
-  follow_primary(*transport, executor, &meter, plan.pipeline ? &*plan.pipeline : nullptr);
-  if (s.trace) {
-    const std::string spans = recorder.to_json().dump();
-    transport->send(0, kTraceTag, std::as_bytes(std::span(spans)));
-  }
-  if (options.log) options.log(fmt::format("session {}: ended", s.session_id));
+  serve_program(*transport, program, weights, model.config.max_positions, plan, s, options);
 }
 
 // Runs a session (an inference session, or a profiling one when the first message says so); on
