@@ -15,7 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -239,6 +241,165 @@ TEST(EdgeFlowLp, IntegerResultWithinOneRowOfBruteForce) {
       "planner optimal in %d/60; LP alone optimal in %d/60, worst excess %.2f rows of "
       "the slowest device\n",
       full_exact, lp_exact, worst_lp_excess);
+}
+
+}  // namespace
+}  // namespace huddle
+
+namespace huddle {
+namespace {
+
+// ---- the fixtures ---------------------------------------------------------------------------
+
+rows::RowGraph fixture_rows(const std::string& name) {
+  return rows::build_row_graph(
+      onnx_import::OnnxModel::load(testing::fixture("cnn/" + name + ".onnx")).graph());
+}
+
+// Devices of `gflops` each; every pair linked at `bandwidth_bps` with `latency_s`.
+ClusterSpec cluster_of(const std::vector<double>& gflops, double bandwidth_bps, double latency_s) {
+  std::vector<DeviceSpec> devices;
+  for (std::size_t i = 0; i < gflops.size(); ++i) {
+    DeviceSpec d;
+    d.name = fmt::format("d{}", i);
+    d.gflops = gflops[i];
+    d.memory_bytes = std::int64_t{1} << 30;
+    devices.push_back(d);
+  }
+  return ClusterSpec::uniform(std::move(devices), {bandwidth_bps, latency_s});
+}
+
+class RowFixture : public ::testing::TestWithParam<std::string> {};
+
+// Uneven speeds; from 3 devices the last is 1000x slower than the fastest, too slow for any row.
+std::vector<double> uneven(int devices) {
+  switch (devices) {
+    case 2:
+      return {3, 1};
+    case 3:
+      return {4, 2, 0.004};
+    default:
+      return {4, 2, 1, 0.004};
+  }
+}
+
+TEST_P(RowFixture, EveryStrategyGivesAValidPlanOn2To4Devices) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  ASSERT_FALSE(g.layers.empty());
+  for (int n = 2; n <= 4; ++n) {
+    const ClusterSpec cluster = cluster_of(uneven(n), 1e9, 5e-5);
+    std::map<std::string, double> latency;
+    for (const std::string& s : row_strategies()) {
+      SCOPED_TRACE(fmt::format("{} devices, {}", n, s));
+      const RowPlan plan = plan_rows(s, g, cluster);
+      EXPECT_NO_THROW(plan.validate(g, n, "plan"));
+      EXPECT_EQ(plan.ops.size(), g.layers.size());
+      const RowPrediction p = predict_rows(g, cluster, plan);
+      EXPECT_GT(p.latency_s, 0);
+      EXPECT_TRUE(std::isfinite(p.latency_s));
+      latency[s] = p.latency_s;
+      if (s == "edgeflow" && n >= 3) {  // the 1000x slower device gets no rows, sends nothing
+        EXPECT_EQ(p.busy_s.back(), 0);
+        EXPECT_EQ(p.bytes_sent.back(), 0);
+      }
+    }
+    // The plan-level choice (row_planners.h) keeps edgeflow at or below these two.
+    EXPECT_LE(latency["edgeflow"], latency["local"]);
+    EXPECT_LE(latency["edgeflow"], latency["rows-proportional"]);
+  }
+}
+
+// One device 4x faster than the two others, a fast network: rows-equal gives each slow device a
+// third of every layer (at least F/3 seconds for F GFLOP), device 0 alone takes F/4, and EdgeFlow's
+// per-layer choice never does worse than a layer on device 0 alone. The LP's plan itself, without
+// the plan-level fallback, must beat rows-equal by at least that 3/4.
+TEST_P(RowFixture, EdgeFlowBeatsRowsEqualWithOneDevice4xFaster) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  const RowCosts c = row_costs(g, cluster_of({4, 1, 1}, 1e9, 5e-5));
+  const double edgeflow = simulate_rows(g, c, plan_edgeflow(g, c)).latency_s;
+  const double equal = simulate_rows(g, c, plan_rows_equal(g, 3)).latency_s;
+  EXPECT_LE(edgeflow, 0.75 * equal);
+}
+
+// Inside the fused block every device reads only rows it computed itself (the forwarding table
+// of every block layer's reads has no transfer between devices), halo rows are computed
+// redundantly, and the layers after the block are split as rows-proportional splits them.
+TEST_P(RowFixture, TilesNeedNoTransferInsideTheFusedBlock) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  for (int n = 2; n <= 4; ++n) {
+    const RowCosts c = row_costs(g, cluster_of(uneven(n), 1e9, 5e-5));
+    const auto ranges = plan_rows_tiles(g, c);
+    EXPECT_NO_THROW(RowPlan::of_ranges(g, ranges).validate(g, n, "tiles"));
+    const int last = default_last_fused(g);
+    bool redundant = false;
+    for (int l = 0; l <= last; ++l) {
+      const rows::RowLayer& layer = g.layers[static_cast<std::size_t>(l)];
+      for (const rows::RowInput& in : layer.inputs) {
+        if (in.producer < 0) continue;
+        for (const RowTransfer& t : forwarding_table(ranges[static_cast<std::size_t>(in.producer)],
+                                                     consumer_needs(g, ranges, in.producer, l))) {
+          EXPECT_EQ(t.src, t.dst) << layer.name << " reads rows [" << t.begin << ", " << t.end
+                                  << ") of " << g.layers[static_cast<std::size_t>(in.producer)].name
+                                  << " from device " << t.src << " on device " << t.dst;
+        }
+      }
+      std::int64_t computed = 0;
+      for (const Range& r : ranges[static_cast<std::size_t>(l)]) computed += r.second - r.first;
+      redundant = redundant || computed > layer.rows;
+    }
+    EXPECT_TRUE(redundant || last == 0);
+    const auto proportional = plan_rows_proportional(g, c);
+    for (std::size_t l = static_cast<std::size_t>(last) + 1; l < g.layers.size(); ++l) {
+      EXPECT_EQ(ranges[l], proportional[l]) << g.layers[l].name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cnn, RowFixture, ::testing::Values("vgg-tiny", "resnet-tiny", "yolo-tiny"),
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+TEST(RowPlanners, UnknownStrategyIsAPlanErrorNamingIt) {
+  const rows::RowGraph g = fixture_rows("vgg-tiny");
+  try {
+    plan_rows("bogus", g, cluster_of({1, 1}, 1e9, 1e-4));
+    FAIL() << "no error";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("'bogus'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rows-equal"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RowCosts, FromTheClusterByLayerKind) {
+  const rows::RowGraph g = fixture_rows("vgg-tiny");
+  ClusterSpec cluster = cluster_of({2, 5}, 1e8, 3e-3);
+  OpCurves curves;
+  curves.gemm = {40, 1e-5};
+  curves.attention = {10, 0};
+  curves.elementwise = {4, 2e-6};
+  curves.gemv = curves.gemm;
+  cluster.mutable_device(1).curves = curves;
+  const RowCosts c = row_costs(g, cluster);
+  ASSERT_EQ(c.devices(), 2);
+  bool conv = false, other = false;
+  for (std::size_t l = 0; l < g.layers.size(); ++l) {
+    const rows::RowLayer& layer = g.layers[l];
+    EXPECT_DOUBLE_EQ(c.per_row[l][0], layer.flops_per_row / 2e9);
+    EXPECT_DOUBLE_EQ(c.fixed[l][0], kRowUnitOverheadS);
+    const OpCurve& curve = layer.kind == OpKind::Conv2d ? curves.gemm : curves.elementwise;
+    EXPECT_DOUBLE_EQ(c.per_row[l][1], layer.flops_per_row / (curve.gflops * 1e9));
+    EXPECT_DOUBLE_EQ(c.fixed[l][1], curve.overhead_s);
+    EXPECT_DOUBLE_EQ(c.unit_s(static_cast<int>(l), 1, 0), 0);
+    conv = conv || layer.kind == OpKind::Conv2d;
+    other = other || layer.kind != OpKind::Conv2d;
+  }
+  EXPECT_TRUE(conv && other);
+  EXPECT_DOUBLE_EQ(c.message_s(0, 1, 1e5), 3e-3 + 1e5 * 8 / 1e8);
+  EXPECT_EQ(c.message_s(1, 1, 1e5), 0);
+  EXPECT_EQ(c.tail.size(), g.tail.size());
 }
 
 }  // namespace
