@@ -321,6 +321,21 @@ TEST_P(RowFixture, EdgeFlowBeatsRowsEqualWithOneDevice4xFaster) {
   EXPECT_LE(edgeflow, 0.75 * equal);
 }
 
+// On a 1 Mbit/s network with 10 ms per message, moving any activation costs more than the whole
+// model on device 0: edgeflow keeps every row there and predicts local's latency.
+TEST_P(RowFixture, EdgeFlowStaysLocalOnASlowNetwork) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  const ClusterSpec cluster = cluster_of({4, 4, 4}, 1e6, 1e-2);
+  const RowPlan plan = plan_rows("edgeflow", g, cluster);
+  const auto ranges = plan.layer_ranges(g, 3);
+  for (std::size_t l = 0; l < g.layers.size(); ++l) {
+    EXPECT_EQ(ranges[l][0], Range(0, g.layers[l].rows)) << g.layers[l].name;
+    EXPECT_GE(ranges[l][1].first, ranges[l][1].second) << g.layers[l].name;
+    EXPECT_GE(ranges[l][2].first, ranges[l][2].second) << g.layers[l].name;
+  }
+  EXPECT_EQ(predict_rows(g, cluster, plan).bytes_sent, (std::vector<std::int64_t>{0, 0, 0}));
+}
+
 // Inside the fused block every device reads only rows it computed itself (the forwarding table
 // of every block layer's reads has no transfer between devices), halo rows are computed
 // redundantly, and the layers after the block are split as rows-proportional splits them.
