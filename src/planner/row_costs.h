@@ -1,0 +1,43 @@
+// Costs of row-split CNN plans (EdgeFlow and its baselines): per device and row layer, the time of
+// a unit as a function of its rows, Y_i(rows) = per_row·rows + fixed (0 for 0 rows); per tail op
+// its time on device 0; per ordered pair of devices, the time of a message.
+//
+// `row_costs` derives them from a cluster file; tests fill the struct by hand.
+#pragma once
+
+#include "plan/row_graph.h"
+#include "planner/cluster.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace huddle {
+
+struct RowCosts {
+  // [layer][device] (layers of the RowGraph, in its order): seconds per output row, and the fixed
+  // seconds of a unit with at least one row.
+  std::vector<std::vector<double>> per_row, fixed;
+  std::vector<double> tail;  // seconds of each tail op (RowGraph::tail) on device 0
+  // [src][dst]: one-way latency per message and seconds per byte (8 / bandwidth in bit/s).
+  std::vector<std::vector<double>> latency_s, seconds_per_byte;
+
+  int devices() const { return static_cast<int>(latency_s.size()); }
+  // Y_d(rows) of `layer` on `device`; 0 when rows <= 0.
+  double unit_s(int layer, int device, std::int64_t rows) const;
+  // One message of `bytes` from src to dst: latency + bytes / bandwidth; 0 when src == dst or
+  // bytes <= 0.
+  double message_s(int src, int dst, double bytes) const;
+};
+
+// Fixed cost of one unit when the cluster file has no op curves (a kernel call, the band's
+// bookkeeping): small against any real layer.
+inline constexpr double kRowUnitOverheadS = 20e-6;
+
+// Costs of `graph`'s layers on `cluster`: a conv's rows at the device's GEMM curve, every other
+// row layer at its element-wise curve (flops_per_row / throughput + the curve's overhead), or at
+// `gflops` plus kRowUnitOverheadS without curves. Tail ops: their FLOPs at device 0's GEMM curve
+// (or `gflops`) — tail ops are small (pooling heads, reshapes, a classifier). Links from
+// ClusterSpec::link (PlanError naming both devices when a pair has none).
+RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster);
+
+}  // namespace huddle

@@ -1,0 +1,421 @@
+// EdgeFlow's planner, its row simulator and the row baselines (planner/row_*.h,
+// planner/edgeflow_planner.h): hand-built row graphs with hand-set costs, the LP against brute
+// force over every cut point, and every strategy on the three CNN fixtures.
+#include "core/error.h"
+#include "onnx/onnx_model.h"
+#include "plan/row_plan.h"
+#include "planner/edgeflow_planner.h"
+#include "planner/row_baselines.h"
+#include "planner/row_costs.h"
+#include "planner/row_planners.h"
+#include "planner/row_simulator.h"
+#include "test_util.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace huddle {
+namespace {
+
+using rows::RowGraph;
+using rows::RowInput;
+using rows::RowLayer;
+using rows::RowMap;
+
+// ---- hand-built row graphs ----------------------------------------------------------------
+
+kernels::Window2d conv3x3(std::int64_t stride = 1) {
+  kernels::Window2d w;
+  w.kernel_h = w.kernel_w = 3;
+  w.stride_h = w.stride_w = stride;
+  w.pad_top = w.pad_bottom = w.pad_left = w.pad_right = 1;
+  return w;
+}
+
+RowInput graph_input(std::int64_t rows, std::int64_t bytes_per_row, ValueId value = 0) {
+  RowInput in;
+  in.value = value;
+  in.producer = -1;
+  in.map.kind = RowMap::Kind::Same;
+  in.map.in_rows = rows;
+  in.bytes_per_row = bytes_per_row;
+  return in;
+}
+
+RowInput from_layer(const RowGraph& g, int producer, RowMap::Kind kind = RowMap::Kind::Same,
+                    kernels::Window2d window = {}) {
+  RowInput in;
+  in.value = 100 + producer;
+  in.producer = producer;
+  in.map.kind = kind;
+  in.map.window = window;
+  in.map.in_rows = g.layers[static_cast<std::size_t>(producer)].rows;
+  in.bytes_per_row = g.layers[static_cast<std::size_t>(producer)].bytes_per_row;
+  return in;
+}
+
+void add_layer(RowGraph& g, std::int64_t rows, std::int64_t bytes_per_row,
+               std::vector<RowInput> inputs, OpKind kind = OpKind::Relu) {
+  RowLayer l;
+  l.op = g.layers.size() + g.tail.size();
+  l.name = fmt::format("l{}", g.layers.size());
+  l.kind = kind;
+  l.rows = rows;
+  l.bytes_per_row = bytes_per_row;
+  l.flops_per_row = 1;
+  l.inputs = std::move(inputs);
+  const int index = static_cast<int>(g.layers.size());
+  g.layers.push_back(l);
+  g.consumers.emplace_back();
+  for (const RowInput& in : g.layers.back().inputs) {
+    if (in.producer < 0) continue;
+    auto& c = g.consumers[static_cast<std::size_t>(in.producer)];
+    if (c.empty() || c.back() != index) c.push_back(index);
+  }
+}
+
+// Costs with per_row[d] and fixed[d] for every layer, one link (latency, seconds per byte) for
+// every pair.
+RowCosts hand_costs(const RowGraph& g, std::vector<double> per_row, std::vector<double> fixed,
+                    double latency, double seconds_per_byte) {
+  RowCosts c;
+  const std::size_t n = per_row.size();
+  c.per_row.assign(g.layers.size(), per_row);
+  c.fixed.assign(g.layers.size(), fixed);
+  c.tail.assign(g.tail.size(), 0.0);
+  c.latency_s.assign(n, std::vector<double>(n, latency));
+  c.seconds_per_byte.assign(n, std::vector<double>(n, seconds_per_byte));
+  for (std::size_t d = 0; d < n; ++d) c.latency_s[d][d] = c.seconds_per_byte[d][d] = 0;
+  return c;
+}
+
+// ---- simulator ----------------------------------------------------------------------------
+
+TEST(RowSimulator, OneDeviceTakesTheSumOfItsLayersAndTail) {
+  RowGraph g;
+  add_layer(g, 10, 40, {graph_input(10, 40)}, OpKind::Conv2d);
+  add_layer(g, 10, 40, {from_layer(g, 0, RowMap::Kind::Window, conv3x3())}, OpKind::Conv2d);
+  add_layer(g, 5, 20, {from_layer(g, 1, RowMap::Kind::Window, conv3x3(2))}, OpKind::Conv2d);
+  g.tail.push_back({3, {2}, 100});
+  RowCosts c = hand_costs(g, {1e-3}, {5e-4}, 0, 0);
+  c.per_row[2][0] = 3e-3;
+  c.tail[0] = 7e-3;
+  const RowPrediction p = simulate_rows(g, c, plan_rows_local(g, 1));
+  const double want = (10 * 1e-3 + 5e-4) * 2 + 5 * 3e-3 + 5e-4 + 7e-3;
+  EXPECT_NEAR(p.latency_s, want, 1e-15);
+  EXPECT_NEAR(p.busy_s[0], want, 1e-15);
+  EXPECT_EQ(p.bytes_sent[0], 0);
+}
+
+TEST(RowSimulator, ATransferAddsLatencyAndBytesOverBandwidth) {
+  RowGraph g;
+  add_layer(g, 8, 100, {graph_input(8, 100)});
+  add_layer(g, 8, 50, {from_layer(g, 0)});
+  g.output_layers = {1};
+  const double lat = 2e-3, spb = 1e-6;
+  const RowCosts c = hand_costs(g, {1e-3, 2e-3}, {1e-4, 3e-4}, lat, spb);
+  // Layer 0 on device 0, layer 1 on device 1; the output comes back to device 0.
+  const std::vector<std::vector<Range>> ranges = {{{0, 8}, {0, 0}}, {{0, 0}, {0, 8}}};
+  const RowPrediction p = simulate_rows(g, c, ranges);
+  const double want = (8 * 1e-3 + 1e-4) + (lat + 800 * spb) + (8 * 2e-3 + 3e-4) + (lat + 400 * spb);
+  EXPECT_NEAR(p.latency_s, want, 1e-15);
+  EXPECT_EQ(p.bytes_sent, (std::vector<std::int64_t>{800, 400}));
+  EXPECT_NEAR(p.busy_s[1], 8 * 2e-3 + 3e-4, 1e-15);
+}
+
+TEST(RowSimulator, ZeroRowUnitsCostNothingAndNeedNothing) {
+  RowGraph g;
+  add_layer(g, 8, 100, {graph_input(8, 100)});
+  add_layer(g, 8, 100, {from_layer(g, 0, RowMap::Kind::Window, conv3x3())}, OpKind::Conv2d);
+  g.output_layers = {1};
+  const RowCosts c = hand_costs(g, {1e-3, 1e-3, 1e-3}, {1e-4, 1e-4, 1e-4}, 1e-3, 1e-6);
+  // Device 2 has zero rows everywhere: the same as the 2-device plan without it.
+  const std::vector<std::vector<Range>> three = {{{0, 4}, {4, 8}, {8, 8}},
+                                                 {{0, 4}, {4, 8}, {3, 3}}};
+  const std::vector<std::vector<Range>> two = {{{0, 4}, {4, 8}}, {{0, 4}, {4, 8}}};
+  const RowPrediction p3 = simulate_rows(g, c, three);
+  const RowPrediction p2 =
+      simulate_rows(g, hand_costs(g, {1e-3, 1e-3}, {1e-4, 1e-4}, 1e-3, 1e-6), two);
+  EXPECT_NEAR(p3.latency_s, p2.latency_s, 1e-15);
+  EXPECT_EQ(p3.bytes_sent[2], 0);
+  EXPECT_EQ(p3.busy_s[2], 0);
+  // By hand: device 1 needs the input's rows 4..8 (400 bytes) and layer 0's row 3 (100 bytes);
+  // device 0 needs layer 0's row 4, then gathers layer 1's rows 4..8 (400 bytes).
+  const double l0_d1 = (1e-3 + 400e-6) + (4e-3 + 1e-4);
+  const double l0_d0 = 4e-3 + 1e-4;
+  const double l1_d1 = std::max(l0_d1, l0_d0 + 1e-3 + 100e-6) + 4e-3 + 1e-4;
+  const double l1_d0 = std::max(l0_d0, l0_d1 + 1e-3 + 100e-6) + 4e-3 + 1e-4;
+  EXPECT_NEAR(p3.latency_s, std::max(l1_d0, l1_d1 + 1e-3 + 400e-6), 1e-15);
+  EXPECT_EQ(p3.bytes_sent[0], 400 + 100);
+  EXPECT_EQ(p3.bytes_sent[1], 100 + 400);
+}
+
+TEST(RowSimulator, ALinkCarriesItsMessagesOneAfterAnother) {
+  RowGraph g;
+  add_layer(g, 4, 1000, {graph_input(4, 10)});
+  add_layer(g, 4, 1000, {graph_input(4, 10)});
+  add_layer(g, 4, 10, {from_layer(g, 0), from_layer(g, 1)}, OpKind::Add);
+  g.output_layers = {2};
+  const double lat = 1e-3, spb = 1e-6;
+  const RowCosts c = hand_costs(g, {1e-5, 1e-5}, {0, 0}, lat, spb);
+  const std::vector<std::vector<Range>> ranges = {
+      {{0, 4}, {0, 0}}, {{0, 4}, {0, 0}}, {{0, 0}, {0, 4}}};
+  const RowPrediction p = simulate_rows(g, c, ranges);
+  // Layer 0's 4000 bytes leave at 40 µs and hold the link for 4 ms; layer 1's (ready at 80 µs)
+  // follow them; both arrive a latency after their last byte.
+  const double second = 40e-6 + 4000 * spb + 4000 * spb + lat;
+  const double want = second + 4 * 1e-5 + lat + 40 * spb;
+  EXPECT_NEAR(p.latency_s, want, 1e-15);
+}
+
+// ---- the LP against brute force --------------------------------------------------------------
+
+// The best makespan of `layer` over every pair of cut points 0 <= x1 <= x2 <= H (3 devices).
+double brute_force(const RowGraph& g, const RowCosts& c, const EdgeFlowState& s, int layer) {
+  const std::int64_t h = g.layers[static_cast<std::size_t>(layer)].rows;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::int64_t x1 = 0; x1 <= h; ++x1) {
+    for (std::int64_t x2 = x1; x2 <= h; ++x2) {
+      best = std::min(best, layer_finish(g, c, s, layer, {{0, x1}, {x1, x2}, {x2, h}}));
+    }
+  }
+  return best;
+}
+
+// A 3x3 conv of height 12 after a producer of height 12 whose split and finish times are given;
+// 3 devices of uneven speeds and links. Random instances (fixed seed).
+TEST(EdgeFlowLp, IntegerResultWithinOneRowOfBruteForce) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  int lp_exact = 0, full_exact = 0;
+  double worst_lp_excess = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    RowGraph g;
+    add_layer(g, 12, 1000, {graph_input(12, 300)}, OpKind::Conv2d);
+    add_layer(g, 12, 1000, {from_layer(g, 0, RowMap::Kind::Window, conv3x3())}, OpKind::Conv2d);
+    const std::vector<double> per_row = {1e-3 * (0.5 + u(rng)), 2e-3 * (0.5 + u(rng)),
+                                         4e-3 * (0.5 + u(rng))};
+    RowCosts c = hand_costs(g, per_row, {1e-4, 2e-4, 1e-4}, 0, 0);
+    for (std::size_t j = 0; j < 3; ++j) {
+      for (std::size_t i = 0; i < 3; ++i) {
+        if (i == j) continue;
+        c.latency_s[j][i] = 1e-4 + 1e-3 * u(rng);
+        c.seconds_per_byte[j][i] = 1e-6 * u(rng);  // up to 1 ms per row of 1000 bytes
+      }
+    }
+    const std::int64_t a = 2 + static_cast<std::int64_t>(u(rng) * 5);
+    const std::int64_t b = a + static_cast<std::int64_t>(u(rng) * (11 - a));
+    EdgeFlowState s = EdgeFlowState::start(3);
+    s.ranges = {{{0, a}, {a, b}, {b, 12}}};
+    s.finish = {{5e-3 + 5e-3 * u(rng), 5e-3 + 5e-3 * u(rng), 5e-3 + 5e-3 * u(rng)}};
+    s.device_free = s.finish[0];
+    const double opt = brute_force(g, c, s, 1);
+    // The bound: one row's time on the slowest device.
+    const double row = *std::max_element(per_row.begin(), per_row.end());
+    const LayerChoice full = plan_layer(g, c, s, 1);
+    EXPECT_LE(full.makespan, opt + row) << "trial " << trial << " source " << full.source;
+    EXPECT_GE(full.makespan, opt - 1e-15);
+    EXPECT_NEAR(full.makespan, layer_finish(g, c, s, 1, full.ranges), 1e-15);
+    // The LP alone, rounded (no local search, no alternatives, no refinement).
+    full_exact += full.makespan <= opt + 1e-12;
+    const LayerChoice lp = plan_layer(g, c, s, 1, {false, false, false});
+    // Stated bound for the LP alone too: its approximations are exact for this geometry (each
+    // device reads its neighbours' edge rows) but for the dropped indicator and rounding.
+    EXPECT_LE(lp.makespan, opt + row) << "trial " << trial;
+    worst_lp_excess = std::max(worst_lp_excess, (lp.makespan - opt) / row);
+    lp_exact += lp.makespan <= opt + 1e-12;
+  }
+  // With the local search and alternatives the planner finds the optimum on most instances.
+  EXPECT_GE(full_exact, 55);
+  RecordProperty("lp_alone_exact", lp_exact);
+  RecordProperty("lp_alone_worst_excess_rows", std::to_string(worst_lp_excess));
+  std::printf(
+      "planner optimal in %d/60; LP alone optimal in %d/60, worst excess %.2f rows of "
+      "the slowest device\n",
+      full_exact, lp_exact, worst_lp_excess);
+}
+
+}  // namespace
+}  // namespace huddle
+
+namespace huddle {
+namespace {
+
+// ---- the fixtures ---------------------------------------------------------------------------
+
+rows::RowGraph fixture_rows(const std::string& name) {
+  return rows::build_row_graph(
+      onnx_import::OnnxModel::load(testing::fixture("cnn/" + name + ".onnx")).graph());
+}
+
+// Devices of `gflops` each; every pair linked at `bandwidth_bps` with `latency_s`.
+ClusterSpec cluster_of(const std::vector<double>& gflops, double bandwidth_bps, double latency_s) {
+  std::vector<DeviceSpec> devices;
+  for (std::size_t i = 0; i < gflops.size(); ++i) {
+    DeviceSpec d;
+    d.name = fmt::format("d{}", i);
+    d.gflops = gflops[i];
+    d.memory_bytes = std::int64_t{1} << 30;
+    devices.push_back(d);
+  }
+  return ClusterSpec::uniform(std::move(devices), {bandwidth_bps, latency_s});
+}
+
+class RowFixture : public ::testing::TestWithParam<std::string> {};
+
+// Uneven speeds; from 3 devices the last is 1000x slower than the fastest, too slow for any row.
+std::vector<double> uneven(int devices) {
+  switch (devices) {
+    case 2:
+      return {3, 1};
+    case 3:
+      return {4, 2, 0.004};
+    default:
+      return {4, 2, 1, 0.004};
+  }
+}
+
+TEST_P(RowFixture, EveryStrategyGivesAValidPlanOn2To4Devices) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  ASSERT_FALSE(g.layers.empty());
+  for (int n = 2; n <= 4; ++n) {
+    const ClusterSpec cluster = cluster_of(uneven(n), 1e9, 5e-5);
+    std::map<std::string, double> latency;
+    for (const std::string& s : row_strategies()) {
+      SCOPED_TRACE(fmt::format("{} devices, {}", n, s));
+      const RowPlan plan = plan_rows(s, g, cluster);
+      EXPECT_NO_THROW(plan.validate(g, n, "plan"));
+      EXPECT_EQ(plan.ops.size(), g.layers.size());
+      const RowPrediction p = predict_rows(g, cluster, plan);
+      EXPECT_GT(p.latency_s, 0);
+      EXPECT_TRUE(std::isfinite(p.latency_s));
+      latency[s] = p.latency_s;
+      if (s == "edgeflow" && n >= 3) {  // the 1000x slower device gets no rows, sends nothing
+        EXPECT_EQ(p.busy_s.back(), 0);
+        EXPECT_EQ(p.bytes_sent.back(), 0);
+      }
+    }
+    // The plan-level choice (row_planners.h) keeps edgeflow at or below these two.
+    EXPECT_LE(latency["edgeflow"], latency["local"]);
+    EXPECT_LE(latency["edgeflow"], latency["rows-proportional"]);
+  }
+}
+
+// One device 4x faster than the two others, a fast network: rows-equal gives each slow device a
+// third of every layer (at least F/3 seconds for F GFLOP), device 0 alone takes F/4, and EdgeFlow's
+// per-layer choice never does worse than a layer on device 0 alone. The LP's plan itself, without
+// the plan-level fallback, must beat rows-equal by at least that 3/4.
+TEST_P(RowFixture, EdgeFlowBeatsRowsEqualWithOneDevice4xFaster) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  const RowCosts c = row_costs(g, cluster_of({4, 1, 1}, 1e9, 5e-5));
+  const double edgeflow = simulate_rows(g, c, plan_edgeflow(g, c)).latency_s;
+  const double equal = simulate_rows(g, c, plan_rows_equal(g, 3)).latency_s;
+  EXPECT_LE(edgeflow, 0.75 * equal);
+}
+
+// On a 1 Mbit/s network with 10 ms per message, moving any activation costs more than the whole
+// model on device 0: edgeflow keeps every row there and predicts local's latency.
+TEST_P(RowFixture, EdgeFlowStaysLocalOnASlowNetwork) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  const ClusterSpec cluster = cluster_of({4, 4, 4}, 1e6, 1e-2);
+  const RowPlan plan = plan_rows("edgeflow", g, cluster);
+  const auto ranges = plan.layer_ranges(g, 3);
+  for (std::size_t l = 0; l < g.layers.size(); ++l) {
+    EXPECT_EQ(ranges[l][0], Range(0, g.layers[l].rows)) << g.layers[l].name;
+    EXPECT_GE(ranges[l][1].first, ranges[l][1].second) << g.layers[l].name;
+    EXPECT_GE(ranges[l][2].first, ranges[l][2].second) << g.layers[l].name;
+  }
+  EXPECT_EQ(predict_rows(g, cluster, plan).bytes_sent, (std::vector<std::int64_t>{0, 0, 0}));
+}
+
+// Inside the fused block every device reads only rows it computed itself (the forwarding table
+// of every block layer's reads has no transfer between devices), halo rows are computed
+// redundantly, and the layers after the block are split as rows-proportional splits them.
+TEST_P(RowFixture, TilesNeedNoTransferInsideTheFusedBlock) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  for (int n = 2; n <= 4; ++n) {
+    const RowCosts c = row_costs(g, cluster_of(uneven(n), 1e9, 5e-5));
+    const auto ranges = plan_rows_tiles(g, c);
+    EXPECT_NO_THROW(RowPlan::of_ranges(g, ranges).validate(g, n, "tiles"));
+    const int last = default_last_fused(g);
+    bool redundant = false;
+    for (int l = 0; l <= last; ++l) {
+      const rows::RowLayer& layer = g.layers[static_cast<std::size_t>(l)];
+      for (const rows::RowInput& in : layer.inputs) {
+        if (in.producer < 0) continue;
+        for (const RowTransfer& t : forwarding_table(ranges[static_cast<std::size_t>(in.producer)],
+                                                     consumer_needs(g, ranges, in.producer, l))) {
+          EXPECT_EQ(t.src, t.dst) << layer.name << " reads rows [" << t.begin << ", " << t.end
+                                  << ") of " << g.layers[static_cast<std::size_t>(in.producer)].name
+                                  << " from device " << t.src << " on device " << t.dst;
+        }
+      }
+      std::int64_t computed = 0;
+      for (const Range& r : ranges[static_cast<std::size_t>(l)]) computed += r.second - r.first;
+      redundant = redundant || computed > layer.rows;
+    }
+    EXPECT_TRUE(redundant || last == 0);
+    const auto proportional = plan_rows_proportional(g, c);
+    for (std::size_t l = static_cast<std::size_t>(last) + 1; l < g.layers.size(); ++l) {
+      EXPECT_EQ(ranges[l], proportional[l]) << g.layers[l].name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cnn, RowFixture, ::testing::Values("vgg-tiny", "resnet-tiny", "yolo-tiny"),
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+TEST(RowPlanners, UnknownStrategyIsAPlanErrorNamingIt) {
+  const rows::RowGraph g = fixture_rows("vgg-tiny");
+  try {
+    plan_rows("bogus", g, cluster_of({1, 1}, 1e9, 1e-4));
+    FAIL() << "no error";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("'bogus'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rows-equal"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RowCosts, FromTheClusterByLayerKind) {
+  const rows::RowGraph g = fixture_rows("vgg-tiny");
+  ClusterSpec cluster = cluster_of({2, 5}, 1e8, 3e-3);
+  OpCurves curves;
+  curves.gemm = {40, 1e-5};
+  curves.attention = {10, 0};
+  curves.elementwise = {4, 2e-6};
+  curves.gemv = curves.gemm;
+  cluster.mutable_device(1).curves = curves;
+  const RowCosts c = row_costs(g, cluster);
+  ASSERT_EQ(c.devices(), 2);
+  bool conv = false, other = false;
+  for (std::size_t l = 0; l < g.layers.size(); ++l) {
+    const rows::RowLayer& layer = g.layers[l];
+    EXPECT_DOUBLE_EQ(c.per_row[l][0], layer.flops_per_row / 2e9);
+    EXPECT_DOUBLE_EQ(c.fixed[l][0], kRowUnitOverheadS);
+    const OpCurve& curve = layer.kind == OpKind::Conv2d ? curves.gemm : curves.elementwise;
+    EXPECT_DOUBLE_EQ(c.per_row[l][1], layer.flops_per_row / (curve.gflops * 1e9));
+    EXPECT_DOUBLE_EQ(c.fixed[l][1], curve.overhead_s);
+    EXPECT_DOUBLE_EQ(c.unit_s(static_cast<int>(l), 1, 0), 0);
+    conv = conv || layer.kind == OpKind::Conv2d;
+    other = other || layer.kind != OpKind::Conv2d;
+  }
+  EXPECT_TRUE(conv && other);
+  EXPECT_DOUBLE_EQ(c.message_s(0, 1, 1e5), 3e-3 + 1e5 * 8 / 1e8);
+  EXPECT_EQ(c.message_s(1, 1, 1e5), 0);
+  EXPECT_EQ(c.tail.size(), g.tail.size());
+}
+
+}  // namespace
+}  // namespace huddle
