@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 namespace huddle::cli {
@@ -156,15 +157,22 @@ void run_onnx(const OnnxRunOptions& o) {
   // activation again (measured: most of a ResNet-50 run's system time without this).
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  Executor executor(model->graph(), model->weights(), 0);
   std::map<std::string, Tensor> outputs;
   std::vector<double> run_ms;
-  for (int i = 0; i < o.repeat; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    outputs = executor.run(given);
-    run_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
+  std::optional<DistributedRun> distributed;
+  if (o.distribution.active()) {
+    distributed = run_onnx_distributed(*model, given, o.distribution, o.repeat, threads);
+    outputs = distributed->outputs;
+    run_ms = distributed->run_ms;
+  } else {
+    Executor executor(model->graph(), model->weights(), 0);
+    for (int i = 0; i < o.repeat; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      outputs = executor.run(given);
+      run_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
   }
   std::vector<double> sorted = run_ms;
   std::sort(sorted.begin(), sorted.end());
@@ -196,8 +204,14 @@ void run_onnx(const OnnxRunOptions& o) {
       }
       outs.push_back(std::move(j));
     }
-    const nlohmann::json j = {{"model", o.model}, {"outputs", outs},      {"load_ms", load_ms},
-                              {"run_ms", median}, {"run_ms_all", run_ms}, {"threads", threads}};
+    nlohmann::json j = {{"model", o.model}, {"outputs", outs},      {"load_ms", load_ms},
+                        {"run_ms", median}, {"run_ms_all", run_ms}, {"threads", threads}};
+    if (distributed) {
+      j["strategy"] = distributed->strategy;
+      j["devices"] = distributed->devices;
+      j["bytes_sent"] = distributed->bytes_sent;
+      j["predicted_ms"] = distributed->predicted_ms;
+    }
     std::printf("%s\n", j.dump().c_str());
     return;
   }
@@ -209,6 +223,12 @@ void run_onnx(const OnnxRunOptions& o) {
   }
   std::fprintf(stderr, "%s: load %.1f ms, run %.2f ms (median of %d), %d threads\n",
                o.model.c_str(), load_ms, median, o.repeat, threads);
+  if (distributed) {
+    std::fprintf(stderr, "%s on %zu devices (predicted %.2f ms); bytes sent: %s\n",
+                 distributed->strategy.c_str(), distributed->devices.size(),
+                 distributed->predicted_ms,
+                 fmt::format("{}", fmt::join(distributed->bytes_sent, ", ")).c_str());
+  }
 }
 
 void add_info_command(CLI::App& app) {

@@ -1,6 +1,8 @@
 // `huddle run` on an ONNX model (one device) and `huddle info MODEL.onnx`.
 #pragma once
 
+#include "cli/onnx_distributed.h"
+
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -18,6 +20,7 @@ struct OnnxRunOptions {
   bool json = false;
   int threads = 0;
   int repeat = 1;
+  OnnxDistribution distribution;  // across devices when active()
 };
 
 // True when `model` names an ONNX file rather than a Hugging Face directory.

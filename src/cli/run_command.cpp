@@ -337,14 +337,14 @@ std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* token
 
 void run(const RunOptions& o) {
   const bool token_flags = !o.ids.empty() || !o.prompt.empty() || !o.prompt_file.empty() ||
-                           o.n_predict > 0 || !o.dump_logits.empty() || !o.workers.empty() ||
-                           o.local_devices > 1 || !o.strategy.empty() || !o.plan_file.empty();
+                           o.n_predict > 0 || !o.dump_logits.empty() || !o.shares.empty() ||
+                           !o.trace.empty();
   const bool onnx_flags =
       !o.onnx.inputs.empty() || !o.onnx.image.empty() || !o.onnx.dump_outputs.empty();
   if (is_onnx_model(o.model_dir) && token_flags) {
     throw UsageError(
-        "an ONNX model runs on one device from --input/--image; --ids, --prompt, --n-predict, "
-        "--dump-logits and distribution flags are for transformer model directories");
+        "an ONNX model runs from --input/--image; --ids, --prompt, --n-predict, --dump-logits, "
+        "--shares and --trace are for transformer model directories");
   }
   if (!is_onnx_model(o.model_dir) && onnx_flags) {
     throw UsageError("--input, --image and --dump-outputs are for ONNX models (MODEL.onnx)");
@@ -355,6 +355,17 @@ void run(const RunOptions& o) {
     onnx.json = o.json;
     onnx.threads = o.threads;
     onnx.repeat = o.repeat;
+    OnnxDistribution& d = onnx.distribution;
+    d.workers = split_list(o.workers);
+    d.key_file = o.key_file;
+    d.local_devices = o.local_devices;
+    d.strategy = o.strategy;
+    d.plan_file = o.plan_file;
+    d.cluster_file = o.cluster_file;
+    d.save_plan = o.save_plan;
+    d.timeout_s = o.timeout_s;
+    d.link_latency_ms = o.link_latency_ms;
+    d.link_mbps = o.link_mbps;
     run_onnx(onnx);
     return;
   }
@@ -558,7 +569,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option(
          "--strategy", options->strategy,
          "local, megatron, sp, galaxy, pipeline, gpipe (fixed, over --shares); galaxy, hepti, "
-         "hpipe, uniform-slices, gpipe, auto plan for --cluster; galaxy/hepti/auto without "
+         "hpipe, uniform-slices, gpipe, auto plan for --cluster; ONNX CNNs: edgeflow (default), "
+         "rows-equal, rows-proportional, tiles, local; galaxy/hepti/auto without "
          "--shares plan "
          "for --cluster, or profile the workers first (default: galaxy with even shares with "
          "workers, else local; auto with --cluster)")

@@ -50,4 +50,18 @@ RowPrediction predict_rows(const rows::RowGraph& graph, const ClusterSpec& clust
   return simulate_rows(graph, row_costs(graph, cluster), plan.layer_ranges(graph, cluster.size()));
 }
 
+Plan make_row_split_plan(const std::string& strategy, const rows::RowGraph& graph,
+                         const ClusterSpec& cluster) {
+  Plan plan;
+  plan.strategy = strategy;
+  plan.model = PlanModel::of(graph);
+  for (const DeviceSpec& d : cluster.devices()) {
+    plan.devices.push_back(d.name);
+    plan.token_shares.push_back(d.gflops);
+  }
+  plan.rows = plan_rows(strategy, graph, cluster);
+  plan.validate(graph, strategy);
+  return plan;
+}
+
 }  // namespace huddle

@@ -10,6 +10,7 @@
 // (row_baselines.h has the baselines' details.)
 #pragma once
 
+#include "plan/plan.h"
 #include "plan/row_graph.h"
 #include "plan/row_plan.h"
 #include "planner/cluster.h"
@@ -32,6 +33,10 @@ std::vector<std::vector<Range>> plan_row_ranges(const std::string& strategy,
 // The plan of `strategy` for `graph` on `cluster` (device 0 is the cluster's primary).
 RowPlan plan_rows(const std::string& strategy, const rows::RowGraph& graph,
                   const ClusterSpec& cluster);
+
+// The whole Plan (devices named as in `cluster`, "rows" from plan_rows) of `strategy`.
+Plan make_row_split_plan(const std::string& strategy, const rows::RowGraph& graph,
+                         const ClusterSpec& cluster);
 
 // The simulator's prediction of `plan` on `cluster` (row_simulator.h); PlanError when the plan
 // does not fit the graph (RowPlan::validate).

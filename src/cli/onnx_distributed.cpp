@@ -1,0 +1,98 @@
+#include "cli/onnx_distributed.h"
+
+#include "cli/local_workers.h"
+#include "core/error.h"
+#include "net/key.h"
+#include "plan/plan.h"
+#include "plan/row_graph.h"
+#include "planner/cluster.h"
+#include "planner/row_planners.h"
+#include "runtime/cluster.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+namespace huddle::cli {
+namespace {
+
+// Devices of equal speed on 1 Gbit/s links: what is planned for without a cluster file.
+ClusterSpec equal_devices(int count) {
+  std::vector<DeviceSpec> devices;
+  for (int d = 0; d < count; ++d) {
+    DeviceSpec s;
+    s.name = d == 0 ? "primary" : fmt::format("device{}", d);
+    s.gflops = s.attention_gflops = s.mlp_gflops = s.connection_gflops = 50;
+    s.memory_bytes = std::int64_t{8} << 30;
+    devices.push_back(s);
+  }
+  return ClusterSpec::uniform(std::move(devices), LinkSpec{1e9, 2e-4});
+}
+
+}  // namespace
+
+DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
+                                    const std::map<std::string, Tensor>& inputs,
+                                    const OnnxDistribution& o, int repeat, int threads) {
+  if (!o.workers.empty() && o.local_devices > 1)
+    throw UsageError("give --workers or --local-devices, not both");
+  if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
+  if (!o.plan_file.empty() && !o.strategy.empty())
+    throw UsageError("give --plan or --strategy, not both");
+  std::unique_ptr<LocalWorkers> local;
+  std::vector<std::string> workers = o.workers;
+  if (o.local_devices > 1) {
+    local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s, threads);
+    workers = local->addresses();
+  }
+  const int devices = static_cast<int>(workers.size()) + 1;
+  const rows::RowGraph graph = rows::build_row_graph(model.graph());
+  const ClusterSpec cluster =
+      o.cluster_file.empty() ? equal_devices(devices) : ClusterSpec::load(o.cluster_file);
+  if (cluster.size() != devices) {
+    throw UsageError(fmt::format("{} lists {} devices; give its {} workers (in its order)",
+                                 o.cluster_file, cluster.size(), cluster.size() - 1));
+  }
+  DistributedRun result;
+  Plan plan;
+  if (!o.plan_file.empty()) {
+    plan = Plan::load(o.plan_file);
+    plan.validate(graph, o.plan_file);
+  } else {
+    plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster);
+  }
+  if (plan.num_devices() != devices) {
+    throw UsageError(
+        fmt::format("the plan has {} devices but {} are given (this primary and {} workers)",
+                    plan.num_devices(), devices, devices - 1));
+  }
+  if (!o.save_plan.empty()) plan.save(o.save_plan);
+  result.strategy = plan.strategy;
+  result.predicted_ms = predict_rows(graph, cluster, *plan.rows).latency_s * 1e3;
+  if (devices == 1)
+    throw UsageError("a row-split run needs workers (--workers or --local-devices)");
+
+  ClusterOptions options;
+  options.workers = workers;
+  options.key = net::load_key_file(local ? local->key_file().string() : o.key_file);
+  options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
+  options.link.latency = net::Duration(o.link_latency_ms);
+  options.link.bytes_per_second = o.link_mbps * 1e6 / 8;
+  Cluster session(model, plan, std::move(options));
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    result.outputs = session.run(inputs);
+    result.run_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  for (const StepReport& r : session.last_reports()) result.bytes_sent.push_back(r.bytes_sent);
+  result.devices = {"primary"};
+  result.devices.insert(result.devices.end(), workers.begin(), workers.end());
+  session.finish();
+  return result;
+}
+
+}  // namespace huddle::cli

@@ -1,0 +1,48 @@
+// `huddle run --model M.onnx` across devices: a row-split plan (EdgeFlow or a baseline, or a
+// saved one) run by a Cluster of workers given with --workers or started with --local-devices.
+#pragma once
+
+#include "core/tensor.h"
+#include "onnx/onnx_model.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace huddle::cli {
+
+struct OnnxDistribution {
+  std::vector<std::string> workers;  // HOST:PORT, devices 1..n-1
+  std::string key_file;
+  int local_devices = 1;     // > 1: start local workers instead
+  std::string strategy;      // a row strategy (default edgeflow), or
+  std::string plan_file;     // a saved row-split plan
+  std::string cluster_file;  // devices and links to plan for (default: equal devices, 1 Gbit/s)
+  std::string save_plan;
+  double timeout_s = 10;
+  int link_latency_ms = 0;
+  double link_mbps = 0;
+
+  bool active() const {
+    return !workers.empty() || local_devices > 1 || !plan_file.empty() || !strategy.empty();
+  }
+};
+
+struct DistributedRun {
+  std::map<std::string, Tensor> outputs;  // of the last run
+  std::vector<double> run_ms;             // every run, wall time on the primary
+  std::string strategy;
+  std::vector<std::string> devices;       // primary first
+  std::vector<std::uint64_t> bytes_sent;  // per device, in the last run
+  double predicted_ms = 0;                // the planner's simulation of the plan
+};
+
+// Plans (or loads) the row split of `model` and runs `inputs` `repeat` times in one session.
+// UsageError for inconsistent options, PlanError for a plan that does not fit the model or the
+// devices, TransportError naming a worker that fails.
+DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
+                                    const std::map<std::string, Tensor>& inputs,
+                                    const OnnxDistribution& options, int repeat, int threads);
+
+}  // namespace huddle::cli
