@@ -1,5 +1,10 @@
 #include "cli/plan_command.h"
 
+#include "cli/onnx_run.h"
+#include "onnx/onnx_model.h"
+#include "plan/row_graph.h"
+#include "planner/row_planners.h"
+
 #include "core/error.h"
 #include "model/model.h"
 #include "plan/pipeline_units.h"
@@ -42,10 +47,61 @@ nlohmann::json pipeline_json(const Plan& plan, std::int64_t seq_len) {
           {"slices", plan.pipeline->slices_for(seq_len)}};
 }
 
+// An imported CNN: a row-split plan (EdgeFlow or a baseline) and the simulator's figures, with
+// every other row strategy's prediction for comparison.
+std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster) {
+  const auto model = onnx_import::OnnxModel::load(o.model_dir);
+  const rows::RowGraph graph = rows::build_row_graph(model.graph());
+  const std::string strategy = o.strategy == "auto" ? "edgeflow" : o.strategy;
+  const Plan plan = make_row_split_plan(strategy, graph, cluster);
+  if (!o.output.empty()) plan.save(o.output);
+  const RowPrediction p = predict_rows(graph, cluster, *plan.rows);
+  nlohmann::json others = nlohmann::json::object();
+  for (const std::string& s : row_strategies()) {
+    others[s] = predict_rows(graph, cluster, plan_rows(s, graph, cluster)).latency_s * 1e3;
+  }
+  const auto ranges = plan.rows->layer_ranges(graph, cluster.size());
+  std::vector<std::int64_t> rows_total(static_cast<std::size_t>(cluster.size()), 0);
+  for (const auto& layer : ranges) {
+    for (std::size_t d = 0; d < layer.size(); ++d)
+      rows_total[d] += layer[d].second - layer[d].first;
+  }
+  if (o.json) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (int d = 0; d < cluster.size(); ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      devices.push_back({{"name", cluster.device(d).name},
+                         {"rows", rows_total[i]},
+                         {"busy_ms", p.busy_s[i] * 1e3},
+                         {"bytes_sent", p.bytes_sent[i]}});
+    }
+    const nlohmann::json j = {{"strategy", strategy},
+                              {"predicted_ms", p.latency_s * 1e3},
+                              {"row_layers", graph.layers.size()},
+                              {"devices", devices},
+                              {"strategies_ms", others},
+                              {"rows", plan.rows->to_json()}};
+    return j.dump() + "\n";
+  }
+  std::string text = fmt::format("strategy {}, {} devices, {} row layers\n", strategy,
+                                 cluster.size(), graph.layers.size());
+  text += fmt::format("{:<16} {:>10} {:>10} {:>12}\n", "device", "rows", "busy ms", "bytes sent");
+  for (int d = 0; d < cluster.size(); ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    text += fmt::format("{:<16} {:>10} {:>10.3f} {:>12}\n", cluster.device(d).name,
+                        rows_total[i], p.busy_s[i] * 1e3, p.bytes_sent[i]);
+  }
+  text += fmt::format("predicted latency: {:.3f} ms\n", p.latency_s * 1e3);
+  for (const auto& [s, ms] : others.items())
+    text += fmt::format("  {}: {:.3f} ms\n", s, ms.get<double>());
+  return text;
+}
+
 }  // namespace
 
 std::string plan_to_string(const PlanOptions& o) {
   const ClusterSpec cluster = ClusterSpec::load(o.cluster_file);
+  if (is_onnx_model(o.model_dir)) return row_plan_to_string(o, cluster);
   const Model model = Model::load(o.model_dir);
   const CostModel cost(model.config(), model.graph());
   std::optional<double> deadline;
@@ -128,9 +184,10 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("plan", "Choose a plan for a model on a cluster and predict its latency");
   cmd->add_option("--cluster", options->cluster_file, "Cluster file (docs/planner.md)")->required();
-  cmd->add_option("--model", options->model_dir, "Model directory")->required();
+  cmd->add_option("--model", options->model_dir, "Model directory (or an ONNX CNN)")->required();
   cmd->add_option("--strategy", options->strategy,
-                  "auto, galaxy, hepti, hpipe, uniform-slices, gpipe, megatron, sp or local")
+                  "auto, galaxy, hepti, hpipe, uniform-slices, gpipe, megatron, sp or local; "
+                  "ONNX CNNs: auto (= edgeflow), edgeflow, rows-equal, rows-proportional, tiles")
       ->capture_default_str();
   cmd->add_option("--seq-len,--prompt-len", options->seq_len, "Tokens of the request to plan for")
       ->capture_default_str();

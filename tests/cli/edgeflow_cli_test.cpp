@@ -166,6 +166,32 @@ TEST(EdgeFlowCliWorkers, OwnCopyOrSentFileAndSavedPlansReplay) {
   EXPECT_TRUE(other.alive());
 }
 
+TEST(EdgeFlowCliPlan, PlansPredictsAndTheSavedPlanRuns) {
+  testing::TempDir dir;
+  const auto cluster = slow_cluster(dir.path(), 3);
+  auto r = run_huddle({"plan", "--model", model("resnet-tiny"), "--cluster", cluster.string(),
+                       "--json", "-o", (dir / "plan.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["strategy"], "edgeflow");
+  ASSERT_EQ(j["devices"].size(), 3u);
+  for (const char* s : {"edgeflow", "rows-equal", "rows-proportional", "tiles", "local"})
+    ASSERT_TRUE(j["strategies_ms"].contains(s)) << s;
+  // EdgeFlow keeps the best of its LP, rows-proportional and local: never worse than those.
+  EXPECT_LE(j["predicted_ms"].get<double>(), j["strategies_ms"]["local"].get<double>());
+  EXPECT_LE(j["predicted_ms"].get<double>(),
+            j["strategies_ms"]["rows-proportional"].get<double>());
+  r = run_huddle({"run", "--model", model("resnet-tiny"), "--input", input("resnet-tiny"),
+                  "--local-devices", "3", "--plan", (dir / "plan.json").string(),
+                  "--dump-outputs", (dir / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_references("resnet-tiny", dir / "out", "planned");
+  r = run_huddle({"plan", "--model", model("resnet-tiny"), "--cluster", cluster.string(),
+                  "--strategy", "magic"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "magic")) << r.err;
+}
+
 TEST(EdgeFlowCliWorkers, DeadWorkerIsNamed) {
   testing::TempDir dir;
   const auto key = testing::make_key_file(dir.path());
