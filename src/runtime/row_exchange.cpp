@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <exception>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -49,21 +50,29 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
     packed_held = held->contiguous() ? *held : held->clone();
     hv = view_of(packed_held.shape());
   }
-  // Sends on their own thread (each piece packed into one message).
-  std::exception_ptr send_error;
-  std::thread sender([&] {
-    try {
-      std::vector<float> buffer;
-      for (const OpAttrs::RowPiece& s : a.sends) {
-        const RowView pv{hv.planes, s.end - s.begin, hv.row_len};
-        buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
-        copy_rows(packed_held.f32(), hv, a.in_begin, buffer.data(), pv, s.begin, s.begin, s.end);
-        transport.send(s.peer, tag, std::as_bytes(std::span(buffer)));
+  // Sends on their own threads, one per destination (each piece packed into one message): the
+  // pieces to one peer keep their order, and a slow link does not hold up the others.
+  std::map<int, std::vector<const OpAttrs::RowPiece*>> by_peer;
+  for (const OpAttrs::RowPiece& piece : a.sends) by_peer[piece.peer].push_back(&piece);
+  std::vector<std::exception_ptr> send_errors(by_peer.size());
+  std::vector<std::thread> senders;
+  std::size_t slot = 0;
+  for (const auto& [peer, pieces] : by_peer) {
+    senders.emplace_back([&, peer = peer, pieces = &pieces, error = &send_errors[slot++]] {
+      try {
+        std::vector<float> buffer;
+        for (const OpAttrs::RowPiece* s : *pieces) {
+          const RowView pv{hv.planes, s->end - s->begin, hv.row_len};
+          buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
+          copy_rows(packed_held.f32(), hv, a.in_begin, buffer.data(), pv, s->begin, s->begin,
+                    s->end);
+          transport.send(peer, tag, std::as_bytes(std::span(buffer)));
+        }
+      } catch (...) {
+        *error = std::current_exception();
       }
-    } catch (...) {
-      send_error = std::current_exception();
-    }
-  });
+    });
+  }
   Tensor out = Tensor::empty(DType::F32, out_shape);
   std::exception_ptr recv_error;
   try {
@@ -81,9 +90,11 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
   } catch (...) {
     recv_error = std::current_exception();
   }
-  sender.join();
+  for (std::thread& t : senders) t.join();
   if (recv_error) std::rethrow_exception(recv_error);
-  if (send_error) std::rethrow_exception(send_error);
+  for (const std::exception_ptr& e : send_errors) {
+    if (e) std::rethrow_exception(e);
+  }
   return out;
 }
 

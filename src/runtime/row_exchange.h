@@ -1,7 +1,8 @@
 // The row exchange of a row-split CNN (EdgeFlow's forwarding table at run time): each device
 // sends the rows of a value other devices need, directly to each of them, and assembles the rows
-// it needs from its own and the received ones. Sends run on their own thread while this one
-// receives, so two devices that exchange halos with each other never wait on each other's sends.
+// it needs from its own and the received ones. Sends run on their own threads (one per peer)
+// while this one receives, so two devices that exchange halos with each other never wait on each
+// other's sends, and the messages to different peers travel at the same time.
 #pragma once
 
 #include "core/tensor.h"
