@@ -8,6 +8,7 @@
 #include "planner/cluster.h"
 #include "planner/row_planners.h"
 #include "runtime/cluster.h"
+#include "runtime/trace.h"
 
 #include <fmt/format.h>
 
@@ -80,6 +81,7 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
   options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
   options.link.latency = net::Duration(o.link_latency_ms);
   options.link.bytes_per_second = o.link_mbps * 1e6 / 8;
+  options.trace = !o.trace.empty();
   Cluster session(model, plan, std::move(options));
   for (int i = 0; i < repeat; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -88,10 +90,18 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
-  for (const StepReport& r : session.last_reports()) result.bytes_sent.push_back(r.bytes_sent);
+  for (const StepReport& r : session.last_reports()) {
+    result.bytes_sent.push_back(r.bytes_sent);
+    result.compute_ms.push_back(r.compute_s * 1e3);
+  }
   result.devices = {"primary"};
   result.devices.insert(result.devices.end(), workers.begin(), workers.end());
-  session.finish();
+  const auto spans = session.finish();
+  if (!o.trace.empty()) {
+    write_chrome_trace(o.trace, result.devices, spans);
+    for (const auto& device_spans : spans)
+      result.exposed_comm_ms.push_back(exposed_comm_us(device_spans) / 1000.0 / repeat);
+  }
   return result;
 }
 

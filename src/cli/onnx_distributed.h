@@ -20,6 +20,7 @@ struct OnnxDistribution {
   std::string plan_file;     // a saved row-split plan
   std::string cluster_file;  // devices and links to plan for (default: equal devices, 1 Gbit/s)
   std::string save_plan;
+  std::string trace;  // Chrome trace events per device and op (every run of the session)
   double timeout_s = 10;
   int link_latency_ms = 0;
   double link_mbps = 0;
@@ -35,6 +36,8 @@ struct DistributedRun {
   std::string strategy;
   std::vector<std::string> devices;       // primary first
   std::vector<std::uint64_t> bytes_sent;  // per device, in the last run
+  std::vector<double> compute_ms;         // per device, in the last run (its compute ops)
+  std::vector<double> exposed_comm_ms;    // per device, per run, with --trace
   double predicted_ms = 0;                // the planner's simulation of the plan
 };
 

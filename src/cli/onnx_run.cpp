@@ -9,6 +9,7 @@
 #include "kernels/kernels.h"
 #include "onnx/onnx_model.h"
 #include "runtime/executor.h"
+#include "runtime/trace.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -166,6 +167,8 @@ void run_onnx(const OnnxRunOptions& o) {
     run_ms = distributed->run_ms;
   } else {
     Executor executor(model->graph(), model->weights(), 0);
+    TraceRecorder recorder;
+    if (!o.distribution.trace.empty()) executor.set_observer(recorder.observer());
     for (int i = 0; i < o.repeat; ++i) {
       const auto start = std::chrono::steady_clock::now();
       outputs = executor.run(given);
@@ -173,6 +176,8 @@ void run_onnx(const OnnxRunOptions& o) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());
     }
+    if (!o.distribution.trace.empty())
+      write_chrome_trace(o.distribution.trace, {"primary"}, {recorder.spans()});
   }
   std::vector<double> sorted = run_ms;
   std::sort(sorted.begin(), sorted.end());
@@ -210,6 +215,9 @@ void run_onnx(const OnnxRunOptions& o) {
       j["strategy"] = distributed->strategy;
       j["devices"] = distributed->devices;
       j["bytes_sent"] = distributed->bytes_sent;
+      j["compute_ms"] = distributed->compute_ms;
+      if (!distributed->exposed_comm_ms.empty())
+        j["exposed_comm_ms"] = distributed->exposed_comm_ms;
       j["predicted_ms"] = distributed->predicted_ms;
     }
     std::printf("%s\n", j.dump().c_str());

@@ -88,8 +88,8 @@ std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster)
   text += fmt::format("{:<16} {:>10} {:>10} {:>12}\n", "device", "rows", "busy ms", "bytes sent");
   for (int d = 0; d < cluster.size(); ++d) {
     const auto i = static_cast<std::size_t>(d);
-    text += fmt::format("{:<16} {:>10} {:>10.3f} {:>12}\n", cluster.device(d).name,
-                        rows_total[i], p.busy_s[i] * 1e3, p.bytes_sent[i]);
+    text += fmt::format("{:<16} {:>10} {:>10.3f} {:>12}\n", cluster.device(d).name, rows_total[i],
+                        p.busy_s[i] * 1e3, p.bytes_sent[i]);
   }
   text += fmt::format("predicted latency: {:.3f} ms\n", p.latency_s * 1e3);
   for (const auto& [s, ms] : others.items())

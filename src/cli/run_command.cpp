@@ -337,14 +337,13 @@ std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* token
 
 void run(const RunOptions& o) {
   const bool token_flags = !o.ids.empty() || !o.prompt.empty() || !o.prompt_file.empty() ||
-                           o.n_predict > 0 || !o.dump_logits.empty() || !o.shares.empty() ||
-                           !o.trace.empty();
+                           o.n_predict > 0 || !o.dump_logits.empty() || !o.shares.empty();
   const bool onnx_flags =
       !o.onnx.inputs.empty() || !o.onnx.image.empty() || !o.onnx.dump_outputs.empty();
   if (is_onnx_model(o.model_dir) && token_flags) {
     throw UsageError(
-        "an ONNX model runs from --input/--image; --ids, --prompt, --n-predict, --dump-logits, "
-        "--shares and --trace are for transformer model directories");
+        "an ONNX model runs from --input/--image; --ids, --prompt, --n-predict, --dump-logits "
+        "and --shares are for transformer model directories");
   }
   if (!is_onnx_model(o.model_dir) && onnx_flags) {
     throw UsageError("--input, --image and --dump-outputs are for ONNX models (MODEL.onnx)");
@@ -363,6 +362,7 @@ void run(const RunOptions& o) {
     d.plan_file = o.plan_file;
     d.cluster_file = o.cluster_file;
     d.save_plan = o.save_plan;
+    d.trace = o.trace;
     d.timeout_s = o.timeout_s;
     d.link_latency_ms = o.link_latency_ms;
     d.link_mbps = o.link_mbps;
