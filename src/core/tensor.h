@@ -66,6 +66,9 @@ class Tensor {
   Tensor clone() const;
   // Copies into a contiguous f32 vector (test and debug helper).
   std::vector<float> to_vector() const;
+  // What keeps the data alive (shared by views; null for borrowed memory without a keepalive):
+  // caches of data derived from a tensor key on it, since an address alone may be reused.
+  const std::shared_ptr<const void>& owner() const { return storage_; }
 
  private:
   DType dtype_ = DType::F32;

@@ -1,0 +1,15 @@
+// The oneDNN path of kernels::conv2d (conv_dnnl.cpp says why and how). Built when oneDNN is
+// (HUDDLE_WITH_DNNL; not in ThreadSanitizer builds, whose uninstrumented OpenMP runtime TSan
+// cannot follow).
+#pragma once
+
+#include "kernels/cnn.h"
+
+namespace huddle::kernels {
+
+// y = act(conv(x, w) + bias) over `band`, as conv2d; false when oneDNN does not take this
+// convolution (the caller computes it). Runs on kernels::num_threads() OpenMP threads.
+bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
+                 std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y);
+
+}  // namespace huddle::kernels
