@@ -97,5 +97,26 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ArchCli, ::testing::ValuesIn(all_cases()), 
   return name;
 });
 
+// A config.json that asks for math Huddle does not do exits 1 naming the file and the field.
+TEST(ArchCli, UnsupportedConfigExitsOneNamingTheField) {
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}},
+       "rope_scaling.rope_type 'yarn' is not supported"},
+      {{{"final_logit_softcapping", 30.0}}, "field 'final_logit_softcapping' is not understood"}};
+  for (const auto& [patch, message] : cases) {
+    testing::TempDir dir;
+    testing::copy_model(testing::fixture_model("llama3-tiny"), dir / "m");
+    std::ifstream in(dir / "m" / "config.json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    in.close();
+    for (const auto& [key, value] : patch.items()) config[key] = value;
+    std::ofstream(dir / "m" / "config.json") << config.dump();
+    const auto r = run_huddle({"run", "--model", (dir / "m").string(), "--ids", "5,6,7"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "config.json")) << r.err;
+    EXPECT_TRUE(contains(r.err, message)) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace huddle
