@@ -100,8 +100,9 @@ struct OpAttrs {
   int kv_heads = 0;                                                    // attention
   int head_dim = 0;                                                    // rope, attention
   bool causal = false;                                                 // attention
-  float rope_theta = 0.0f;                                             // rope
-  int cache_slot = -1;                                                 // attention: KV cache index
+  std::int64_t sliding_window = 0;        // attention: keys in (p - sliding_window, p]; 0 = all
+  kernels::RopeSpec rope{.theta = 0.0f};  // rope
+  int cache_slot = -1;                    // attention: KV cache index
   // Attention in lowered programs. A device may hold a subset [q_head_begin, +heads) of the
   // model's query heads; with kv_group > 0 (query heads per kv head in the whole model) its
   // kv_heads are those that subset reads, first = q_head_begin / kv_group.

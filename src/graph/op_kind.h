@@ -46,10 +46,11 @@ namespace huddle {
   X(GeluTanh, "gelu_tanh", 1, "x -> x")                                                          \
   X(GeluErf, "gelu_erf", 1, "x -> x")                                                            \
   X(Silu, "silu", 1, "x -> x")                                                                   \
-  X(Rope, "rope", 2, "x[T,H*D], positions[T] (I32) -> [T,H*D]; attrs heads, head_dim, theta")    \
+  X(Rope, "rope", 2, "x[T,H*D], positions[T] (I32) -> [T,H*D]; attrs heads, head_dim, rope")     \
   X(Attention, "attention", 3,                                                                   \
     "q[T,H*D], k[T,Hkv*D], v[T,Hkv*D] -> [T,H*D]; attrs heads, kv_heads, head_dim, causal, "     \
-    "cache_slot (KV cache of this step's keys/values appended before attending)")                \
+    "sliding_window, cache_slot (KV cache of this step's keys/values appended before "           \
+    "attending)")                                                                                \
   X(LastRow, "last_row", 1, "x[T,C] -> [R,C]: the last token (R = 1), or all rows when wanted")  \
   X(SliceCols, "slice_cols", 1, "x[T,C] -> [T,width]: columns [col_begin, +width) (a view)")     \
   /* Data movement between devices (lowered programs only; T = all tokens, L = local; attr */    \

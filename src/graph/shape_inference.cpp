@@ -72,7 +72,15 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
         mismatch(op, fmt::format("heads {} / head_dim {} invalid", a.heads, a.head_dim));
       }
       expect_dim(in[0][1], static_cast<std::int64_t>(a.heads) * a.head_dim, op, "x width");
-      if (!(a.rope_theta > 0.0f)) mismatch(op, "rope theta must be positive");
+      if (!(a.rope.theta > 0.0f)) mismatch(op, "rope theta must be positive");
+      if (a.rope.scaling != kernels::RopeScaling::None && !(a.rope.factor > 0.0f)) {
+        mismatch(op, "rope scaling factor must be positive");
+      }
+      if ((a.rope.scaling == kernels::RopeScaling::Dynamic ||
+           a.rope.scaling == kernels::RopeScaling::Llama3) &&
+          a.rope.original_max_positions <= 0) {
+        mismatch(op, "rope scaling needs the original context length");
+      }
       return in[0];
     case OpKind::Attention: {
       for (const Shape& s : in) expect_rank(s, 2, op, "q/k/v");
@@ -92,6 +100,9 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       expect_dim(in[1][1], static_cast<std::int64_t>(a.kv_heads) * a.head_dim, op, "k width");
       expect_dim(in[2][1], static_cast<std::int64_t>(a.kv_heads) * a.head_dim, op, "v width");
       if (a.cache_slot < 0) mismatch(op, "attention needs a cache_slot");
+      if (a.sliding_window < 0 || (a.sliding_window > 0 && !a.causal)) {
+        mismatch(op, fmt::format("sliding window {} needs a causal attention", a.sliding_window));
+      }
       return in[0];
     }
     case OpKind::LastRow:

@@ -55,15 +55,43 @@ void softmax_rows(Tensor& x);
 // y[T,C] = table[ids[t], :] for table [V, C]. Throws InputError if an id is outside [0, V).
 void embedding(std::span<const std::int32_t> ids, const Tensor& table, Tensor& y);
 
+// How RoPE frequencies are rescaled (Hugging Face `rope_scaling.rope_type`).
+enum class RopeScaling : std::uint8_t {
+  None,     // inv_freq_i = theta^(-2i/head_dim)
+  Linear,   // inv_freq_i / factor (positions interpolated by `factor`)
+  Dynamic,  // NTK: a token at position p uses base theta·(factor·n/orig - (factor-1))^(d/(d-2)),
+            // n = max(p + 1, orig): unscaled inside the original context, per position beyond it
+  Llama3,   // by wavelength λ_i = 2π/inv_freq_i: λ > orig/low_freq_factor -> inv_freq/factor,
+            // λ < orig/high_freq_factor -> unchanged, in between a smooth blend
+};
+
+// RoPE parameters of one model (attrs of a rope op).
+struct RopeSpec {
+  float theta = 10000.0f;
+  RopeScaling scaling = RopeScaling::None;
+  float factor = 1.0f;                      // Linear, Dynamic, Llama3
+  float low_freq_factor = 1.0f;             // Llama3
+  float high_freq_factor = 4.0f;            // Llama3
+  std::int64_t original_max_positions = 0;  // Dynamic, Llama3 (orig above)
+};
+
+// The head_dim/2 inverse frequencies of `spec` for a token at `position` (out.size() ==
+// head_dim/2); only Dynamic depends on the position. Computed in double.
+void rope_inv_freq(const RopeSpec& spec, int head_dim, std::int64_t position,
+                   std::span<double> out);
+
 // In place on x[T, heads·head_dim]: rotate-half RoPE (Hugging Face Llama convention) at absolute
-// positions[T]; inv_freq_i = theta^(-2i/head_dim), i < head_dim/2.
-void rope(Tensor& x, std::span<const std::int32_t> positions, int heads, int head_dim, float theta);
+// positions[T], pair i of a head rotated by positions[t]·rope_inv_freq(spec, ...)[i].
+void rope(Tensor& x, std::span<const std::int32_t> positions, int heads, int head_dim,
+          const RopeSpec& spec);
 
 // Scaled dot-product attention with grouped-query heads, scale 1/sqrt(D).
 //   q [T, H·D]; k, v [S, Hkv·D]: keys/values of absolute positions 0..S-1; out [T, H·D].
-//   Query t sits at absolute position q_pos0 + t. Causal: it attends to keys 0..q_pos0+t;
-//   otherwise to all S. Query head h reads kv head h / (H / Hkv).
+//   Query t sits at absolute position p = q_pos0 + t. Causal: it attends to keys 0..p; with a
+//   sliding window W > 0 (causal only) to keys in (p - W, p]; not causal: to all S.
+//   Query head h reads kv head h / (H / Hkv).
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
-               int head_dim, std::int64_t q_pos0, bool causal, Tensor& out);
+               int head_dim, std::int64_t q_pos0, bool causal, Tensor& out,
+               std::int64_t window = 0);
 
 }  // namespace huddle::kernels

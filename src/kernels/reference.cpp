@@ -146,16 +146,18 @@ void embedding(std::span<const std::int32_t> ids, const Tensor& table, Tensor& y
 }
 
 void rope(Tensor& x, std::span<const std::int32_t> positions, int heads, int head_dim,
-          float theta) {
+          const RopeSpec& spec) {
   detail::check_rope(x, positions, heads, head_dim);
   const auto xm = as_mat(x);
   const int half = head_dim / 2;
+  std::vector<double> inv_freq(static_cast<std::size_t>(half));
   for (std::int64_t t = 0; t < xm.rows; ++t) {
+    rope_inv_freq(spec, head_dim, positions[static_cast<std::size_t>(t)], inv_freq);
     for (int h = 0; h < heads; ++h) {
       float* v = xm.row(t) + static_cast<std::int64_t>(h) * head_dim;
       for (int i = 0; i < half; ++i) {
-        const double inv_freq = std::pow(static_cast<double>(theta), -2.0 * i / head_dim);
-        const double angle = positions[static_cast<std::size_t>(t)] * inv_freq;
+        const double angle =
+            positions[static_cast<std::size_t>(t)] * inv_freq[static_cast<std::size_t>(i)];
         const double x1 = v[i];
         const double x2 = v[i + half];
         v[i] = static_cast<float>(x1 * std::cos(angle) - x2 * std::sin(angle));
@@ -166,9 +168,9 @@ void rope(Tensor& x, std::span<const std::int32_t> positions, int heads, int hea
 }
 
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
-               int head_dim, std::int64_t q_pos0, bool causal, Tensor& out) {
+               int head_dim, std::int64_t q_pos0, bool causal, Tensor& out, std::int64_t window) {
   const std::int64_t s_count =
-      detail::check_attention(q, k, v, heads, kv_heads, head_dim, q_pos0, causal, out);
+      detail::check_attention(q, k, v, heads, kv_heads, head_dim, q_pos0, causal, out, window);
   const auto qm = as_mat(q);
   const auto km = as_mat(k);
   const auto vm = as_mat(v);
@@ -178,11 +180,12 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int
   std::vector<double> scores(static_cast<std::size_t>(s_count));
   for (std::int64_t t = 0; t < qm.rows; ++t) {
     const std::int64_t keys = causal ? q_pos0 + t + 1 : s_count;
+    const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, keys - window) : 0;
     for (int h = 0; h < heads; ++h) {
       const std::int64_t qo = static_cast<std::int64_t>(h) * head_dim;
       const std::int64_t ko = static_cast<std::int64_t>(h / group) * head_dim;
       double mx = -INFINITY;
-      for (std::int64_t s = 0; s < keys; ++s) {
+      for (std::int64_t s = first; s < keys; ++s) {
         double dot = 0.0;
         for (int d = 0; d < head_dim; ++d) {
           dot += static_cast<double>(qm.row(t)[qo + d]) * km.row(s)[ko + d];
@@ -191,13 +194,13 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int
         mx = std::max(mx, dot * scale);
       }
       double total = 0.0;
-      for (std::int64_t s = 0; s < keys; ++s) {
+      for (std::int64_t s = first; s < keys; ++s) {
         scores[static_cast<std::size_t>(s)] = std::exp(scores[static_cast<std::size_t>(s)] - mx);
         total += scores[static_cast<std::size_t>(s)];
       }
       for (int d = 0; d < head_dim; ++d) {
         double acc = 0.0;
-        for (std::int64_t s = 0; s < keys; ++s) {
+        for (std::int64_t s = first; s < keys; ++s) {
           acc += scores[static_cast<std::size_t>(s)] * vm.row(s)[ko + d];
         }
         om.row(t)[qo + d] = static_cast<float>(acc / total);

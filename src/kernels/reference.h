@@ -17,8 +17,10 @@ void add(const Tensor& a, const Tensor& b, Tensor& y);
 void mul(const Tensor& a, const Tensor& b, Tensor& y);
 void softmax_rows(Tensor& x);
 void embedding(std::span<const std::int32_t> ids, const Tensor& table, Tensor& y);
-void rope(Tensor& x, std::span<const std::int32_t> positions, int heads, int head_dim, float theta);
+void rope(Tensor& x, std::span<const std::int32_t> positions, int heads, int head_dim,
+          const RopeSpec& spec);
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
-               int head_dim, std::int64_t q_pos0, bool causal, Tensor& out);
+               int head_dim, std::int64_t q_pos0, bool causal, Tensor& out,
+               std::int64_t window = 0);
 
 }  // namespace huddle::kernels::reference

@@ -80,7 +80,7 @@ void check_rope(const Tensor& x, std::span<const std::int32_t> positions, int he
 
 std::int64_t check_attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads,
                              int kv_heads, int head_dim, std::int64_t q_pos0, bool causal,
-                             const Tensor& out) {
+                             const Tensor& out, std::int64_t window) {
   check_f32_2d(q, "attention q");
   check_f32_2d(k, "attention k");
   check_f32_2d(v, "attention v");
@@ -97,6 +97,8 @@ std::int64_t check_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
   HUDDLE_CHECK(out.shape() == q.shape(), "attention: out {} for q {}", shape_str(out.shape()),
                shape_str(q.shape()));
   HUDDLE_CHECK(q_pos0 >= 0, "attention: q_pos0 {}", q_pos0);
+  HUDDLE_CHECK(window >= 0 && (window == 0 || causal),
+               "attention: sliding window {} (must be >= 0, and causal when set)", window);
   if (causal) {
     HUDDLE_CHECK(q_pos0 + t <= s,
                  "attention: causal queries at {}..{} need that many keys, have {}", q_pos0,

@@ -30,6 +30,6 @@ void check_rope(const Tensor& x, std::span<const std::int32_t> positions, int he
 // Returns S, the number of keys.
 std::int64_t check_attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads,
                              int kv_heads, int head_dim, std::int64_t q_pos0, bool causal,
-                             const Tensor& out);
+                             const Tensor& out, std::int64_t window);
 
 }  // namespace huddle::kernels::detail

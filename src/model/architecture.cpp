@@ -11,8 +11,9 @@
 namespace huddle {
 
 const std::vector<Architecture>& architectures() {
-  static const std::vector<Architecture> all = {gpt2_architecture(), bert_architecture(),
-                                                llama_architecture()};
+  static const std::vector<Architecture> all = {gpt2_architecture(),    bert_architecture(),
+                                                llama_architecture(),   qwen2_architecture(),
+                                                mistral_architecture(), phi3_architecture()};
   return all;
 }
 

@@ -53,5 +53,8 @@ const Architecture& architecture_for_config(const nlohmann::json& config,
 Architecture gpt2_architecture();
 Architecture bert_architecture();
 Architecture llama_architecture();
+Architecture qwen2_architecture();
+Architecture mistral_architecture();
+Architecture phi3_architecture();
 
 }  // namespace huddle

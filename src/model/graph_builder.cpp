@@ -75,21 +75,22 @@ ValueId GraphBuilder::activation(const std::string& name, OpKind kind, ValueId x
 }
 
 ValueId GraphBuilder::rope(const std::string& name, ValueId x, ValueId positions, int heads,
-                           int head_dim, float theta, OpRole role) {
+                           int head_dim, const kernels::RopeSpec& spec, OpRole role) {
   OpAttrs attrs;
   attrs.heads = heads;
   attrs.head_dim = head_dim;
-  attrs.rope_theta = theta;
+  attrs.rope = spec;
   return op(OpKind::Rope, name, {x, positions}, attrs, role);
 }
 
 ValueId GraphBuilder::attention(const std::string& name, ValueId q, ValueId k, ValueId v, int heads,
-                                int kv_heads, int head_dim, bool causal) {
+                                int kv_heads, int head_dim, bool causal, std::int64_t window) {
   OpAttrs attrs;
   attrs.heads = heads;
   attrs.kv_heads = kv_heads;
   attrs.head_dim = head_dim;
   attrs.causal = causal;
+  attrs.sliding_window = window;
   attrs.cache_slot = layer_;
   return op(OpKind::Attention, name, {q, k, v}, attrs, OpRole::AttnCore);
 }

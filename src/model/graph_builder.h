@@ -34,9 +34,10 @@ class GraphBuilder {
                  kernels::WeightLayout layout, OpRole role);
   ValueId activation(const std::string& name, OpKind kind, ValueId x, OpRole role);
   ValueId rope(const std::string& name, ValueId x, ValueId positions, int heads, int head_dim,
-               float theta, OpRole role);
+               const kernels::RopeSpec& spec, OpRole role);
+  // window > 0 (causal only): sliding-window attention over keys (p - window, p].
   ValueId attention(const std::string& name, ValueId q, ValueId k, ValueId v, int heads,
-                    int kv_heads, int head_dim, bool causal);
+                    int kv_heads, int head_dim, bool causal, std::int64_t window = 0);
   ValueId last_row(const std::string& name, ValueId x);
   void output(ValueId x) { graph_.add_output(x); }
 

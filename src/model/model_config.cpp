@@ -18,21 +18,55 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   }
 }
 
-ConfigReader::ConfigReader(const nlohmann::json& json, std::string source)
-    : json_(json), source_(std::move(source)) {
-  if (!json_.is_object()) throw LoadError(fmt::format("{}: expected a JSON object", source_));
+ConfigReader::ConfigReader(const nlohmann::json& json, std::string source, std::string prefix)
+    : json_(json), source_(std::move(source)), prefix_(std::move(prefix)) {
+  if (!json_.is_object()) {
+    if (prefix_.empty()) throw LoadError(fmt::format("{}: expected a JSON object", source_));
+    throw LoadError(fmt::format("{}: field '{}' must be an object, is {}", source_,
+                                prefix_.substr(0, prefix_.size() - 1), json_.dump()));
+  }
+}
+
+ConfigReader ConfigReader::object(const std::string& key) const {
+  if (!has(key)) throw LoadError(fmt::format("{}: missing field '{}'", source_, field(key)));
+  return ConfigReader(json_.at(key), source_, field(key) + ".");
+}
+
+std::vector<std::string> ConfigReader::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : json_.items()) out.push_back(key);
+  return out;
 }
 
 bool ConfigReader::has(const std::string& key) const {
   return json_.contains(key) && !json_.at(key).is_null();
 }
 
+bool ConfigReader::contains(const std::string& key) const {
+  return json_.contains(key);
+}
+
+std::vector<std::string> ConfigReader::string_list(const std::string& key) const {
+  if (!has(key)) return {};
+  const nlohmann::json& v = json_.at(key);
+  std::vector<std::string> out;
+  if (v.is_array()) {
+    for (const auto& x : v) {
+      if (!x.is_string()) break;
+      out.push_back(x.get<std::string>());
+    }
+    if (out.size() == v.size()) return out;
+  }
+  throw LoadError(fmt::format("{}: field '{}' must be a list of strings, is {}", source_,
+                              field(key), v.dump()));
+}
+
 std::int64_t ConfigReader::integer(const std::string& key) const {
-  if (!has(key)) throw LoadError(fmt::format("{}: missing field '{}'", source_, key));
+  if (!has(key)) throw LoadError(fmt::format("{}: missing field '{}'", source_, field(key)));
   const nlohmann::json& v = json_.at(key);
   if (!v.is_number_integer()) {
     throw LoadError(
-        fmt::format("{}: field '{}' must be an integer, is {}", source_, key, v.dump()));
+        fmt::format("{}: field '{}' must be an integer, is {}", source_, field(key), v.dump()));
   }
   return v.get<std::int64_t>();
 }
@@ -45,7 +79,8 @@ double ConfigReader::number_or(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
   const nlohmann::json& v = json_.at(key);
   if (!v.is_number()) {
-    throw LoadError(fmt::format("{}: field '{}' must be a number, is {}", source_, key, v.dump()));
+    throw LoadError(
+        fmt::format("{}: field '{}' must be a number, is {}", source_, field(key), v.dump()));
   }
   return v.get<double>();
 }
@@ -54,7 +89,8 @@ std::string ConfigReader::string_or(const std::string& key, const std::string& f
   if (!has(key)) return fallback;
   const nlohmann::json& v = json_.at(key);
   if (!v.is_string()) {
-    throw LoadError(fmt::format("{}: field '{}' must be a string, is {}", source_, key, v.dump()));
+    throw LoadError(
+        fmt::format("{}: field '{}' must be a string, is {}", source_, field(key), v.dump()));
   }
   return v.get<std::string>();
 }
@@ -64,7 +100,7 @@ bool ConfigReader::boolean_or(const std::string& key, bool fallback) const {
   const nlohmann::json& v = json_.at(key);
   if (!v.is_boolean()) {
     throw LoadError(
-        fmt::format("{}: field '{}' must be true or false, is {}", source_, key, v.dump()));
+        fmt::format("{}: field '{}' must be true or false, is {}", source_, field(key), v.dump()));
   }
   return v.get<bool>();
 }
@@ -76,7 +112,7 @@ std::vector<std::int32_t> ConfigReader::int_list(const std::string& key) const {
   auto take = [&](const nlohmann::json& x) {
     if (!x.is_number_integer()) {
       throw LoadError(
-          fmt::format("{}: field '{}' must hold integers, has {}", source_, key, x.dump()));
+          fmt::format("{}: field '{}' must hold integers, has {}", source_, field(key), x.dump()));
     }
     out.push_back(x.get<std::int32_t>());
   };
@@ -108,8 +144,9 @@ void ModelConfig::validate(const std::string& source) const {
   }
   if (!(norm_eps > 0.0f))
     throw LoadError(fmt::format("{}: the norm epsilon must be positive", source));
-  if (architecture == "llama" && head_dim % 2 != 0) {
-    throw LoadError(fmt::format("{}: head_dim {} must be even for RoPE", source, head_dim));
+  if (sliding_window < 0) {
+    throw LoadError(
+        fmt::format("{}: sliding_window must be positive, is {}", source, sliding_window));
   }
 }
 

@@ -403,7 +403,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
       if (out.raw() != in(0).raw()) std::memcpy(out.raw(), in(0).raw(), out.nbytes());
       const Tensor& pos = in(1);
       kernels::rope(out, std::span(pos.i32(), static_cast<std::size_t>(pos.numel())),
-                    op.attrs.heads, op.attrs.head_dim, op.attrs.rope_theta);
+                    op.attrs.heads, op.attrs.head_dim, op.attrs.rope);
       break;
     }
     case OpKind::Attention:
@@ -688,7 +688,8 @@ Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const
   const bool whole_groups =
       a.kv_group == 0 || (a.q_head_begin % a.kv_group == 0 && a.heads == a.kv_heads * a.kv_group);
   if (whole_groups) {
-    kernels::attention(q, all_k, all_v, a.heads, a.kv_heads, a.head_dim, q_pos0, a.causal, out);
+    kernels::attention(q, all_k, all_v, a.heads, a.kv_heads, a.head_dim, q_pos0, a.causal, out,
+                       a.sliding_window);
     return out;
   }
   // A device holding part of a kv group: run each span of query heads that shares one kv head.
@@ -701,7 +702,7 @@ Tensor Executor::attention(const Op& op, const Tensor& q, const Tensor& k, const
     Tensor span_out = Tensor::empty(DType::F32, {q.dim(0), (end - h) * d});
     kernels::attention(q.cols(h * d, end * d), all_k.cols(kv * d, (kv + 1) * d),
                        all_v.cols(kv * d, (kv + 1) * d), end - h, 1, a.head_dim, q_pos0, a.causal,
-                       span_out);
+                       span_out, a.sliding_window);
     for (std::int64_t r = 0; r < q.dim(0); ++r) {
       std::memcpy(out.f32() + r * out.dim(1) + h * d, span_out.f32() + r * span_out.dim(1),
                   static_cast<std::size_t>((end - h) * d) * sizeof(float));

@@ -24,7 +24,8 @@ struct AttnCase {
   bool packed;  // q, k, v as column views of one [rows, (H + 2 Hkv)·D] matrix
 };
 
-void check_attention(const AttnCase& c, std::uint32_t seed) {
+// window > 0: sliding-window attention (causal cases only).
+void check_attention(const AttnCase& c, std::uint32_t seed, std::int64_t window = 0) {
   std::mt19937 rng(seed);
   const std::int64_t qw = static_cast<std::int64_t>(c.heads) * c.head_dim;
   const std::int64_t kw = static_cast<std::int64_t>(c.kv_heads) * c.head_dim;
@@ -43,11 +44,12 @@ void check_attention(const AttnCase& c, std::uint32_t seed) {
   }
   Tensor ref = testing::nan_like(Tensor::empty(DType::F32, {c.t, qw}));
   Tensor fast = testing::nan_like(ref);
-  reference::attention(q, k, v, c.heads, c.kv_heads, c.head_dim, c.q_pos0, c.causal, ref);
-  attention(q, k, v, c.heads, c.kv_heads, c.head_dim, c.q_pos0, c.causal, fast);
+  reference::attention(q, k, v, c.heads, c.kv_heads, c.head_dim, c.q_pos0, c.causal, ref, window);
+  attention(q, k, v, c.heads, c.kv_heads, c.head_dim, c.q_pos0, c.causal, fast, window);
   EXPECT_TRUE(close(fast, ref)) << "H=" << c.heads << " Hkv=" << c.kv_heads << " D=" << c.head_dim
                                 << " T=" << c.t << " S=" << c.s << " q_pos0=" << c.q_pos0
-                                << " causal=" << c.causal << " packed=" << c.packed;
+                                << " causal=" << c.causal << " packed=" << c.packed
+                                << " window=" << window;
 }
 
 struct HeadConfig {
@@ -72,6 +74,47 @@ TEST(Attention, CausalMatchesReference) {
       }
     }
   }
+}
+
+// Sliding windows narrower than, equal to and wider than the keys, in prompts (blocked sgemm
+// over each block's keys), after cached positions and in decode (direct loop).
+TEST(Attention, SlidingWindowMatchesReference) {
+  std::uint32_t seed = 2000;
+  for (const HeadConfig& hc : kHeadConfigs) {
+    for (std::int64_t window : {1, 5, 64, 1000}) {
+      for (std::int64_t t : {1, 3, 13, 127, 130}) {
+        for (std::int64_t q_pos0 : {0, 5, 100}) {
+          check_attention({hc.heads, hc.kv_heads, 16, t, q_pos0 + t, q_pos0, true, t % 2 == 0},
+                          seed++, window);
+          check_attention({hc.heads, hc.kv_heads, 16, t, q_pos0 + t + 7, q_pos0, true, false},
+                          seed++, window);
+        }
+      }
+    }
+  }
+}
+
+// The reference's window against its plain causal form over only the window's keys: query p
+// sees exactly keys (p - W, p].
+TEST(Attention, SlidingWindowIsTheLastWKeys) {
+  std::mt19937 rng(77);
+  const std::int64_t t = 20, window = 6;
+  const Tensor q = testing::random_tensor(rng, {t, 2 * 8}, -2.0f, 2.0f);
+  const Tensor k = testing::random_tensor(rng, {t, 8}, -2.0f, 2.0f);
+  const Tensor v = testing::random_tensor(rng, {t, 8}, -2.0f, 2.0f);
+  Tensor out = Tensor::empty(DType::F32, {t, 16});
+  reference::attention(q, k, v, 2, 1, 8, 0, true, out, window);
+  for (std::int64_t p = 0; p < t; ++p) {
+    const std::int64_t lo = std::max<std::int64_t>(0, p - window + 1);
+    Tensor one = Tensor::empty(DType::F32, {1, 16});
+    reference::attention(q.rows(p, p + 1), k.rows(lo, p + 1), v.rows(lo, p + 1), 2, 1, 8, 0, false,
+                         one);
+    EXPECT_TRUE(close(out.rows(p, p + 1), one, 1e-6)) << "query " << p;
+  }
+  // And the window changes the answer once it cuts (the test above is not vacuous).
+  Tensor full = Tensor::empty(DType::F32, {t, 16});
+  reference::attention(q, k, v, 2, 1, 8, 0, true, full);
+  EXPECT_FALSE(close(out.rows(t - 1, t), full.rows(t - 1, t), 1e-3));
 }
 
 TEST(Attention, DecodeAfterLongCache) {

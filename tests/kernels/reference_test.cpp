@@ -122,20 +122,20 @@ TEST(Reference, RopeAtPositionZeroIsIdentityAndRotatesPairs) {
   const std::vector<float> v{1, 2, 3, 4, 5, 6, 7, 8};  // 2 heads of 4
   Tensor x = make({1, 8}, v);
   const std::vector<std::int32_t> zero{0};
-  reference::rope(x, zero, 2, 4, 10000.0f);
+  reference::rope(x, zero, 2, 4, {10000.0f});
   EXPECT_EQ(x.to_vector(), v);
 
   // Head dim 2: one pair (x0, x1) with inv_freq 1, rotated by angle = position.
   Tensor p = make({1, 2}, {1, 0});
   const std::vector<std::int32_t> three{3};
-  reference::rope(p, three, 1, 2, 10000.0f);
+  reference::rope(p, three, 1, 2, {10000.0f});
   EXPECT_NEAR(p.f32()[0], std::cos(3.0), 1e-7);
   EXPECT_NEAR(p.f32()[1], std::sin(3.0), 1e-7);
 
   // Head dim 4, pair i = 1 (elements 1 and 3) turns at theta^(-1/2) = 0.01 rad per position.
   Tensor q = make({1, 4}, {0, 1, 0, 0});
   const std::vector<std::int32_t> hundred{100};
-  reference::rope(q, hundred, 1, 4, 10000.0f);
+  reference::rope(q, hundred, 1, 4, {10000.0f});
   EXPECT_NEAR(q.f32()[1], std::cos(1.0), 1e-7);
   EXPECT_NEAR(q.f32()[3], std::sin(1.0), 1e-7);
 }

@@ -229,8 +229,8 @@ TEST(Rope, MatchesReferenceAtLongPositions) {
             positions[0] = 0;
             Tensor x = random_matrix(rng, t, heads * head_dim, strided);
             Tensor ref = x.clone();
-            reference::rope(ref, positions, heads, head_dim, theta);
-            rope(x, positions, heads, head_dim, theta);
+            reference::rope(ref, positions, heads, head_dim, {theta});
+            rope(x, positions, heads, head_dim, {theta});
             EXPECT_TRUE(close(x, ref))
                 << "theta " << theta << " heads " << heads << " D " << head_dim << " T " << t;
           }
@@ -245,7 +245,7 @@ TEST(Rope, PreservesPairNorms) {
   Tensor x = random_tensor(rng, {4, 2 * 16});
   const Tensor before = x.clone();
   const std::vector<std::int32_t> positions{0, 1, 1000, 123456};
-  rope(x, positions, 2, 16, 10000.0f);
+  rope(x, positions, 2, 16, {10000.0f});
   for (std::int64_t t = 0; t < 4; ++t) {
     for (int h = 0; h < 2; ++h) {
       for (int i = 0; i < 8; ++i) {

@@ -218,7 +218,7 @@ TEST(KernelThreads, OneAndTwoThreadsAgree) {
   expect_thread_independent(
       [&] {
         Tensor y = x.clone();
-        rope(y, positions, 16, 64, 10000.0f);
+        rope(y, positions, 16, 64, {10000.0f});
         return y;
       },
       "rope");

@@ -48,7 +48,7 @@ TEST(Config, LlamaDefaultsForAbsentFields) {
   const ModelConfig c = parse(llama_config());  // picked by "architectures", no model_type
   EXPECT_EQ(c.architecture, "llama");
   EXPECT_EQ(c.kv_heads, 4);             // absent num_key_value_heads: multi-head attention
-  EXPECT_EQ(c.rope_theta, 10000.0f);    // absent rope_theta
+  EXPECT_EQ(c.rope.theta, 10000.0f);    // absent rope_theta
   EXPECT_FALSE(c.tie_word_embeddings);  // absent tie_word_embeddings
   nlohmann::json j = llama_config();
   j["num_key_value_heads"] = 2;
@@ -56,7 +56,7 @@ TEST(Config, LlamaDefaultsForAbsentFields) {
   j["eos_token_id"] = {5, 7};
   const ModelConfig g = parse(j);
   EXPECT_EQ(g.kv_heads, 2);
-  EXPECT_EQ(g.rope_theta, 500000.0f);
+  EXPECT_EQ(g.rope.theta, 500000.0f);
   EXPECT_EQ(g.eos_ids, (std::vector<std::int32_t>{5, 7}));
 }
 
@@ -83,8 +83,8 @@ TEST(Config, ErrorsNameTheField) {
   j["num_key_value_heads"] = 3;
   expect_error(j, "num_key_value_heads");
   j = llama_config();
-  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  expect_error(j, "rope_scaling");
+  j["rope_scaling"] = {{"type", "yarn"}, {"factor", 2.0}};
+  expect_error(j, "rope_scaling.rope_type 'yarn'");
   expect_error({{"model_type", "opt"}, {"architectures", {"OPTForCausalLM"}}}, "opt");
   expect_error({{"hidden_size", 4}}, "model_type");
   j = gpt2_config();
