@@ -73,10 +73,6 @@ std::vector<std::int64_t> top_k(const Tensor& t, std::size_t k) {
 
 }  // namespace
 
-bool is_onnx_model(const std::string& model) {
-  return model.size() > 5 && model.substr(model.size() - 5) == ".onnx";
-}
-
 void run_onnx(const OnnxRunOptions& o) {
   const int threads = o.threads > 0
                           ? o.threads

@@ -23,8 +23,6 @@ struct OnnxRunOptions {
   OnnxDistribution distribution;  // across devices when active()
 };
 
-// True when `model` names an ONNX file rather than a Hugging Face directory.
-bool is_onnx_model(const std::string& model);
 void run_onnx(const OnnxRunOptions& options);
 void add_info_command(CLI::App& app);
 

@@ -1,6 +1,5 @@
 #include "cli/plan_command.h"
 
-#include "cli/onnx_run.h"
 #include "onnx/onnx_model.h"
 #include "plan/row_graph.h"
 #include "planner/row_planners.h"
@@ -101,7 +100,7 @@ std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster)
 
 std::string plan_to_string(const PlanOptions& o) {
   const ClusterSpec cluster = ClusterSpec::load(o.cluster_file);
-  if (is_onnx_model(o.model_dir)) return row_plan_to_string(o, cluster);
+  if (onnx_import::is_onnx_path(o.model_dir)) return row_plan_to_string(o, cluster);
   const Model model = Model::load(o.model_dir);
   const CostModel cost(model.config(), model.graph());
   std::optional<double> deadline;

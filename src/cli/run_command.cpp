@@ -8,6 +8,7 @@
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "net/key.h"
+#include "onnx/onnx_model.h"
 #include "planner/cluster.h"
 #include "planner/cost_model.h"
 #include "planner/online_estimator.h"
@@ -340,15 +341,15 @@ void run(const RunOptions& o) {
                            o.n_predict > 0 || !o.dump_logits.empty() || !o.shares.empty();
   const bool onnx_flags =
       !o.onnx.inputs.empty() || !o.onnx.image.empty() || !o.onnx.dump_outputs.empty();
-  if (is_onnx_model(o.model_dir) && token_flags) {
+  if (onnx_import::is_onnx_path(o.model_dir) && token_flags) {
     throw UsageError(
         "an ONNX model runs from --input/--image; --ids, --prompt, --n-predict, --dump-logits "
         "and --shares are for transformer model directories");
   }
-  if (!is_onnx_model(o.model_dir) && onnx_flags) {
+  if (!onnx_import::is_onnx_path(o.model_dir) && onnx_flags) {
     throw UsageError("--input, --image and --dump-outputs are for ONNX models (MODEL.onnx)");
   }
-  if (is_onnx_model(o.model_dir)) {
+  if (onnx_import::is_onnx_path(o.model_dir)) {
     OnnxRunOptions onnx = o.onnx;
     onnx.model = o.model_dir;
     onnx.json = o.json;

@@ -43,6 +43,10 @@ onnx::ModelProto parse_proto(const std::string& bytes, const std::string& file) 
 
 }  // namespace
 
+bool is_onnx_path(const std::string& model) {
+  return model.size() > 5 && model.substr(model.size() - 5) == ".onnx";
+}
+
 std::string read_onnx_file(const std::filesystem::path& path) {
   return read_bytes(path);
 }

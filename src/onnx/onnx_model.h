@@ -32,6 +32,9 @@ struct TensorInfo {
   Shape shape;
 };
 
+// Whether `model` names an ONNX file (".onnx") rather than a Hugging Face model directory.
+bool is_onnx_path(const std::string& model);
+
 // The bytes of an ONNX file (LoadError naming it when it cannot be read).
 std::string read_onnx_file(const std::filesystem::path& path);
 
