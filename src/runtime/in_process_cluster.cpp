@@ -18,95 +18,76 @@ std::int64_t output_width(const Model& model) {
   return g.outputs().empty() ? 0 : g.value(g.outputs().front()).shape.back();
 }
 
-}  // namespace
+using DeviceBody = std::function<void(Executor&, net::Transport&)>;
 
-void run_in_process(const Model& model, const Plan& plan,
-                    const std::function<void(StepRunner&)>& drive) {
+// Lowers every device's program of `plan` (with `lower_for`), then runs `follow` on devices
+// 1..n-1 and `lead` on device 0, each on its own thread with an Executor of its program and its
+// weights; returns when all have stopped and rethrows the first device's error, if any.
+void run_devices(const Plan& plan, const std::function<Program(int)>& lower_for,
+                 const WeightMap& model_weights, std::int64_t max_positions,
+                 const DeviceBody& follow, const DeviceBody& lead) {
   const int n = plan.num_devices();
   net::InprocCluster cluster(n);
   std::vector<Program> programs;
   std::vector<WeightMap> weights;
   for (int r = 0; r < n; ++r) {
-    programs.push_back(lower(model.graph(), model.config(), plan, r));
-    weights.push_back(extract_weights(programs.back(), model.weights()));
+    programs.push_back(lower_for(r));
+    weights.push_back(extract_weights(programs.back(), model_weights));
     localize_weights(programs.back());
   }
-  const Pipeline* pipeline = plan.pipeline ? &*plan.pipeline : nullptr;
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  auto device = [&](int r, const DeviceBody& body) {
+    const auto i = static_cast<std::size_t>(r);
+    try {
+      Executor executor(programs[i].graph, weights[i], max_positions,
+                        DeviceGroup{&cluster.rank(r), plan.token_shares});
+      body(executor, cluster.rank(r));
+    } catch (...) {
+      errors[i] = std::current_exception();
+      cluster.rank(r).close();
+    }
+  };
   std::vector<std::thread> workers;
-  for (int r = 1; r < n; ++r) {
-    workers.emplace_back([&, r] {
-      try {
-        Executor executor(programs[static_cast<std::size_t>(r)].graph,
-                          weights[static_cast<std::size_t>(r)], model.config().max_positions,
-                          DeviceGroup{&cluster.rank(r), plan.token_shares});
-        follow_primary(cluster.rank(r), executor, nullptr, pipeline);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-        cluster.rank(r).close();
-      }
-    });
-  }
-  try {
-    Executor executor(programs[0].graph, weights[0], model.config().max_positions,
-                      DeviceGroup{&cluster.rank(0), plan.token_shares});
-    PrimarySession session(cluster.rank(0), executor, nullptr, pipeline, output_width(model));
-    drive(session);
-    session.end();
-  } catch (...) {
-    errors[0] = std::current_exception();
-    cluster.rank(0).close();
-  }
+  for (int r = 1; r < n; ++r) workers.emplace_back([&, r] { device(r, follow); });
+  device(0, lead);
   for (auto& t : workers) t.join();
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
 }
 
+}  // namespace
+
+void run_in_process(const Model& model, const Plan& plan,
+                    const std::function<void(StepRunner&)>& drive) {
+  const Pipeline* pipeline = plan.pipeline ? &*plan.pipeline : nullptr;
+  run_devices(
+      plan, [&](int r) { return lower(model.graph(), model.config(), plan, r); }, model.weights(),
+      model.config().max_positions,
+      [&](Executor& executor, net::Transport& transport) {
+        follow_primary(transport, executor, nullptr, pipeline);
+      },
+      [&](Executor& executor, net::Transport& transport) {
+        PrimarySession session(transport, executor, nullptr, pipeline, output_width(model));
+        drive(session);
+        session.end();
+      });
+}
+
 std::map<std::string, Tensor> run_in_process(const Graph& graph, const WeightMap& weights,
                                              const Plan& plan,
                                              const std::map<std::string, Tensor>& inputs,
                                              std::vector<StepReport>* reports) {
-  const int n = plan.num_devices();
-  net::InprocCluster cluster(n);
-  std::vector<Program> programs;
-  std::vector<WeightMap> program_weights;
-  for (int r = 0; r < n; ++r) {
-    programs.push_back(lower_rows(graph, plan, r));
-    program_weights.push_back(extract_weights(programs.back(), weights));
-    localize_weights(programs.back());
-  }
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  std::vector<std::thread> workers;
-  for (int r = 1; r < n; ++r) {
-    workers.emplace_back([&, r] {
-      try {
-        Executor executor(programs[static_cast<std::size_t>(r)].graph,
-                          program_weights[static_cast<std::size_t>(r)], 1,
-                          DeviceGroup{&cluster.rank(r), plan.token_shares});
-        follow_primary(cluster.rank(r), executor);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-        cluster.rank(r).close();
-      }
-    });
-  }
   std::map<std::string, Tensor> out;
-  try {
-    Executor executor(programs[0].graph, program_weights[0], 1,
-                      DeviceGroup{&cluster.rank(0), plan.token_shares});
-    PrimarySession session(cluster.rank(0), executor);
-    out = session.run(inputs);
-    if (reports) *reports = session.last_reports();
-    session.end();
-  } catch (...) {
-    errors[0] = std::current_exception();
-    cluster.rank(0).close();
-  }
-  for (auto& t : workers) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  run_devices(
+      plan, [&](int r) { return lower_rows(graph, plan, r); }, weights, 1,
+      [](Executor& executor, net::Transport& transport) { follow_primary(transport, executor); },
+      [&](Executor& executor, net::Transport& transport) {
+        PrimarySession session(transport, executor);
+        out = session.run(inputs);
+        if (reports) *reports = session.last_reports();
+        session.end();
+      });
   return out;
 }
 

@@ -21,10 +21,10 @@ using testing::fixture;
 using testing::run_huddle;
 
 std::string model(const std::string& name) {
-  return fixture("cnn/" + name + ".onnx").string();
+  return testing::cnn_model(name);
 }
 std::string input(const std::string& name) {
-  return fixture("cnn/" + name + ".input.npy").string();
+  return testing::cnn_input_file(name);
 }
 
 // Slow devices of uneven speeds (so that splitting pays even for the tiny fixtures).
@@ -179,11 +179,10 @@ TEST(EdgeFlowCliPlan, PlansPredictsAndTheSavedPlanRuns) {
     ASSERT_TRUE(j["strategies_ms"].contains(s)) << s;
   // EdgeFlow keeps the best of its LP, rows-proportional and local: never worse than those.
   EXPECT_LE(j["predicted_ms"].get<double>(), j["strategies_ms"]["local"].get<double>());
-  EXPECT_LE(j["predicted_ms"].get<double>(),
-            j["strategies_ms"]["rows-proportional"].get<double>());
+  EXPECT_LE(j["predicted_ms"].get<double>(), j["strategies_ms"]["rows-proportional"].get<double>());
   r = run_huddle({"run", "--model", model("resnet-tiny"), "--input", input("resnet-tiny"),
-                  "--local-devices", "3", "--plan", (dir / "plan.json").string(),
-                  "--dump-outputs", (dir / "out").string()});
+                  "--local-devices", "3", "--plan", (dir / "plan.json").string(), "--dump-outputs",
+                  (dir / "out").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_references("resnet-tiny", dir / "out", "planned");
   r = run_huddle({"plan", "--model", model("resnet-tiny"), "--cluster", cluster.string(),

@@ -1,6 +1,7 @@
 // `huddle run` / `huddle info` on ONNX models through the real binary: --input, --dump-outputs,
 // --json, --image, and the exits for bad input (1, message naming the file or node).
 #include "io/npy.h"
+#include "onnx/cnn_fixtures.h"
 #include "onnx/onnx_builder.h"
 #include "test_util.h"
 
@@ -18,20 +19,13 @@ using testing::fixture;
 using testing::run_huddle;
 
 std::string model(const std::string& name) {
-  return fixture("cnn/" + name + ".onnx").string();
+  return testing::cnn_model(name);
 }
 std::string input(const std::string& name) {
-  return fixture("cnn/" + name + ".input.npy").string();
+  return testing::cnn_input_file(name);
 }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  const auto va = a.to_vector(), vb = b.to_vector();
-  double m = 0;
-  for (std::size_t i = 0; i < std::min(va.size(), vb.size()); ++i)
-    m = std::max(m, std::fabs(static_cast<double>(va[i]) - vb[i]));
-  return m;
-}
+using testing::max_abs_diff;
 
 TEST(OnnxCli, DumpOutputsWritesEachOutputByName) {
   testing::TempDir dir;

@@ -21,6 +21,14 @@ inline nlohmann::json cnn_manifest() {
   return nlohmann::json::parse(in);
 }
 
+// Paths of fixture `name`'s model and input.
+inline std::string cnn_model(const std::string& name) {
+  return fixture("cnn/" + name + ".onnx").string();
+}
+inline std::string cnn_input_file(const std::string& name) {
+  return fixture("cnn/" + name + ".input.npy").string();
+}
+
 // The manifest's entry for model `name` (vgg-tiny, resnet-tiny, yolo-tiny).
 inline nlohmann::json cnn_entry(const std::string& name) {
   const nlohmann::json all = cnn_manifest();

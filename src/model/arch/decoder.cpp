@@ -30,6 +30,16 @@ std::vector<std::string_view> understood_fields(std::initializer_list<std::strin
   return fields;
 }
 
+std::int64_t read_sliding_window(const ConfigReader& r, std::int64_t absent) {
+  const std::int64_t window =
+      r.contains("sliding_window") ? r.integer_or("sliding_window", 0) : absent;
+  if (r.has("sliding_window") && window <= 0) {
+    throw LoadError(
+        fmt::format("{}: sliding_window must be positive or null, is {}", r.source(), window));
+  }
+  return window;
+}
+
 std::optional<std::string> canonical_name(std::string_view name) {
   if (name.ends_with("rotary_emb.inv_freq")) return std::nullopt;
   return std::string(name);

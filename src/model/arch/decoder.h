@@ -58,6 +58,10 @@ std::vector<std::string_view> understood_fields(std::initializer_list<std::strin
 // naming the field.
 ModelConfig parse_config(const ConfigReader& r, const Defaults& defaults);
 
+// `sliding_window`: absent -> `absent` (0: none), null -> none, else a positive window; LoadError
+// naming the field otherwise.
+std::int64_t read_sliding_window(const ConfigReader& r, std::int64_t absent);
+
 // Checkpoint name -> canonical name: unchanged, except the rotary_emb.inv_freq buffers of old
 // checkpoints (nullopt: the frequencies come from config.json).
 std::optional<std::string> canonical_name(std::string_view name);

@@ -21,12 +21,7 @@ ModelConfig parse(const ConfigReader& r) {
   refuse_unknown_fields(r, "mistral", decoder::understood_fields({"sliding_window"}));
   ModelConfig c = decoder::parse_config(
       r, {.architecture = "mistral", .rms_norm_eps = 1e-6, .max_position_embeddings = 4096 * 32});
-  // Absent: transformers' default 4096; null: no window.
-  c.sliding_window = r.contains("sliding_window") ? r.integer_or("sliding_window", 0) : 4096;
-  if (r.has("sliding_window") && c.sliding_window <= 0) {
-    throw LoadError(fmt::format("{}: sliding_window must be positive or null, is {}", r.source(),
-                                c.sliding_window));
-  }
+  c.sliding_window = decoder::read_sliding_window(r, 4096);  // transformers' default
   return c;
 }
 

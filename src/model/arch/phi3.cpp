@@ -41,11 +41,7 @@ ModelConfig parse(const ConfigReader& r) {
   }
   ModelConfig c = decoder::parse_config(
       r, {.architecture = "phi3", .rms_norm_eps = 1e-5, .max_position_embeddings = 4096});
-  c.sliding_window = r.integer_or("sliding_window", 0);
-  if (r.has("sliding_window") && c.sliding_window <= 0) {
-    throw LoadError(fmt::format("{}: sliding_window must be positive or null, is {}", r.source(),
-                                c.sliding_window));
-  }
+  c.sliding_window = decoder::read_sliding_window(r, 0);
   return c;
 }
 
