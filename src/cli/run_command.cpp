@@ -430,7 +430,12 @@ void run(const RunOptions& o) {
     }
   }
   if (plan.num_devices() == 1) {
-    Executor executor(model.graph(), model.weights(), model.config().max_positions);
+    // An operator-assignment plan runs its lowered program (ops on cpu1 run on one thread).
+    const std::optional<Program> assigned =
+        plan.op_assigned() ? std::optional(lower(model.graph(), model.config(), plan, 0))
+                           : std::nullopt;
+    Executor executor(assigned ? assigned->graph : model.graph(), model.weights(),
+                      model.config().max_positions);
     TraceRecorder recorder;
     if (!o.trace.empty()) executor.set_observer(recorder.observer());
     outcome.result = generate_repeated(executor, prompt, options, o.repeat, outcome.prefill_runs);

@@ -19,7 +19,7 @@
 
 #include "core/dtype.h"
 #include "graph/graph.h"
-#include "planner/assign_providers.h"
+#include "plan/assign_providers.h"
 
 #include <cstdint>
 #include <string>

@@ -2,7 +2,7 @@
 // counts, capability rules, and provider-list errors.
 #include "core/error.h"
 #include "model/model.h"
-#include "planner/assign_providers.h"
+#include "plan/assign_providers.h"
 #include "planner/dcg.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-#include "planner/assign_providers.h"
+#include "plan/assign_providers.h"
 
 #include "core/error.h"
 

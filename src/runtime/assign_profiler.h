@@ -1,0 +1,52 @@
+// Profiling for operator assignment (Lee et al. §3.2) and the whole `huddle assign` pipeline:
+// DCG, Algorithm 1's runs, instrumented runs, the assembly-line DP, baselines, the plan.
+//
+// Each profiling run is an assignment lowered to a program (plan/lowering_assign.h) and run as a
+// prefill of the given ids, after one warm-up, `repeats` times; the executor's per-op observer
+// times every op, so a run measures the node cost of every (op, provider) it uses; a node's cost
+// is the median of its samples. A DA edge between providers of device 0 (cpu1, cpuN) moves
+// nothing — the consumer reads the producer's buffer, there is no op to time — so its measured
+// cost is 0 once a run has crossed it. Profiling a remote provider needs per-op times from the
+// worker, which the session protocol does not report yet: a list with one is refused (PlanError).
+#pragma once
+
+#include "model/model.h"
+#include "plan/plan.h"
+#include "planner/assign_planner.h"
+#include "planner/profiling_paths.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace huddle::assign {
+
+struct MeasuredRun {
+  Assignment assignment;
+  double measured_s = 0;   // median wall time of the prefill
+  double predicted_s = 0;  // assignment_cost under the profiled costs
+};
+
+// Runs `runs` on `model` in this process and returns the costs of every DCG node and DA class.
+// PlanError when a provider is remote, or when a node or DA class is left unobserved.
+Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provider>& providers,
+                   const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
+                   int repeats, std::vector<MeasuredRun>* measured = nullptr);
+
+struct AssignOutcome {
+  std::size_t dcg_nodes = 0, dcg_edges = 0, da_edges = 0;
+  std::size_t node_runs = 0, edge_runs = 0;  // profiling runs made: node_runs + edge_runs
+  std::vector<MeasuredRun> profiled;         // the profiling runs, measured and predicted
+  DpResult optimal;
+  bool exact = true;  // the frontier DP (exact) found it; else the assembly-line DP
+  std::vector<std::pair<Baseline, double>> baselines;  // with predicted seconds
+  Plan plan;                                           // runs `optimal`
+};
+
+// The whole pipeline for a prefill of `prompt_len` tokens (ids 1, 2, ... below the vocabulary).
+// InputError for an empty provider list or a bad length; PlanError as profile_runs.
+AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& providers,
+                              std::int64_t prompt_len, int repeats = 3);
+
+}  // namespace huddle::assign
