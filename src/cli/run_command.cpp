@@ -416,6 +416,9 @@ void run(const RunOptions& o) {
                                 key ? &*key : nullptr);
   Plan& plan = planned.plan;
   plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
+  if (plan.op_assigned()) {
+    plan.assignment->validate(model.graph(), o.plan_file.empty() ? "plan" : o.plan_file);
+  }
   if (!o.save_plan.empty()) plan.save(o.save_plan);
   const CostModel cost(model.config(), model.graph());
   const auto prompt_tokens = static_cast<std::int64_t>(prompt.size());

@@ -96,7 +96,8 @@ std::vector<Provider> parse_providers(std::string_view list) {
       entries.push_back(token);
     } else {
       std::string& last = entries.back();
-      const std::size_t fields = static_cast<std::size_t>(std::count(last.begin(), last.end(), ':'));
+      const std::size_t fields =
+          static_cast<std::size_t>(std::count(last.begin(), last.end(), ':'));
       const bool has_kinds = last.starts_with("remote:") ? fields >= 3 : fields >= 1;
       if (!has_kinds) parse_one(token);  // throws: not a provider, and nothing to continue
       last += ";" + token;

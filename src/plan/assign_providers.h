@@ -26,9 +26,9 @@ enum class ProviderKind : std::uint8_t { Cpu1, CpuN, Remote };
 struct Provider {
   std::string spec;  // as written, e.g. "remote:127.0.0.1:7001:linear"
   ProviderKind kind = ProviderKind::CpuN;
-  std::string address;                // Remote: "HOST:PORT"
+  std::string address;                    // Remote: "HOST:PORT"
   std::optional<std::set<OpKind>> kinds;  // nullopt: every kind the engine runs
-  int device = 0;                     // 0: this process; Remote: 1 + index of its address
+  int device = 0;                         // 0: this process; Remote: 1 + index of its address
 
   // Whether this provider runs `op` of `graph`: its kind is allowed, and for a remote provider
   // every activation it reads or writes is a [tokens, width] F32 matrix (the only values the

@@ -58,9 +58,10 @@ void OpAssignment::validate(const Graph& graph, const std::string& source) const
   for (const Op& op : graph.ops()) names.insert(op.name);
   for (const auto& [name, provider] : ops) {
     if (!names.contains(name)) {
-      throw PlanError(fmt::format("{}: assignment.ops: the model has no op '{}' (a plan for "
-                                  "another model?)",
-                                  source, name));
+      throw PlanError(
+          fmt::format("{}: assignment.ops: the model has no op '{}' (a plan for "
+                      "another model?)",
+                      source, name));
     }
   }
   for (const Op& op : graph.ops()) {

@@ -2,8 +2,8 @@
 
 #include "core/error.h"
 #include "plan/lowering_2d.h"
-#include "plan/lowering_engine.h"
 #include "plan/lowering_assign.h"
+#include "plan/lowering_engine.h"
 #include "plan/lowering_pipeline.h"
 #include "plan/lowering_rows.h"
 

@@ -47,9 +47,10 @@ class AssignLowering final : public LoweringEngine {
     for (int to : readers_[static_cast<std::size_t>(op.output)]) {
       if (to == on || (rank_ != on && rank_ != to)) continue;
       if (v.dtype != DType::F32 || v.shape.size() != 2 || v.shape[0] != kTokens) {
-        throw PlanError(fmt::format("op '{}' on device {} writes '{}' ({}), which device {} reads; "
-                                    "only [tokens, width] activations move between devices",
-                                    op.name, on, v.name, shape_str(v.shape), to));
+        throw PlanError(
+            fmt::format("op '{}' on device {} writes '{}' ({}), which device {} reads; "
+                        "only [tokens, width] activations move between devices",
+                        op.name, on, v.name, shape_str(v.shape), to));
       }
       OpAttrs attrs;
       if (rank_ == on) {
@@ -78,9 +79,9 @@ class AssignLowering final : public LoweringEngine {
   }
 
   const std::vector<assign::Provider> providers_;
-  std::vector<int> device_;                 // by op
-  std::vector<bool> serial_;                // by op: on cpu1
-  std::vector<std::set<int>> readers_;      // by value: devices of the ops reading it (+0: output)
+  std::vector<int> device_;             // by op
+  std::vector<bool> serial_;            // by op: on cpu1
+  std::vector<std::set<int>> readers_;  // by value: devices of the ops reading it (+0: output)
   std::size_t op_index_ = 0;
 };
 

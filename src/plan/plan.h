@@ -104,7 +104,8 @@ struct Plan {
   std::optional<Grid> grid;          // 2D-tiled plans only; then every layer is Tiled2D
   std::optional<Pipeline> pipeline;  // pipeline plans only; then `layers` is empty
   std::optional<RowPlan> rows;       // row-split CNN plans only; then `layers` is empty
-  std::optional<OpAssignment> assignment;  // operator-assignment plans only; `layers` is empty
+  // Operator-assignment plans only; then `layers` is empty.
+  std::optional<OpAssignment> assignment;
 
   int num_devices() const { return static_cast<int>(devices.size()); }
   bool tiled_2d() const { return grid.has_value(); }

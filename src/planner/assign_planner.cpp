@@ -28,14 +28,16 @@ std::vector<Baseline> baselines(const Dcg& dcg, const std::vector<Provider>& pro
   std::vector<Baseline> out;
   const int n = static_cast<int>(providers.size());
   for (int p = 0; p < n; ++p) {
-    out.push_back({providers[static_cast<std::size_t>(p)].spec + " only", priority_assignment(dcg, {p})});
+    out.push_back(
+        {providers[static_cast<std::size_t>(p)].spec + " only", priority_assignment(dcg, {p})});
   }
   if (n < 2) return out;
   std::vector<int> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   do {
     std::string name;
-    for (int p : order) name += (name.empty() ? "" : " > ") + providers[static_cast<std::size_t>(p)].spec;
+    for (int p : order)
+      name += (name.empty() ? "" : " > ") + providers[static_cast<std::size_t>(p)].spec;
     out.push_back({name, priority_assignment(dcg, order)});
   } while (std::next_permutation(order.begin(), order.end()));
   return out;

@@ -12,7 +12,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::size_t at(int i) { return static_cast<std::size_t>(i); }
+std::size_t at(int i) {
+  return static_cast<std::size_t>(i);
+}
 
 double node_cost(const Dcg& dcg, const Costs& costs, int op, int provider) {
   return costs.node[at(dcg.node(op, provider))];
@@ -137,7 +139,8 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
         for (int i : next_live) {
           key.push_back(static_cast<std::int8_t>(i == j ? pr : provider_of(i)));
         }
-        const auto [it, inserted] = next_index.try_emplace(key, static_cast<int>(next_states.size()));
+        const auto [it, inserted] =
+            next_index.try_emplace(key, static_cast<int>(next_states.size()));
         if (inserted) {
           if (next_states.size() >= max_states) return std::nullopt;
           next_states.push_back(std::move(key));

@@ -24,8 +24,8 @@ void AssignProblem::validate() const {
   }
   for (const TensorEdge& e : edges) {
     if (e.from < 0 || e.from >= n || (e.to != kEnd && (e.to <= e.from || e.to >= n))) {
-      throw PlanError(fmt::format("assignment: edge '{}' {} -> {} is not forward", e.value,
-                                  e.from, e.to));
+      throw PlanError(
+          fmt::format("assignment: edge '{}' {} -> {} is not forward", e.value, e.from, e.to));
     }
   }
 }
@@ -44,8 +44,8 @@ AssignProblem make_problem(const Graph& graph, const std::vector<Provider>& prov
     std::vector<bool> row;
     for (const Provider& pr : providers) row.push_back(pr.capable(graph, op));
     if (std::none_of(row.begin(), row.end(), [](bool b) { return b; })) {
-      throw PlanError(fmt::format("no provider in the list can run op '{}' ({})", op.name,
-                                  op_name(op.kind)));
+      throw PlanError(
+          fmt::format("no provider in the list can run op '{}' ({})", op.name, op_name(op.kind)));
     }
     p.capable.push_back(std::move(row));
     producer[static_cast<std::size_t>(op.output)] = static_cast<int>(i);
@@ -81,7 +81,8 @@ Dcg::Dcg(AssignProblem problem) : p_(std::move(problem)) {
   const int n = p_.num_ops();
   const int providers = p_.num_providers();
   nodes_.push_back({});  // start
-  node_of_.assign(static_cast<std::size_t>(n), std::vector<int>(static_cast<std::size_t>(providers), -1));
+  node_of_.assign(static_cast<std::size_t>(n),
+                  std::vector<int>(static_cast<std::size_t>(providers), -1));
   for (int op = 0; op < n; ++op) {
     for (int pr = 0; pr < providers; ++pr) {
       if (!p_.capable[static_cast<std::size_t>(op)][static_cast<std::size_t>(pr)]) continue;
@@ -144,7 +145,8 @@ int Dcg::classify(const DaKey& key) {
 
 int Dcg::da_of(int tensor, int src, int dst) const {
   const int providers = p_.num_providers();
-  return da_table_[static_cast<std::size_t>(tensor)][static_cast<std::size_t>(src * providers + dst)];
+  return da_table_[static_cast<std::size_t>(tensor)]
+                  [static_cast<std::size_t>(src * providers + dst)];
 }
 
 std::vector<int> da_edges_of(const Dcg& dcg, const Assignment& assignment) {

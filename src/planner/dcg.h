@@ -30,8 +30,8 @@ namespace huddle::assign {
 inline constexpr int kEnd = -1;  // TensorEdge::to / DaKey::dst for the end node (model outputs)
 
 struct TensorEdge {
-  int from = 0;      // producer op
-  int to = kEnd;     // consumer op, or kEnd
+  int from = 0;   // producer op
+  int to = kEnd;  // consumer op, or kEnd
   DType dtype = DType::F32;
   std::int64_t bytes = 0;
   std::string value;  // the tensor's name (reports)

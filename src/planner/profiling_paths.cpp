@@ -8,7 +8,9 @@
 namespace huddle::assign {
 namespace {
 
-std::size_t at(int i) { return static_cast<std::size_t>(i); }
+std::size_t at(int i) {
+  return static_cast<std::size_t>(i);
+}
 
 // A profiled-edge list (as flags over DA classes, with its count) and its profiled path.
 struct Profiled {
@@ -67,7 +69,8 @@ Assignment edge_pass(const Dcg& dcg, const std::vector<bool>& covered, int uncov
       std::vector<Profiled> lists;
       auto extend = [&](Profiled l) {
         l.path.push_back(pr);
-        for (int e : dcg.in_edges(j)) l.mark(dcg.da_of(e, l.path[at(p.edges[at(e)].from)], pr), covered);
+        for (int e : dcg.in_edges(j))
+          l.mark(dcg.da_of(e, l.path[at(p.edges[at(e)].from)], pr), covered);
         lists.push_back(std::move(l));
       };
       if (j == 0) extend({none, 0, {}});
@@ -151,7 +154,8 @@ ProfilingRuns profiling_paths(const Dcg& dcg, std::size_t max_lists) {
   while (uncovered > 0) {
     Assignment a = edge_pass(dcg, covered, uncovered, max_lists);
     if (a.empty()) {
-      const int da = static_cast<int>(std::find(covered.begin(), covered.end(), false) - covered.begin());
+      const int da =
+          static_cast<int>(std::find(covered.begin(), covered.end(), false) - covered.begin());
       a = run_through(dcg, da);
     }
     cover(a);

@@ -27,10 +27,11 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
                    int repeats, std::vector<MeasuredRun>* measured) {
   for (const Provider& p : providers) {
     if (p.kind == ProviderKind::Remote) {
-      throw PlanError(fmt::format("profiling the remote provider '{}' is not supported yet (the "
-                                  "worker does not report per-op times); profile cpu1 and cpuN, "
-                                  "or write the assignment by hand",
-                                  p.spec));
+      throw PlanError(
+          fmt::format("profiling the remote provider '{}' is not supported yet (the "
+                      "worker does not report per-op times); profile cpu1 and cpuN, "
+                      "or write the assignment by hand",
+                      p.spec));
     }
   }
   HUDDLE_CHECK(repeats >= 1);
@@ -98,8 +99,8 @@ AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& p
                               std::int64_t prompt_len, int repeats) {
   if (providers.empty()) throw InputError("the provider list is empty");
   if (prompt_len < 1 || prompt_len > model.config().max_positions) {
-    throw InputError(fmt::format("--prompt-len {} is outside 1..{}", prompt_len,
-                                 model.config().max_positions));
+    throw InputError(
+        fmt::format("--prompt-len {} is outside 1..{}", prompt_len, model.config().max_positions));
   }
   const Dcg dcg(make_problem(model.graph(), providers, prompt_len));
   const ProfilingRuns runs = profiling_paths(dcg);

@@ -94,8 +94,8 @@ TEST_P(AssignRun, EveryAssignmentGivesTheSingleDeviceAnswer) {
   // The alternating plan really splits the work: ops on every device, cpu1 ops serial, and
   // with a remote, values sent both ways.
   {
-    const Plan plan = assign::assignment_plan(model.config(), model.graph(), providers,
-                                              alternating(dcg));
+    const Plan plan =
+        assign::assignment_plan(model.config(), model.graph(), providers, alternating(dcg));
     std::map<OpKind, int> kinds0;
     int serial = 0;
     const Program p0 = lower(model.graph(), model.config(), plan, 0);
@@ -114,8 +114,8 @@ TEST_P(AssignRun, EveryAssignmentGivesTheSingleDeviceAnswer) {
     }
   }
   for (const auto& [name, a] : runs) {
-    expect_reference_answer(model, assign::assignment_plan(model.config(), model.graph(), providers, a),
-                            c.model, name);
+    expect_reference_answer(
+        model, assign::assignment_plan(model.config(), model.graph(), providers, a), c.model, name);
   }
 }
 
@@ -149,14 +149,16 @@ TEST(AssignErrors, BadPlansAndInputsAreNamed) {
   const Plan plan = assign::assignment_plan(gpt2.config(), gpt2.graph(), providers,
                                             assign::priority_assignment(dcg, {0}));
   // A plan for another model.
-  EXPECT_NE(plan_error([&] { plan.validate(llama.config(), "a.json"); }).find("the plan is for a gpt2"),
-            std::string::npos);
+  EXPECT_NE(
+      plan_error([&] { plan.validate(llama.config(), "a.json"); }).find("the plan is for a gpt2"),
+      std::string::npos);
   // An op on a provider that cannot run it: the head after last_row on the remote.
   nlohmann::json j = plan.to_json();
   j["assignment"]["ops"]["logits"] = 1;
   const Plan bad = Plan::from_json(j, "a.json");
-  EXPECT_NE(plan_error([&] { (void)lower(gpt2.graph(), gpt2.config(), bad, 0); })
-                .find("assignment.ops.logits: provider 1 ('remote:127.0.0.1:7001') cannot run"),
+  EXPECT_NE(plan_error([&] {
+              (void)lower(gpt2.graph(), gpt2.config(), bad, 0);
+            }).find("assignment.ops.logits: provider 1 ('remote:127.0.0.1:7001') cannot run"),
             std::string::npos);
   // Unknown and missing ops.
   j = plan.to_json();
@@ -174,11 +176,13 @@ TEST(AssignErrors, BadPlansAndInputsAreNamed) {
   // Malformed assignment fields.
   j = plan.to_json();
   j["assignment"]["ops"]["logits"] = 5;
-  EXPECT_NE(plan_error([&] { (void)Plan::from_json(j, "a.json"); }).find("ops.logits: provider 5 of 2"),
-            std::string::npos);
+  EXPECT_NE(
+      plan_error([&] { (void)Plan::from_json(j, "a.json"); }).find("ops.logits: provider 5 of 2"),
+      std::string::npos);
   j = plan.to_json();
   j["assignment"]["providers"] = nlohmann::json::array();
-  EXPECT_NE(plan_error([&] { (void)Plan::from_json(j, "a.json"); }).find("empty"), std::string::npos);
+  EXPECT_NE(plan_error([&] { (void)Plan::from_json(j, "a.json"); }).find("empty"),
+            std::string::npos);
   j = plan.to_json();
   j["devices"] = {{{"name", "primary"}}};
   EXPECT_NE(plan_error([&] { (void)Plan::from_json(j, "a.json"); }).find("1 devices"),
@@ -186,8 +190,9 @@ TEST(AssignErrors, BadPlansAndInputsAreNamed) {
   // Empty provider list; a remote cannot be profiled yet.
   EXPECT_NE(plan_error([&] { (void)assign::plan_assignment(gpt2, {}, 8); }).find("empty"),
             std::string::npos);
-  EXPECT_NE(plan_error([&] { (void)assign::plan_assignment(gpt2, providers, 8); })
-                .find("profiling the remote provider"),
+  EXPECT_NE(plan_error([&] {
+              (void)assign::plan_assignment(gpt2, providers, 8);
+            }).find("profiling the remote provider"),
             std::string::npos);
   EXPECT_NE(plan_error([&] {
               (void)assign::plan_assignment(gpt2, assign::parse_providers("cpuN"), 0);
