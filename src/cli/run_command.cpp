@@ -13,6 +13,7 @@
 #include "planner/online_estimator.h"
 #include "planner/planners.h"
 #include "planner/strategies.h"
+#include "runtime/assign_profiler.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
 #include "runtime/generate.h"
@@ -55,6 +56,7 @@ struct RunOptions {
   std::string key_file;
   std::string strategy;
   std::string shares;
+  std::string providers;  // --strategy assign: execution providers (docs/assignment.md)
   std::string plan_file;
   std::string cluster_file;
   std::string save_plan;
@@ -189,6 +191,16 @@ Planned choose_plan(const RunOptions& o, const Model& model, std::int64_t prompt
     out.plan = Plan::load(o.plan_file);
     return out;
   }
+  if (o.strategy == "assign") {  // operator assignment: profile the providers, then the DP
+    if (o.providers.empty()) throw UsageError("--strategy assign needs --providers");
+    const assign::AssignOutcome r =
+        assign::plan_assignment(model, assign::parse_providers(o.providers), prompt_tokens);
+    std::fprintf(stderr, "huddle: assign: %zu profiling runs, predicted %.3f ms\n",
+                 r.node_runs + r.edge_runs, r.optimal.cost * 1e3);
+    out.plan = r.plan;
+    return out;
+  }
+  if (!o.providers.empty()) throw UsageError("--providers goes with --strategy assign");
   if (!out.cluster || !o.shares.empty()) {
     out.plan = make_plan(o.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : o.strategy,
                          model.config(), devices, parse_shares(o.shares));
@@ -565,11 +577,15 @@ void add_run_command(CLI::App& app) {
       ->group(dist);
   cmd->add_option(
          "--strategy", options->strategy,
-         "local, megatron, sp, galaxy, pipeline, gpipe (fixed, over --shares); galaxy, hepti, "
+         "local, megatron, sp, galaxy, pipeline, gpipe (fixed, over --shares); assign (over "
+         "--providers); galaxy, hepti, "
          "hpipe, uniform-slices, gpipe, auto plan for --cluster; galaxy/hepti/auto without "
          "--shares plan "
          "for --cluster, or profile the workers first (default: galaxy with even shares with "
          "workers, else local; auto with --cluster)")
+      ->group(dist);
+  cmd->add_option("--providers", options->providers,
+                  "With --strategy assign: execution providers, e.g. cpuN,cpu1 (profiled first)")
       ->group(dist);
   cmd->add_option("--shares", options->shares, "Relative device speeds, primary first (e.g. 5,3,1)")
       ->group(dist);

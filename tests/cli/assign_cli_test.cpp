@@ -98,6 +98,23 @@ TEST(AssignCli, ProfilesPlansAndReplays) {
       << bad.err;
 }
 
+TEST(AssignCli, RunWithStrategyAssignProfilesFirst) {
+  const nlohmann::json ref = read_json(fixture("references/llama-tiny.generate.json"));
+  const auto r = run_huddle({"run", "--model", fixture_model("llama-tiny"), "--strategy", "assign",
+                             "--providers", "cpu1,cpuN", "--ids",
+                             ids_arg(ref["prompt"].get<std::vector<std::int32_t>>()), "--n-predict",
+                             "16", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "huddle: assign: ")) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["strategy"], "assign");
+  EXPECT_EQ(j["generated"], ref["greedy"]);
+  const auto usage = run_huddle(
+      {"run", "--model", fixture_model("llama-tiny"), "--strategy", "assign", "--ids", "1,2"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_TRUE(contains(usage.err, "--strategy assign needs --providers")) << usage.err;
+}
+
 TEST(AssignCli, BadProviderListsAreErrors) {
   for (const char* list : {"", "gpu", "cpuN,cpuN", "cpuN:nonsense"}) {
     const auto r =
