@@ -48,13 +48,13 @@ double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) 
       sum += edge_cost(dcg, costs, t, a[at(p.edges[at(t)].from)], a[at(op)]);
     }
   }
-  return sum + end_cost(dcg, costs, a);
+  return sum + end_cost(dcg, costs, a) + costs.overhead;
 }
 
 DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs) {
   const AssignProblem& p = dcg.problem();
   const int n = p.num_ops(), providers = p.num_providers();
-  if (n == 0) return {{}, 0.0};
+  if (n == 0) return {{}, costs.overhead};
   // f[q] and the path to (j-1, q) (providers of ops 0..j-1), per line q.
   std::vector<double> f(at(providers), kInf);
   std::vector<Assignment> path(at(providers));
@@ -88,7 +88,7 @@ DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs) {
   DpResult best{{}, kInf};
   for (int q = 0; q < providers; ++q) {
     if (f[at(q)] == kInf) continue;
-    const double v = f[at(q)] + end_cost(dcg, costs, path[at(q)]);
+    const double v = f[at(q)] + end_cost(dcg, costs, path[at(q)]) + costs.overhead;
     if (v < best.cost) best = {path[at(q)], v};
   }
   return best;
@@ -97,7 +97,7 @@ DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs) {
 std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::size_t max_states) {
   const AssignProblem& p = dcg.problem();
   const int n = p.num_ops(), providers = p.num_providers();
-  if (n == 0) return DpResult{{}, 0.0};
+  if (n == 0) return DpResult{{}, costs.overhead};
   // last_read[i]: the last op reading op i's output (n for a model output, -1 if none).
   std::vector<int> last_read(at(n), -1);
   for (const TensorEdge& e : p.edges) {
@@ -159,7 +159,7 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
   int best = -1;
   double best_cost = kInf;
   for (std::size_t s = 0; s < states.size(); ++s) {
-    double v = entries[s].cost;
+    double v = entries[s].cost + costs.overhead;
     for (int t : dcg.end_edges()) {
       const int from = p.edges[at(t)].from;
       const auto it = std::lower_bound(live.begin(), live.end(), from);

@@ -4,7 +4,8 @@
 //
 // Cost model (Lee et al. §3.2-3.3): an assignment's time is the sum of its nodes' costs and of its
 // edges' costs; an edge costs its DA class's cost when it crosses providers (0 inside one),
-// start edges cost 0. Every tensor edge (tensor, consumer op) counts once, as in the paper.
+// start edges cost 0, plus a fixed overhead. Every tensor edge (tensor, consumer op) counts once,
+// as in the paper.
 #pragma once
 
 #include "planner/dcg.h"
@@ -18,6 +19,7 @@ namespace huddle::assign {
 struct Costs {
   std::vector<double> node;  // by DCG node (start and end: 0), seconds
   std::vector<double> da;    // by DA class, seconds
+  double overhead = 0;       // seconds every assignment pays besides its ops (the executor's own)
 };
 
 // Time of `assignment` (a capable provider per op) under `costs`.

@@ -40,9 +40,14 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
   for (std::size_t i = 0; i < graph.ops().size(); ++i) {
     op_index[graph.ops()[i].name] = static_cast<int>(i);
   }
-  std::vector<std::vector<double>> samples(dcg.nodes().size());
+  // Per node: the times of its op in runs where no input crossed providers (its cost), and
+  // where exactly one DA class did (that time minus the cost is the crossing's cost).
+  const auto& edges = dcg.problem().edges;
+  std::vector<std::vector<double>> plain(dcg.nodes().size()), all(dcg.nodes().size());
+  std::vector<std::vector<std::pair<std::size_t, double>>> crossed(
+      static_cast<std::size_t>(dcg.num_da()));  // (node, time) per DA class
   std::vector<bool> da_seen(static_cast<std::size_t>(dcg.num_da()), false);
-  std::vector<double> wall;
+  std::vector<double> wall, run_wall;  // a run's repeats; each run's median
   for (const Assignment& run : runs) {
     const Plan plan = assignment_plan(model.config(), graph, providers, run);
     const Program program = lower(graph, model.config(), plan, 0);
@@ -61,13 +66,22 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       if (r < 0) continue;
       wall.push_back(took.count());
-      for (const auto& [op, s] : times) {
-        samples[static_cast<std::size_t>(dcg.node(op, run[static_cast<std::size_t>(op)]))]
-            .push_back(s);
+      for (const auto& [op, t] : times) {
+        const int to = run[static_cast<std::size_t>(op)];
+        const auto node = static_cast<std::size_t>(dcg.node(op, to));
+        std::vector<int> in;
+        for (int e : dcg.in_edges(op)) {
+          const int da = dcg.da_of(
+              e, run[static_cast<std::size_t>(edges[static_cast<std::size_t>(e)].from)], to);
+          if (da >= 0) in.push_back(da);
+        }
+        all[node].push_back(t);
+        if (in.empty()) plain[node].push_back(t);
+        if (in.size() == 1) crossed[static_cast<std::size_t>(in[0])].emplace_back(node, t);
       }
     }
     for (int da : da_edges_of(dcg, run)) da_seen[static_cast<std::size_t>(da)] = true;
-    if (measured) measured->push_back({run, median(wall), 0.0});
+    run_wall.push_back(median(wall));
   }
   Costs costs;
   for (std::size_t n = 0; n < dcg.nodes().size(); ++n) {
@@ -76,21 +90,36 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
       costs.node.push_back(0.0);
       continue;
     }
-    if (samples[n].empty()) {
+    if (all[n].empty()) {
       throw PlanError(fmt::format("profiling: op '{}' on provider {} was never run",
                                   dcg.problem().op_names[static_cast<std::size_t>(node.op)],
                                   providers[static_cast<std::size_t>(node.provider)].spec));
     }
-    costs.node.push_back(median(samples[n]));
+    costs.node.push_back(median(plain[n].empty() ? all[n] : plain[n]));
   }
   for (int da = 0; da < dcg.num_da(); ++da) {
     if (!da_seen[static_cast<std::size_t>(da)]) {
       throw PlanError(fmt::format("profiling: DA edge {} was never crossed", da));
     }
-    costs.da.push_back(0.0);  // device 0 providers share memory: nothing moves (see the header)
+    // Nothing moves between cpu1 and cpuN; what a crossing costs is switching the kernels'
+    // threading (waking or idling the pool, BLAS's thread count), seen in the consumer's time.
+    std::vector<double> extra;
+    for (const auto& [node, t] : crossed[static_cast<std::size_t>(da)]) {
+      if (!plain[node].empty()) extra.push_back(std::max(0.0, t - costs.node[node]));
+    }
+    costs.da.push_back(extra.empty() ? 0.0 : median(extra));
   }
+  // The executor's own time (allocation, freeing, dispatch) is the same whatever the assignment:
+  // the median gap between a run's wall time and the sum of its ops' costs.
+  std::vector<double> gaps;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    gaps.push_back(run_wall[r] - assignment_cost(dcg, costs, runs[r]));
+  }
+  costs.overhead = std::max(0.0, median(gaps));
   if (measured) {
-    for (MeasuredRun& m : *measured) m.predicted_s = assignment_cost(dcg, costs, m.assignment);
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      measured->push_back({runs[r], run_wall[r], assignment_cost(dcg, costs, runs[r])});
+    }
   }
   return costs;
 }

@@ -3,11 +3,16 @@
 //
 // Each profiling run is an assignment lowered to a program (plan/lowering_assign.h) and run as a
 // prefill of the given ids, after one warm-up, `repeats` times; the executor's per-op observer
-// times every op, so a run measures the node cost of every (op, provider) it uses; a node's cost
-// is the median of its samples. A DA edge between providers of device 0 (cpu1, cpuN) moves
-// nothing — the consumer reads the producer's buffer, there is no op to time — so its measured
-// cost is 0 once a run has crossed it. Profiling a remote provider needs per-op times from the
-// worker, which the session protocol does not report yet: a list with one is refused (PlanError).
+// times every op, so a run measures the node cost of every (op, provider) it uses. A node's cost
+// is the median of its op's times in runs where none of its inputs crossed providers. A DA edge
+// between providers of device 0 (cpu1, cpuN) moves nothing — the consumer reads the producer's
+// buffer — but crossing it switches the kernels' threading (the pool's workers wake or idle,
+// BLAS's thread count changes), which the consumer pays: a DA class's cost is the median, over
+// consumers that crossed only it, of their time minus their node cost (0 when no such consumer
+// has a plain sample). Costs::overhead is the executor's own time per prefill,
+// the median over the runs of (wall time - the sum of the run's op costs). Profiling a remote
+// provider needs per-op times from the worker, which the session protocol does not report yet: a
+// list with one is refused (PlanError).
 #pragma once
 
 #include "model/model.h"

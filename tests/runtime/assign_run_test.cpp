@@ -74,6 +74,11 @@ TEST_P(AssignRun, EveryAssignmentGivesTheSingleDeviceAnswer) {
     const assign::AssignOutcome outcome = assign::plan_assignment(model, providers, 16, 1);
     EXPECT_EQ(outcome.node_runs, providers.size());
     EXPECT_TRUE(outcome.exact);
+    ASSERT_EQ(outcome.profiled.size(), outcome.node_runs + outcome.edge_runs);
+    for (const assign::MeasuredRun& m : outcome.profiled) {
+      EXPECT_GT(m.measured_s, 0);
+      EXPECT_GT(m.predicted_s, 0);
+    }
     for (const auto& [b, predicted] : outcome.baselines) {
       EXPECT_LE(outcome.optimal.cost, predicted + 1e-12) << b.name;
     }
