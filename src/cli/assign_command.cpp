@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "net/key.h"
 #include "runtime/assign_profiler.h"
 
 #include <fmt/format.h>
@@ -10,15 +11,21 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 namespace huddle::cli {
 
 std::string assign_to_string(const AssignOptions& o) {
   const std::vector<assign::Provider> providers = assign::parse_providers(o.providers);
   if (o.repeats < 1) throw UsageError(fmt::format("--repeats {} < 1", o.repeats));
+  std::optional<net::PresharedKey> key;
+  if (!o.key_file.empty()) key = net::load_key_file(o.key_file);
+  if (!assign::remote_addresses(providers).empty() && !key) {
+    throw UsageError("a remote provider needs --key-file");
+  }
   const Model model = Model::load(o.model_dir);
   const assign::AssignOutcome r =
-      assign::plan_assignment(model, providers, o.prompt_len, o.repeats);
+      assign::plan_assignment(model, providers, o.prompt_len, o.repeats, key ? &*key : nullptr);
   if (!o.output.empty()) r.plan.save(o.output);
 
   nlohmann::json per_provider = nlohmann::json::object();

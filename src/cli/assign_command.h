@@ -3,7 +3,8 @@
 //
 //   huddle assign --model DIR --providers LIST [--key-file K] [--prompt-len L] [--repeats R]
 //                 [-o assignment.json] [--json]
-//     LIST: providers in priority order, e.g. "cpuN,cpu1" (plan/assign_providers.h). Builds the
+//     LIST: providers in priority order, e.g. "cpuN,cpu1,remote:10.0.0.2:7001" (a remote is a
+//     `huddle worker` opened with K; plan/assign_providers.h). Builds the
 //     device-mapped graph for a prefill of L tokens (default 16), picks the profiling runs
 //     (Algorithm 1), runs them instrumented (each R times after a warm-up, default 3), and
 //     picks the assignment with the DP. Prints the DCG's node, edge and DA-edge counts, the
@@ -26,7 +27,7 @@ namespace huddle::cli {
 struct AssignOptions {
   std::string model_dir;
   std::string providers;
-  std::string key_file;  // for remote providers (their profiling is not built yet)
+  std::string key_file;  // for remote providers: the cluster key of their workers
   std::int64_t prompt_len = 16;
   int repeats = 3;
   std::string output;  // plan file, "" for none

@@ -194,7 +194,7 @@ Planned choose_plan(const RunOptions& o, const Model& model, std::int64_t prompt
   if (o.strategy == "assign") {  // operator assignment: profile the providers, then the DP
     if (o.providers.empty()) throw UsageError("--strategy assign needs --providers");
     const assign::AssignOutcome r =
-        assign::plan_assignment(model, assign::parse_providers(o.providers), prompt_tokens);
+        assign::plan_assignment(model, assign::parse_providers(o.providers), prompt_tokens, 3, key);
     std::fprintf(stderr, "huddle: assign: %zu profiling runs, predicted %.3f ms\n",
                  r.node_runs + r.edge_runs, r.optimal.cost * 1e3);
     out.plan = r.plan;

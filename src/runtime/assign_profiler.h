@@ -9,13 +9,19 @@
 // buffer — but crossing it switches the kernels' threading (the pool's workers wake or idle,
 // BLAS's thread count changes), which the consumer pays: a DA class's cost is the median, over
 // consumers that crossed only it, of their time minus their node cost (0 when no such consumer
-// has a plain sample). Costs::overhead is the executor's own time per prefill,
-// the median over the runs of (wall time - the sum of the run's op costs). Profiling a remote
-// provider needs per-op times from the worker, which the session protocol does not report yet: a
-// list with one is refused (PlanError).
+// has a plain sample).
+//
+// Runs that use a remote provider run as a session with the plan's workers (runtime/cluster.h)
+// with tracing on: every device's per-op spans come back at its end, so remote node costs are
+// the workers' own op times. A DA edge between devices costs what its receive (pipe_recv) took
+// beyond waiting for the ops it followed: the receive's time less the times of the ops between
+// the receiver's last own op and the producer (all on other devices; the programs follow one op
+// order), the median over its receives. Costs::overhead is the executor's own time per
+// prefill, the median over the runs of (wall time - the run's predicted time without it).
 #pragma once
 
 #include "model/model.h"
+#include "net/key.h"
 #include "plan/plan.h"
 #include "planner/assign_planner.h"
 #include "planner/profiling_paths.h"
@@ -33,11 +39,14 @@ struct MeasuredRun {
   double predicted_s = 0;  // assignment_cost under the profiled costs
 };
 
-// Runs `runs` on `model` in this process and returns the costs of every DCG node and DA class.
-// PlanError when a provider is remote, or when a node or DA class is left unobserved.
+// Runs `runs` on `model` (in this process, or with the remote providers' workers, which `key`
+// opens) and returns the costs of every DCG node and DA class. PlanError when a run needs a
+// remote and no key is given, or a node or DA class is left unobserved; TransportError naming a
+// worker that cannot be reached.
 Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provider>& providers,
                    const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
-                   int repeats, std::vector<MeasuredRun>* measured = nullptr);
+                   int repeats, std::vector<MeasuredRun>* measured = nullptr,
+                   const net::PresharedKey* key = nullptr);
 
 struct AssignOutcome {
   std::size_t dcg_nodes = 0, dcg_edges = 0, da_edges = 0;
@@ -52,6 +61,7 @@ struct AssignOutcome {
 // The whole pipeline for a prefill of `prompt_len` tokens (ids 1, 2, ... below the vocabulary).
 // InputError for an empty provider list or a bad length; PlanError as profile_runs.
 AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& providers,
-                              std::int64_t prompt_len, int repeats = 3);
+                              std::int64_t prompt_len, int repeats = 3,
+                              const net::PresharedKey* key = nullptr);
 
 }  // namespace huddle::assign

@@ -1,8 +1,8 @@
 // `huddle assign` and `huddle run --plan` with its plans, across processes: the counts it prints
 // for the GPT-2 fixture, the optimal assignment never predicted slower than a baseline, the plan
 // replaying the reference's greedy ids on cpu1/cpuN and with a real worker as the remote
-// provider (its assignment written by hand, as remote profiling is not built yet), and clear
-// errors for bad provider lists, another model's plan and an unreachable remote.
+// provider (profiled, and written by hand), and clear errors for bad provider lists, another
+// model's plan, a missing key and an unreachable remote.
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -146,13 +146,38 @@ TEST(AssignCli, RemoteProviderIsAWorker) {
   write_json(dir / "remote.json", plan);
   expect_reference_greedy(dir / "remote.json", {"--workers", address, "--key-file", key});
 
-  // The same plan with its worker gone.
+  // Profiled with the worker: 2 node runs + edge runs (at most n + 2), DA edges as counted in
+  // tests/planner/assign_dcg_test.cpp (cpuN and a remote on gpt2-tiny at 16 tokens: 4).
+  const auto profiled = run_huddle({"assign", "--model", fixture_model("gpt2-tiny"), "--providers",
+                                    "cpuN,remote:" + address, "--key-file", key, "--repeats", "1",
+                                    "-o", dir / "profiled.json", "--json"});
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+  const nlohmann::json j = nlohmann::json::parse(profiled.out);
+  EXPECT_EQ(j["dcg"]["da_edges"], 4);
+  EXPECT_EQ(j["node_runs"], 2);
+  EXPECT_LE(j["profiling_runs"].get<int>(), 4);
+  EXPECT_EQ(j["baselines"].size(), 4u);
+  for (const auto& b : j["baselines"]) {
+    EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9);
+  }
+  expect_reference_greedy(dir / "profiled.json", {"--workers", address, "--key-file", key});
+  // A remote without the key is a usage error.
+  const auto keyless = run_huddle(
+      {"assign", "--model", fixture_model("gpt2-tiny"), "--providers", "cpuN,remote:" + address});
+  EXPECT_EQ(keyless.exit_code, 2);
+  EXPECT_TRUE(contains(keyless.err, "--key-file")) << keyless.err;
+
+  // The same plan with its worker gone; profiling an unreachable remote.
   worker.kill(SIGTERM);
   const auto r =
       run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--plan", dir / "remote.json",
                   "--ids", "1,2", "--workers", address, "--key-file", key});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, address)) << r.err;
+  const auto gone = run_huddle({"assign", "--model", fixture_model("gpt2-tiny"), "--providers",
+                                "cpuN,remote:" + address, "--key-file", key});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_TRUE(contains(gone.err, address)) << gone.err;
 }
 
 }  // namespace

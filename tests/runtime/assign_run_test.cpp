@@ -84,7 +84,8 @@ TEST_P(AssignRun, EveryAssignmentGivesTheSingleDeviceAnswer) {
     }
     expect_reference_answer(model, outcome.plan, c.model, "optimal");
   } else {
-    // Remote costs cannot be profiled yet: the DP's choice under random costs stands in.
+    // No worker to profile in process (tests/cli/assign_cli_test.cpp profiles a real one): the
+    // DP's choice under random costs stands in.
     std::mt19937 rng(4);
     std::uniform_real_distribution<double> u(0.1, 1.0);
     assign::Costs costs;
@@ -192,12 +193,12 @@ TEST(AssignErrors, BadPlansAndInputsAreNamed) {
   j["devices"] = {{{"name", "primary"}}};
   EXPECT_NE(plan_error([&] { (void)Plan::from_json(j, "a.json"); }).find("1 devices"),
             std::string::npos);
-  // Empty provider list; a remote cannot be profiled yet.
+  // Empty provider list; a remote without the cluster key.
   EXPECT_NE(plan_error([&] { (void)assign::plan_assignment(gpt2, {}, 8); }).find("empty"),
             std::string::npos);
   EXPECT_NE(plan_error([&] {
               (void)assign::plan_assignment(gpt2, providers, 8);
-            }).find("profiling the remote provider"),
+            }).find("needs the cluster key"),
             std::string::npos);
   EXPECT_NE(plan_error([&] {
               (void)assign::plan_assignment(gpt2, assign::parse_providers("cpuN"), 0);
