@@ -1,3 +1,4 @@
+#include "cli/assign_command.h"
 #include "cli/command.h"
 #include "cli/onnx_run.h"
 #include "cli/plan_command.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   huddle::cli::add_plan_command(app);
   huddle::cli::add_profile_command(app);
   huddle::cli::add_info_command(app);
+  huddle::cli::add_assign_command(app);
 
   try {
     app.parse(argc, argv);

@@ -14,6 +14,7 @@
 #include "planner/online_estimator.h"
 #include "planner/planners.h"
 #include "planner/strategies.h"
+#include "runtime/assign_profiler.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
 #include "runtime/generate.h"
@@ -56,6 +57,7 @@ struct RunOptions {
   std::string key_file;
   std::string strategy;
   std::string shares;
+  std::string providers;  // --strategy assign: execution providers (docs/assignment.md)
   std::string plan_file;
   std::string cluster_file;
   std::string save_plan;
@@ -190,6 +192,16 @@ Planned choose_plan(const RunOptions& o, const Model& model, std::int64_t prompt
     out.plan = Plan::load(o.plan_file);
     return out;
   }
+  if (o.strategy == "assign") {  // operator assignment: profile the providers, then the DP
+    if (o.providers.empty()) throw UsageError("--strategy assign needs --providers");
+    const assign::AssignOutcome r =
+        assign::plan_assignment(model, assign::parse_providers(o.providers), prompt_tokens, 3, key);
+    std::fprintf(stderr, "huddle: assign: %zu profiling runs, predicted %.3f ms\n",
+                 r.node_runs + r.edge_runs, r.optimal.cost * 1e3);
+    out.plan = r.plan;
+    return out;
+  }
+  if (!o.providers.empty()) throw UsageError("--providers goes with --strategy assign");
   if (!out.cluster || !o.shares.empty()) {
     out.plan = make_plan(o.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : o.strategy,
                          model.config(), devices, parse_shares(o.shares));
@@ -428,6 +440,9 @@ void run(const RunOptions& o) {
                                 key ? &*key : nullptr);
   Plan& plan = planned.plan;
   plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
+  if (plan.op_assigned()) {
+    plan.assignment->validate(model.graph(), o.plan_file.empty() ? "plan" : o.plan_file);
+  }
   if (!o.save_plan.empty()) plan.save(o.save_plan);
   const CostModel cost(model.config(), model.graph());
   const auto prompt_tokens = static_cast<std::int64_t>(prompt.size());
@@ -442,7 +457,12 @@ void run(const RunOptions& o) {
     }
   }
   if (plan.num_devices() == 1) {
-    Executor executor(model.graph(), model.weights(), model.config().max_positions);
+    // An operator-assignment plan runs its lowered program (ops on cpu1 run on one thread).
+    const std::optional<Program> assigned =
+        plan.op_assigned() ? std::optional(lower(model.graph(), model.config(), plan, 0))
+                           : std::nullopt;
+    Executor executor(assigned ? assigned->graph : model.graph(), model.weights(),
+                      model.config().max_positions);
     TraceRecorder recorder;
     if (!o.trace.empty()) executor.set_observer(recorder.observer());
     outcome.result = generate_repeated(executor, prompt, options, o.repeat, outcome.prefill_runs);
@@ -569,12 +589,16 @@ void add_run_command(CLI::App& app) {
       ->group(dist);
   cmd->add_option(
          "--strategy", options->strategy,
-         "local, megatron, sp, galaxy, pipeline, gpipe (fixed, over --shares); galaxy, hepti, "
+         "local, megatron, sp, galaxy, pipeline, gpipe (fixed, over --shares); assign (over "
+         "--providers); galaxy, hepti, "
          "hpipe, uniform-slices, gpipe, auto plan for --cluster; ONNX CNNs: edgeflow (default), "
          "rows-equal, rows-proportional, tiles, local; galaxy/hepti/auto without "
          "--shares plan "
          "for --cluster, or profile the workers first (default: galaxy with even shares with "
          "workers, else local; auto with --cluster)")
+      ->group(dist);
+  cmd->add_option("--providers", options->providers,
+                  "With --strategy assign: execution providers, e.g. cpuN,cpu1 (profiled first)")
       ->group(dist);
   cmd->add_option("--shares", options->shares, "Relative device speeds, primary first (e.g. 5,3,1)")
       ->group(dist);

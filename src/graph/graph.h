@@ -117,6 +117,7 @@ struct OpAttrs {
   std::vector<int> group;
   std::vector<std::int64_t> parts;  // all_gather_cols: columns of each group member, in order
   int peer = -1;                    // pipe_send / pipe_recv: the rank at the other end
+  int threads = 0;  // 0: the kernels' pool; 1: this thread only (operator assignment's cpu1)
   // Imported (ONNX) ops. Conv and pool windows stay explicit so a row-splitting planner
   // (EdgeFlow) can derive each band's input rows (kernels::input_rows_for).
   kernels::Window2d window;                 // conv2d, max_pool, avg_pool

@@ -16,7 +16,7 @@
 #include "kernels/conv_dnnl.h"
 
 #include "core/error.h"
-#include "kernels/kernels.h"
+#include "kernels/thread_pool.h"
 
 #include <omp.h>
 #include <dnnl.hpp>
@@ -188,8 +188,8 @@ std::shared_ptr<const Conv> cached(const Tensor& x, const Tensor& w, const Tenso
 bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
                  std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y) {
   const BandView v = band_view(win, band, x.dim(2));
-  if (v.rows <= 0) return false;       // the band reads padding only: the plain path handles it
-  omp_set_num_threads(num_threads());  // this thread's OpenMP teams: the kernels' thread count
+  if (v.rows <= 0) return false;        // the band reads padding only: the plain path handles it
+  omp_set_num_threads(threads_here());  // this thread's OpenMP teams: 1 in a serial scope
   const std::shared_ptr<const Conv> held = cached(x, w, bias, win, groups, act, v, y);
   const Conv& conv = *held;
   dnnl::engine& e = engine();

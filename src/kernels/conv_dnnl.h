@@ -8,7 +8,7 @@
 namespace huddle::kernels {
 
 // y = act(conv(x, w) + bias) over `band`, as conv2d; false when oneDNN does not take this
-// convolution (the caller computes it). Runs on kernels::num_threads() OpenMP threads.
+// convolution (the caller computes it). Runs on threads_here() OpenMP threads.
 bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
                  std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y);
 

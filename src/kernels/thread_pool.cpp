@@ -5,6 +5,7 @@
 #include "kernels/kernels.h"
 
 #include <algorithm>
+#include <deque>
 #include <utility>
 
 #if defined(__x86_64__)
@@ -19,6 +20,8 @@ namespace {
 constexpr int kSpinIterations = 2000;
 
 thread_local bool t_inside_pool = false;
+// BLAS scopes of this thread's SerialScopes (a member would make the header need blas.h).
+thread_local std::deque<BlasSerialScope> t_blas_serial;
 
 void cpu_relax() {
 #if defined(__x86_64__)
@@ -178,6 +181,20 @@ ThreadPool& global_pool() {
 
 void parallel_for(std::int64_t begin, std::int64_t end, const RangeFn& fn, std::int64_t grain) {
   global_pool().parallel_for(begin, end, fn, grain);
+}
+
+int threads_here() {
+  return t_inside_pool ? 1 : global_pool().size();
+}
+
+SerialScope::SerialScope() : was_inside_(t_inside_pool) {
+  t_inside_pool = true;
+  t_blas_serial.emplace_back();
+}
+
+SerialScope::~SerialScope() {
+  t_blas_serial.pop_back();
+  t_inside_pool = was_inside_;
 }
 
 void set_num_threads(int n) {

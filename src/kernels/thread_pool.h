@@ -68,6 +68,24 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
+// While alive, kernels called on this thread run on it alone: parallel_for runs its loop inline
+// and BLAS calls use one thread (BlasSerialScope). Results are those of any thread count (see
+// kernels.h). Operator assignment's cpu1 provider runs its ops inside one.
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  bool was_inside_;
+};
+
+// The threads a kernel called on this thread may use: 1 inside a pool task or a SerialScope, else
+// the pool's size (kernels that bring their own threads, as oneDNN's OpenMP teams, ask this).
+int threads_here();
+
 // The process-wide pool used by the fast kernels, sized by set_num_threads() (kernels.h).
 void parallel_for(std::int64_t begin, std::int64_t end, const RangeFn& fn, std::int64_t grain = 1);
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "plan/lowering_2d.h"
+#include "plan/lowering_assign.h"
 #include "plan/lowering_engine.h"
 #include "plan/lowering_pipeline.h"
 #include "plan/lowering_rows.h"
@@ -199,6 +200,7 @@ class Lowering1D final : public LoweringEngine {
 Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank) {
   HUDDLE_CHECK(rank >= 0 && rank < plan.num_devices());
   if (plan.row_split()) return lower_rows(graph, plan, rank);
+  if (plan.op_assigned()) return lower_assign(graph, config, plan, rank);
   Program program = plan.pipelined()  ? lower_pipeline(graph, config, plan, rank)
                     : plan.tiled_2d() ? lower_2d(graph, config, plan, rank)
                                       : Lowering1D(graph, config, plan, rank).run();

@@ -140,6 +140,7 @@ nlohmann::json Plan::to_json() const {
   if (grid) j["grid"] = {{"rows", grid->rows}, {"cols", grid->cols}};
   if (pipeline) j["pipeline"] = pipeline->to_json();
   if (rows) j["rows"] = rows->to_json();
+  if (assignment) j["assignment"] = assignment->to_json();
   return j;
 }
 
@@ -196,7 +197,25 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
       root.at("rows").fail("a row-split plan has no \"grid\" and no \"pipeline\"");
     p.rows = RowPlan::from_json(json.at("rows"), source + ": rows");
   }
+  if (root.has("assignment")) {
+    if (p.grid || p.pipeline || p.rows)
+      root.at("assignment").fail("an assignment plan has no \"grid\", \"pipeline\" or \"rows\"");
+    p.assignment = OpAssignment::from_json(json.at("assignment"), source + ": assignment");
+    const auto remotes = assign::remote_addresses(p.assignment->parsed_providers());
+    if (p.devices.size() != remotes.size() + 1) {
+      devices.fail(fmt::format("{} devices; the providers need the primary and {} remote(s)",
+                               p.devices.size(), remotes.size()));
+    }
+    for (std::size_t i = 0; i < remotes.size(); ++i) {
+      if (p.devices[i + 1] != remotes[i]) {
+        devices.at(i + 1).fail(fmt::format("'{}'; the providers give device {} as '{}'",
+                                           p.devices[i + 1], i + 1, remotes[i]));
+      }
+    }
+  }
   const Reader layers = root.at("layers");
+  if (p.assignment && layers.array_size() != 0)
+    layers.fail("an assignment plan places ops by \"assignment\"; its \"layers\" must be empty");
   if (p.rows && layers.array_size() != 0)
     layers.fail("a row-split plan places ops by \"rows\"; its \"layers\" must be empty");
   if (p.pipeline && layers.array_size() != 0)
@@ -318,6 +337,7 @@ void Plan::validate(const ModelConfig& config, const std::string& source) const 
     pipeline->validate(config, num_devices(), source);
     return;
   }
+  if (assignment) return;  // ops are checked against the graph when lowering (lowering_assign.h)
   if (static_cast<std::int64_t>(layers.size()) != config.layers) {
     throw PlanError(fmt::format("{}: layers has {} entries; the model has {} layers", source,
                                 layers.size(), config.layers));

@@ -38,12 +38,16 @@
 // Pipeline (HPipe; plan/pipeline.h): a "pipeline" object gives each stage's device and units and
 // the slice table; "layers" is empty, since each stage runs its units whole.
 //
+// Operator-assignment plans (plan/assignment.h): "assignment" puts each op on one provider;
+// "layers" is empty.
+//
 // Row-split CNN plans (EdgeFlow; plan/row_plan.h): "rows" gives each row layer's output rows per
 // device; "model" is {"architecture": "onnx", "layers": <row layers>, the rest 0} and "layers" is
 // empty.
 #pragma once
 
 #include "model/model_config.h"
+#include "plan/assignment.h"
 #include "plan/pipeline.h"
 #include "plan/row_plan.h"
 #include "plan/split.h"
@@ -100,11 +104,14 @@ struct Plan {
   std::optional<Grid> grid;          // 2D-tiled plans only; then every layer is Tiled2D
   std::optional<Pipeline> pipeline;  // pipeline plans only; then `layers` is empty
   std::optional<RowPlan> rows;       // row-split CNN plans only; then `layers` is empty
+  // Operator-assignment plans only; then `layers` is empty.
+  std::optional<OpAssignment> assignment;
 
   int num_devices() const { return static_cast<int>(devices.size()); }
   bool tiled_2d() const { return grid.has_value(); }
   bool pipelined() const { return pipeline.has_value(); }
   bool row_split() const { return rows.has_value(); }
+  bool op_assigned() const { return assignment.has_value(); }
 
   nlohmann::json to_json() const;
   // Parses and checks structure; PlanError naming `source` and the field at fault.

@@ -8,6 +8,7 @@
 #include "kernels/cnn.h"
 #include "kernels/kernels.h"
 #include "kernels/tensor_ops.h"
+#include "kernels/thread_pool.h"
 #include "net/transport.h"
 #include "plan/split.h"
 
@@ -313,7 +314,10 @@ void Executor::run_ops(std::vector<Tensor>& values, const Step& step) {
           Tensor::empty(DType::F32, resolve(graph_.value(op.output).shape, step));
     } else if (!done_inside_collective_[i]) {
       const auto start = std::chrono::steady_clock::now();
+      std::optional<kernels::SerialScope> serial;
+      if (op.attrs.threads == 1) serial.emplace();
       Tensor out = run_op(op, values, step, i);
+      serial.reset();
       if (observer_) observer_(op, out, std::chrono::steady_clock::now() - start);
       values[static_cast<std::size_t>(op.output)] = std::move(out);
     }

@@ -1,0 +1,103 @@
+#include "cli/assign_command.h"
+
+#include "core/error.h"
+#include "model/model.h"
+#include "net/key.h"
+#include "runtime/assign_profiler.h"
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+namespace huddle::cli {
+
+std::string assign_to_string(const AssignOptions& o) {
+  const std::vector<assign::Provider> providers = assign::parse_providers(o.providers);
+  if (o.repeats < 1) throw UsageError(fmt::format("--repeats {} < 1", o.repeats));
+  std::optional<net::PresharedKey> key;
+  if (!o.key_file.empty()) key = net::load_key_file(o.key_file);
+  if (!assign::remote_addresses(providers).empty() && !key) {
+    throw UsageError("a remote provider needs --key-file");
+  }
+  const Model model = Model::load(o.model_dir);
+  const assign::AssignOutcome r =
+      assign::plan_assignment(model, providers, o.prompt_len, o.repeats, key ? &*key : nullptr);
+  if (!o.output.empty()) r.plan.save(o.output);
+
+  nlohmann::json per_provider = nlohmann::json::object();
+  for (const assign::Provider& p : providers) per_provider[p.spec] = 0;
+  for (int p : r.optimal.assignment) {
+    per_provider[providers[static_cast<std::size_t>(p)].spec] =
+        per_provider[providers[static_cast<std::size_t>(p)].spec].get<int>() + 1;
+  }
+  nlohmann::json runs = nlohmann::json::array();
+  for (const assign::MeasuredRun& m : r.profiled) {
+    runs.push_back({{"measured_ms", m.measured_s * 1e3}, {"predicted_ms", m.predicted_s * 1e3}});
+  }
+  nlohmann::json baselines = nlohmann::json::array();
+  for (const auto& [b, predicted] : r.baselines) {
+    baselines.push_back({{"name", b.name}, {"predicted_ms", predicted * 1e3}});
+  }
+  if (o.json) {
+    const nlohmann::json j = {
+        {"model", o.model_dir},
+        {"providers", assign::provider_specs(providers)},
+        {"prompt_len", o.prompt_len},
+        {"dcg", {{"nodes", r.dcg_nodes}, {"edges", r.dcg_edges}, {"da_edges", r.da_edges}}},
+        {"profiling_runs", r.node_runs + r.edge_runs},
+        {"node_runs", r.node_runs},
+        {"edge_runs", r.edge_runs},
+        {"runs", runs},
+        {"optimal",
+         {{"predicted_ms", r.optimal.cost * 1e3},
+          {"exact", r.exact},
+          {"ops_per_provider", per_provider}}},
+        {"baselines", baselines}};
+    return j.dump(1) + "\n";
+  }
+  std::string text = fmt::format(
+      "DCG: {} nodes, {} edges, {} DA edges (prefill of {} tokens)\n"
+      "profiling runs: {} ({} node runs + {} edge runs)\n",
+      r.dcg_nodes, r.dcg_edges, r.da_edges, o.prompt_len, r.node_runs + r.edge_runs, r.node_runs,
+      r.edge_runs);
+  for (std::size_t i = 0; i < r.profiled.size(); ++i) {
+    text += fmt::format("  run {}: measured {:.3f} ms, predicted {:.3f} ms\n", i,
+                        r.profiled[i].measured_s * 1e3, r.profiled[i].predicted_s * 1e3);
+  }
+  text +=
+      fmt::format("optimal: predicted {:.3f} ms ({}), ops per provider {}\n", r.optimal.cost * 1e3,
+                  r.exact ? "exact" : "assembly-line heuristic", per_provider.dump());
+  for (const auto& [b, predicted] : r.baselines) {
+    text += fmt::format("baseline {}: predicted {:.3f} ms\n", b.name, predicted * 1e3);
+  }
+  if (!o.output.empty())
+    text += fmt::format("wrote {} (huddle run --plan {})\n", o.output, o.output);
+  return text;
+}
+
+void add_assign_command(CLI::App& app) {
+  auto options = std::make_shared<AssignOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "assign", "Profile execution providers with the fewest runs and assign each op to one");
+  cmd->add_option("--model", options->model_dir, "Model directory")->required();
+  cmd->add_option("--providers", options->providers,
+                  "Providers in priority order: cpu1, cpuN, remote:HOST:PORT[:kind,...]")
+      ->required();
+  cmd->add_option("--key-file", options->key_file, "Cluster key (remote providers)");
+  cmd->add_option("--prompt-len", options->prompt_len, "Tokens of the prefill to plan for")
+      ->capture_default_str();
+  cmd->add_option("--repeats", options->repeats, "Timed repeats of each profiling run")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", options->output, "Write the plan here (for huddle run --plan)");
+  cmd->add_flag("--json", options->json, "Print one JSON object");
+  cmd->callback([options] {
+    const std::string text = assign_to_string(*options);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  });
+}
+
+}  // namespace huddle::cli

@@ -1,0 +1,46 @@
+#include "planner/assign_planner.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace huddle::assign {
+
+Plan assignment_plan(const ModelConfig& config, const Graph& graph,
+                     const std::vector<Provider>& providers, const Assignment& assignment) {
+  HUDDLE_CHECK(assignment.size() == graph.ops().size(), "assignment of {} ops for {}",
+               assignment.size(), graph.ops().size());
+  Plan plan;
+  plan.strategy = "assign";
+  plan.model = PlanModel::of(config);
+  plan.devices = {"primary"};
+  for (const std::string& a : remote_addresses(providers)) plan.devices.push_back(a);
+  plan.token_shares.assign(plan.devices.size(), 1.0);
+  OpAssignment a;
+  a.providers = provider_specs(providers);
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) a.ops[graph.ops()[i].name] = assignment[i];
+  plan.assignment = std::move(a);
+  return plan;
+}
+
+std::vector<Baseline> baselines(const Dcg& dcg, const std::vector<Provider>& providers) {
+  std::vector<Baseline> out;
+  const int n = static_cast<int>(providers.size());
+  for (int p = 0; p < n; ++p) {
+    out.push_back(
+        {providers[static_cast<std::size_t>(p)].spec + " only", priority_assignment(dcg, {p})});
+  }
+  if (n < 2) return out;
+  std::vector<int> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  do {
+    std::string name;
+    for (int p : order)
+      name += (name.empty() ? "" : " > ") + providers[static_cast<std::size_t>(p)].spec;
+    out.push_back({name, priority_assignment(dcg, order)});
+  } while (std::next_permutation(order.begin(), order.end()));
+  return out;
+}
+
+}  // namespace huddle::assign

@@ -1,0 +1,207 @@
+#include "planner/assignment_dp.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+
+namespace huddle::assign {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::size_t at(int i) {
+  return static_cast<std::size_t>(i);
+}
+
+double node_cost(const Dcg& dcg, const Costs& costs, int op, int provider) {
+  return costs.node[at(dcg.node(op, provider))];
+}
+
+double edge_cost(const Dcg& dcg, const Costs& costs, int tensor, int src, int dst) {
+  const int da = dcg.da_of(tensor, src, dst);
+  return da < 0 ? 0.0 : costs.da[at(da)];
+}
+
+// Cost of the kEnd edges (outputs to the primary) under a full assignment.
+double end_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) {
+  double sum = 0;
+  for (int t : dcg.end_edges()) {
+    const int src = a[at(dcg.problem().edges[at(t)].from)];
+    sum += edge_cost(dcg, costs, t, src, src);
+  }
+  return sum;
+}
+
+}  // namespace
+
+double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) {
+  const AssignProblem& p = dcg.problem();
+  HUDDLE_CHECK(a.size() == at(p.num_ops()), "assignment of {} ops for {}", a.size(), p.num_ops());
+  double sum = 0;
+  for (int op = 0; op < p.num_ops(); ++op) {
+    HUDDLE_CHECK(dcg.node(op, a[at(op)]) >= 0, "op {} on an incapable provider", op);
+    sum += node_cost(dcg, costs, op, a[at(op)]);
+    for (int t : dcg.in_edges(op)) {
+      sum += edge_cost(dcg, costs, t, a[at(p.edges[at(t)].from)], a[at(op)]);
+    }
+  }
+  return sum + end_cost(dcg, costs, a) + costs.overhead;
+}
+
+DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs) {
+  const AssignProblem& p = dcg.problem();
+  const int n = p.num_ops(), providers = p.num_providers();
+  if (n == 0) return {{}, costs.overhead};
+  // f[q] and the path to (j-1, q) (providers of ops 0..j-1), per line q.
+  std::vector<double> f(at(providers), kInf);
+  std::vector<Assignment> path(at(providers));
+  for (int q = 0; q < providers; ++q) {
+    if (dcg.node(0, q) < 0) continue;
+    f[at(q)] = node_cost(dcg, costs, 0, q);
+    path[at(q)] = {q};
+  }
+  for (int j = 1; j < n; ++j) {
+    std::vector<double> g(at(providers), kInf);
+    std::vector<Assignment> next(at(providers));
+    for (int pr = 0; pr < providers; ++pr) {
+      if (dcg.node(j, pr) < 0) continue;
+      for (int q = 0; q < providers; ++q) {
+        if (f[at(q)] == kInf) continue;
+        double t = 0;  // T[j][pr | path to (j-1, q)]
+        for (int e : dcg.in_edges(j)) {
+          t += edge_cost(dcg, costs, e, path[at(q)][at(p.edges[at(e)].from)], pr);
+        }
+        const double v = f[at(q)] + t + node_cost(dcg, costs, j, pr);
+        if (v < g[at(pr)]) {
+          g[at(pr)] = v;
+          next[at(pr)] = path[at(q)];
+        }
+      }
+      if (g[at(pr)] < kInf) next[at(pr)].push_back(pr);
+    }
+    f = std::move(g);
+    path = std::move(next);
+  }
+  DpResult best{{}, kInf};
+  for (int q = 0; q < providers; ++q) {
+    if (f[at(q)] == kInf) continue;
+    const double v = f[at(q)] + end_cost(dcg, costs, path[at(q)]) + costs.overhead;
+    if (v < best.cost) best = {path[at(q)], v};
+  }
+  return best;
+}
+
+std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::size_t max_states) {
+  const AssignProblem& p = dcg.problem();
+  const int n = p.num_ops(), providers = p.num_providers();
+  if (n == 0) return DpResult{{}, costs.overhead};
+  // last_read[i]: the last op reading op i's output (n for a model output, -1 if none).
+  std::vector<int> last_read(at(n), -1);
+  for (const TensorEdge& e : p.edges) {
+    last_read[at(e.from)] = std::max(last_read[at(e.from)], e.to == kEnd ? n : e.to);
+  }
+  // Per step j: the live ops after j (ascending) and, per state, its cost and how it was reached.
+  struct Entry {
+    double cost;
+    int prev;      // state index at step j-1
+    int provider;  // of op j
+  };
+  std::vector<int> live;  // live ops before step j
+  std::vector<std::vector<Entry>> steps;
+  std::map<std::vector<std::int8_t>, int> index;  // states of the current step
+  std::vector<std::vector<std::int8_t>> states{{}};
+  std::vector<Entry> entries{{0.0, -1, -1}};
+  for (int j = 0; j < n; ++j) {
+    std::vector<int> next_live;
+    for (int i : live) {
+      if (last_read[at(i)] > j) next_live.push_back(i);
+    }
+    if (last_read[at(j)] > j) next_live.push_back(j);
+    std::map<std::vector<std::int8_t>, int> next_index;
+    std::vector<std::vector<std::int8_t>> next_states;
+    std::vector<Entry> next_entries;
+    for (std::size_t s = 0; s < states.size(); ++s) {
+      auto provider_of = [&](int op) {
+        const auto it = std::lower_bound(live.begin(), live.end(), op);
+        HUDDLE_CHECK(it != live.end() && *it == op, "op {} read after it died", op);
+        return static_cast<int>(states[s][at(static_cast<int>(it - live.begin()))]);
+      };
+      for (int pr = 0; pr < providers; ++pr) {
+        if (dcg.node(j, pr) < 0) continue;
+        double v = entries[s].cost + node_cost(dcg, costs, j, pr);
+        for (int e : dcg.in_edges(j)) {
+          v += edge_cost(dcg, costs, e, provider_of(p.edges[at(e)].from), pr);
+        }
+        std::vector<std::int8_t> key;
+        for (int i : next_live) {
+          key.push_back(static_cast<std::int8_t>(i == j ? pr : provider_of(i)));
+        }
+        const auto [it, inserted] =
+            next_index.try_emplace(key, static_cast<int>(next_states.size()));
+        if (inserted) {
+          if (next_states.size() >= max_states) return std::nullopt;
+          next_states.push_back(std::move(key));
+          next_entries.push_back({v, static_cast<int>(s), pr});
+        } else if (v < next_entries[at(it->second)].cost) {
+          next_entries[at(it->second)] = {v, static_cast<int>(s), pr};
+        }
+      }
+    }
+    steps.push_back(next_entries);
+    live = std::move(next_live);
+    states = std::move(next_states);
+    entries = std::move(next_entries);
+  }
+  // Only outputs are live after the last op: add their edges to the end.
+  int best = -1;
+  double best_cost = kInf;
+  for (std::size_t s = 0; s < states.size(); ++s) {
+    double v = entries[s].cost + costs.overhead;
+    for (int t : dcg.end_edges()) {
+      const int from = p.edges[at(t)].from;
+      const auto it = std::lower_bound(live.begin(), live.end(), from);
+      const int src = states[s][at(static_cast<int>(it - live.begin()))];
+      v += edge_cost(dcg, costs, t, src, src);
+    }
+    if (v < best_cost) {
+      best_cost = v;
+      best = static_cast<int>(s);
+    }
+  }
+  HUDDLE_CHECK(best >= 0, "no feasible assignment");
+  Assignment a(at(n), -1);
+  for (int j = n - 1, s = best; j >= 0; --j) {
+    const Entry& e = steps[at(j)][at(s)];
+    a[at(j)] = e.provider;
+    s = e.prev;
+  }
+  return DpResult{std::move(a), best_cost};
+}
+
+DpResult optimal_assignment(const Dcg& dcg, const Costs& costs, bool* exact) {
+  std::optional<DpResult> r = frontier_dp(dcg, costs);
+  if (exact) *exact = r.has_value();
+  return r ? std::move(*r) : assembly_line_dp(dcg, costs);
+}
+
+Assignment priority_assignment(const Dcg& dcg, const std::vector<int>& order) {
+  const AssignProblem& p = dcg.problem();
+  Assignment a(at(p.num_ops()), -1);
+  for (int op = 0; op < p.num_ops(); ++op) {
+    for (int pr : order) {
+      if (dcg.node(op, pr) >= 0) {
+        a[at(op)] = pr;
+        break;
+      }
+    }
+    for (int pr = 0; a[at(op)] < 0; ++pr) {
+      if (dcg.node(op, pr) >= 0) a[at(op)] = pr;
+    }
+  }
+  return a;
+}
+
+}  // namespace huddle::assign

@@ -1,0 +1,57 @@
+// Operator assignment on a DCG: the cost of an assignment, the paper's modified assembly-line DP,
+// an exact DP over the live-tensor frontier for graphs with branches and joins, and the
+// priority-order baselines (ONNX Runtime's way: each op to the first capable provider).
+//
+// Cost model (Lee et al. §3.2-3.3): an assignment's time is the sum of its nodes' costs and of its
+// edges' costs; an edge costs its DA class's cost when it crosses providers (0 inside one),
+// start edges cost 0, plus a fixed overhead. Every tensor edge (tensor, consumer op) counts once,
+// as in the paper.
+#pragma once
+
+#include "planner/dcg.h"
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace huddle::assign {
+
+struct Costs {
+  std::vector<double> node;  // by DCG node (start and end: 0), seconds
+  std::vector<double> da;    // by DA class, seconds
+  double overhead = 0;       // seconds every assignment pays besides its ops (the executor's own)
+};
+
+// Time of `assignment` (a capable provider per op) under `costs`.
+double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& assignment);
+
+struct DpResult {
+  Assignment assignment;
+  double cost = 0;  // assignment_cost of it
+};
+
+// The modified assembly-line DP (the paper's eq. 2) over the ops in topological order, each op a
+// station with one line per capable provider (incapable nodes removed):
+//   f[j][p] = a[j][p] + min_q ( f[j-1][q] + T[j][p | path to (j-1, q)] )
+// where T sums the DA costs of every edge into op j from its producers, each on the provider
+// the path to (j-1, q) gives it. O(V_d · P) transitions. Exact when every op reads only the op
+// before it (a chain, the paper's setting); with branches and joins (residual adds, q/k/v), a
+// producer's provider is fixed by the best path to the previous op, so the result is a feasible
+// assignment whose cost is an upper bound of the optimum.
+DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs);
+
+// Exact optimum over any DAG: a DP over the topological order whose state is the provider of
+// every live tensor (produced, still to be read). On a chain the state is the previous op's
+// provider and this is the assembly-line DP. nullopt when some step has more than `max_states`
+// states (P^live), where assembly_line_dp is the fallback.
+std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs,
+                                    std::size_t max_states = 1 << 16);
+
+// frontier_dp when it fits, else assembly_line_dp; `exact` says which.
+DpResult optimal_assignment(const Dcg& dcg, const Costs& costs, bool* exact = nullptr);
+
+// Each op on the first provider of `order` that can run it, else the first capable provider in
+// list order (a priority order of the paper; {p} alone is "everything on p, where p can").
+Assignment priority_assignment(const Dcg& dcg, const std::vector<int>& order);
+
+}  // namespace huddle::assign

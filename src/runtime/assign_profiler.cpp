@@ -1,0 +1,257 @@
+#include "runtime/assign_profiler.h"
+
+#include "core/error.h"
+#include "plan/lowering.h"
+#include "runtime/cluster.h"
+#include "runtime/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace huddle::assign {
+namespace {
+
+std::size_t at(int i) {
+  return static_cast<std::size_t>(i);
+}
+
+double median(std::vector<double> v) {
+  HUDDLE_CHECK(!v.empty());
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// One timed forward: every device's ops in execution order (program op name, seconds), and the
+// primary's wall time.
+struct Forward {
+  std::vector<std::vector<std::pair<std::string, double>>> devices;
+  double wall_s = 0;
+};
+
+bool uses_remote(const std::vector<Provider>& providers, const Assignment& run) {
+  return std::any_of(run.begin(), run.end(), [&](int p) { return providers[at(p)].device != 0; });
+}
+
+// `repeats` timed forwards of `plan` after a warm-up, in this process.
+std::vector<Forward> run_local(const Model& model, const Plan& plan,
+                               std::span<const std::int32_t> ids, int repeats) {
+  const Program program = lower(model.graph(), model.config(), plan, 0);
+  Executor executor(program.graph, model.weights(), model.config().max_positions);
+  std::vector<std::pair<std::string, double>> ops;
+  executor.set_observer([&](const Op& op, const Tensor&, std::chrono::nanoseconds elapsed) {
+    ops.emplace_back(op.name, static_cast<double>(elapsed.count()) * 1e-9);
+  });
+  std::vector<Forward> out;
+  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
+    ops.clear();
+    executor.reset();
+    const auto start = std::chrono::steady_clock::now();
+    (void)executor.forward(ids, /*all_rows=*/false);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (r >= 0) out.push_back({{ops}, took.count()});
+  }
+  return out;
+}
+
+// The same across the plan's workers (a session with tracing; every device's spans come back at
+// its end, each op once per forward).
+std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
+                                 const std::vector<Provider>& providers,
+                                 std::span<const std::int32_t> ids, int repeats,
+                                 const net::PresharedKey& key) {
+  ClusterOptions options;
+  options.workers = remote_addresses(providers);
+  options.key = key;
+  options.trace = true;
+  Cluster cluster(model, plan, options);
+  std::vector<Forward> out(static_cast<std::size_t>(repeats));
+  for (int r = -1; r < repeats; ++r) {
+    cluster.runner().reset();
+    const auto start = std::chrono::steady_clock::now();
+    (void)cluster.runner().forward(ids, /*all_rows=*/false);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (r >= 0) out[at(r)].wall_s = took.count();
+  }
+  const std::vector<std::vector<Span>> spans = cluster.finish();
+  for (Forward& f : out) f.devices.resize(spans.size());
+  for (std::size_t d = 0; d < spans.size(); ++d) {
+    std::map<std::string, int> seen;  // the k-th span of a name is forward k (0: warm-up)
+    for (const Span& s : spans[d]) {
+      const int k = seen[s.name]++;
+      if (k >= 1 && k <= repeats) {
+        out[at(k - 1)].devices[d].emplace_back(s.name, s.duration_us * 1e-6);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provider>& providers,
+                   const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
+                   int repeats, std::vector<MeasuredRun>* measured, const net::PresharedKey* key) {
+  HUDDLE_CHECK(repeats >= 1);
+  const Graph& graph = model.graph();
+  const auto& edges = dcg.problem().edges;
+  std::map<std::string, int> op_index, producer;  // op name -> op; value name -> producing op
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    op_index[graph.ops()[i].name] = static_cast<int>(i);
+    producer[graph.value(graph.ops()[i].output).name] = static_cast<int>(i);
+  }
+  auto device_of = [&](const Assignment& run, int op) { return providers[at(run[at(op)])].device; };
+  // Per node: its op's times where no input crossed providers (its cost), and where exactly one
+  // DA class did; per DA class between devices: the transfer estimates of its receives.
+  std::vector<std::vector<double>> plain(dcg.nodes().size()), all(dcg.nodes().size());
+  std::vector<std::vector<std::pair<std::size_t, double>>> crossed(at(dcg.num_da()));
+  std::vector<std::vector<double>> transfers(at(dcg.num_da()));
+  std::vector<bool> da_seen(at(dcg.num_da()), false);
+  std::vector<double> run_wall;  // each run's median
+  for (const Assignment& run : runs) {
+    const Plan plan = assignment_plan(model.config(), graph, providers, run);
+    std::vector<Forward> forwards;
+    if (uses_remote(providers, run)) {
+      if (!key) throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+      forwards = run_cluster(model, plan, providers, ids, repeats, *key);
+    } else {
+      forwards = run_local(model, plan, ids, repeats);
+    }
+    std::vector<double> wall;
+    for (const Forward& f : forwards) {
+      wall.push_back(f.wall_s);
+      std::vector<double> op_time(graph.ops().size(), 0.0);
+      for (const auto& device : f.devices) {
+        for (const auto& [name, t] : device) {
+          const auto it = op_index.find(name);
+          if (it == op_index.end()) continue;
+          const int op = it->second;
+          op_time[at(op)] = t;
+          const int to = run[at(op)];
+          const auto node = static_cast<std::size_t>(dcg.node(op, to));
+          std::vector<int> in;
+          for (int e : dcg.in_edges(op)) {
+            const int da = dcg.da_of(e, run[at(edges[at(e)].from)], to);
+            if (da >= 0) in.push_back(da);
+          }
+          all[node].push_back(t);
+          if (in.empty()) plain[node].push_back(t);
+          if (in.size() == 1) crossed[at(in[0])].emplace_back(node, t);
+        }
+      }
+      // A receive on device R of a value op p made elsewhere waits for the ops after R's last
+      // own op up to p (all elsewhere), then for the transfer: its time less theirs.
+      for (std::size_t r = 0; r < f.devices.size(); ++r) {
+        const int receiver = static_cast<int>(r);
+        for (const auto& [name, t] : f.devices[r]) {
+          if (!name.ends_with("@recv")) continue;
+          const auto p = producer.find(name.substr(0, name.size() - 5));
+          if (p == producer.end()) continue;
+          int da = -1;
+          for (std::size_t e = 0; e < edges.size() && da < 0; ++e) {
+            if (edges[e].from != p->second) continue;
+            if (edges[e].to == kEnd ? receiver == 0 : device_of(run, edges[e].to) == receiver) {
+              const int src = run[at(p->second)];
+              da = dcg.da_of(static_cast<int>(e), src,
+                             edges[e].to == kEnd ? src : run[at(edges[e].to)]);
+            }
+          }
+          if (da < 0) continue;
+          double waited = 0;
+          for (int q = p->second; q >= 0 && device_of(run, q) != receiver; --q)
+            waited += op_time[at(q)];
+          transfers[at(da)].push_back(std::max(0.0, t - waited));
+        }
+      }
+    }
+    for (int da : da_edges_of(dcg, run)) da_seen[at(da)] = true;
+    run_wall.push_back(median(wall));
+  }
+  Costs costs;
+  for (std::size_t n = 0; n < dcg.nodes().size(); ++n) {
+    const DcgNode& node = dcg.nodes()[n];
+    if (node.op < 0) {
+      costs.node.push_back(0.0);
+      continue;
+    }
+    if (all[n].empty()) {
+      throw PlanError(fmt::format("profiling: op '{}' on provider {} was never run",
+                                  dcg.problem().op_names[at(node.op)],
+                                  providers[at(node.provider)].spec));
+    }
+    costs.node.push_back(median(plain[n].empty() ? all[n] : plain[n]));
+  }
+  for (int da = 0; da < dcg.num_da(); ++da) {
+    if (!da_seen[at(da)])
+      throw PlanError(fmt::format("profiling: DA edge {} was never crossed", da));
+    const DaKey& k = dcg.da_keys()[at(da)];
+    const bool same_device =
+        k.dst != kEnd && providers[at(k.src)].device == providers[at(k.dst)].device;
+    if (!same_device) {
+      if (transfers[at(da)].empty()) {
+        throw PlanError(
+            fmt::format("profiling: no receive of DA edge {} ({} -> {}, {} bytes) was "
+                        "timed",
+                        da, providers[at(k.src)].spec,
+                        k.dst == kEnd ? "the primary" : providers[at(k.dst)].spec, k.bytes));
+      }
+      costs.da.push_back(median(transfers[at(da)]));
+      continue;
+    }
+    // Nothing moves between cpu1 and cpuN; a crossing switches the kernels' threading, which
+    // the consumer pays.
+    std::vector<double> extra;
+    for (const auto& [node, t] : crossed[at(da)]) {
+      if (!plain[node].empty()) extra.push_back(std::max(0.0, t - costs.node[node]));
+    }
+    costs.da.push_back(extra.empty() ? 0.0 : median(extra));
+  }
+  // The executor's own time (allocation, freeing, dispatch) is the same whatever the assignment:
+  // the median gap between a run's wall time and its predicted time without it.
+  std::vector<double> gaps;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    gaps.push_back(run_wall[r] - assignment_cost(dcg, costs, runs[r]));
+  }
+  costs.overhead = std::max(0.0, median(gaps));
+  if (measured) {
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      measured->push_back({runs[r], run_wall[r], assignment_cost(dcg, costs, runs[r])});
+    }
+  }
+  return costs;
+}
+
+AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& providers,
+                              std::int64_t prompt_len, int repeats, const net::PresharedKey* key) {
+  if (providers.empty()) throw InputError("the provider list is empty");
+  if (prompt_len < 1 || prompt_len > model.config().max_positions) {
+    throw InputError(
+        fmt::format("--prompt-len {} is outside 1..{}", prompt_len, model.config().max_positions));
+  }
+  const Dcg dcg(make_problem(model.graph(), providers, prompt_len));
+  const ProfilingRuns runs = profiling_paths(dcg);
+  std::vector<std::int32_t> ids;
+  for (std::int64_t i = 0; i < prompt_len; ++i) {
+    ids.push_back(static_cast<std::int32_t>(1 + i % (model.config().vocab_size - 1)));
+  }
+  AssignOutcome out;
+  out.dcg_nodes = dcg.nodes().size();
+  out.dcg_edges = dcg.edges().size();
+  out.da_edges = static_cast<std::size_t>(dcg.num_da());
+  out.node_runs = runs.node_runs.size();
+  out.edge_runs = runs.edge_runs.size();
+  const Costs costs =
+      profile_runs(model, dcg, providers, runs.all(), ids, repeats, &out.profiled, key);
+  out.optimal = optimal_assignment(dcg, costs, &out.exact);
+  for (Baseline& b : baselines(dcg, providers)) {
+    const double predicted = assignment_cost(dcg, costs, b.assignment);
+    out.baselines.emplace_back(std::move(b), predicted);
+  }
+  out.plan = assignment_plan(model.config(), model.graph(), providers, out.optimal.assignment);
+  return out;
+}
+
+}  // namespace huddle::assign

@@ -1,0 +1,67 @@
+// Profiling for operator assignment (Lee et al. §3.2) and the whole `huddle assign` pipeline:
+// DCG, Algorithm 1's runs, instrumented runs, the assembly-line DP, baselines, the plan.
+//
+// Each profiling run is an assignment lowered to a program (plan/lowering_assign.h) and run as a
+// prefill of the given ids, after one warm-up, `repeats` times; the executor's per-op observer
+// times every op, so a run measures the node cost of every (op, provider) it uses. A node's cost
+// is the median of its op's times in runs where none of its inputs crossed providers. A DA edge
+// between providers of device 0 (cpu1, cpuN) moves nothing — the consumer reads the producer's
+// buffer — but crossing it switches the kernels' threading (the pool's workers wake or idle,
+// BLAS's thread count changes), which the consumer pays: a DA class's cost is the median, over
+// consumers that crossed only it, of their time minus their node cost (0 when no such consumer
+// has a plain sample).
+//
+// Runs that use a remote provider run as a session with the plan's workers (runtime/cluster.h)
+// with tracing on: every device's per-op spans come back at its end, so remote node costs are
+// the workers' own op times. A DA edge between devices costs what its receive (pipe_recv) took
+// beyond waiting for the ops it followed: the receive's time less the times of the ops between
+// the receiver's last own op and the producer (all on other devices; the programs follow one op
+// order), the median over its receives. Costs::overhead is the executor's own time per
+// prefill, the median over the runs of (wall time - the run's predicted time without it).
+#pragma once
+
+#include "model/model.h"
+#include "net/key.h"
+#include "plan/plan.h"
+#include "planner/assign_planner.h"
+#include "planner/profiling_paths.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace huddle::assign {
+
+struct MeasuredRun {
+  Assignment assignment;
+  double measured_s = 0;   // median wall time of the prefill
+  double predicted_s = 0;  // assignment_cost under the profiled costs
+};
+
+// Runs `runs` on `model` (in this process, or with the remote providers' workers, which `key`
+// opens) and returns the costs of every DCG node and DA class. PlanError when a run needs a
+// remote and no key is given, or a node or DA class is left unobserved; TransportError naming a
+// worker that cannot be reached.
+Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provider>& providers,
+                   const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
+                   int repeats, std::vector<MeasuredRun>* measured = nullptr,
+                   const net::PresharedKey* key = nullptr);
+
+struct AssignOutcome {
+  std::size_t dcg_nodes = 0, dcg_edges = 0, da_edges = 0;
+  std::size_t node_runs = 0, edge_runs = 0;  // profiling runs made: node_runs + edge_runs
+  std::vector<MeasuredRun> profiled;         // the profiling runs, measured and predicted
+  DpResult optimal;
+  bool exact = true;  // the frontier DP (exact) found it; else the assembly-line DP
+  std::vector<std::pair<Baseline, double>> baselines;  // with predicted seconds
+  Plan plan;                                           // runs `optimal`
+};
+
+// The whole pipeline for a prefill of `prompt_len` tokens (ids 1, 2, ... below the vocabulary).
+// InputError for an empty provider list or a bad length; PlanError as profile_runs.
+AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& providers,
+                              std::int64_t prompt_len, int repeats = 3,
+                              const net::PresharedKey* key = nullptr);
+
+}  // namespace huddle::assign
