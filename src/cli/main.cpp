@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   huddle::cli::add_plan_command(app);
   huddle::cli::add_profile_command(app);
   huddle::cli::add_info_command(app);
+  huddle::cli::add_serve_command(app);
 
   try {
     app.parse(argc, argv);
