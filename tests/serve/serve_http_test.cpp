@@ -6,6 +6,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
 #include <set>
@@ -23,7 +27,7 @@ using testing::run_huddle;
 class ServerProcess {
  public:
   explicit ServerProcess(std::vector<std::string> extra = {},
-                         const std::string& model = "gpt2-tiny") {
+                         const std::string& model = "gpt2-tiny", bool wait_ready = true) {
     std::vector<std::string> args = {"serve",     "--model", fixture_model(model), "--port", "0",
                                      "--threads", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -32,6 +36,7 @@ class ServerProcess {
     EXPECT_FALSE(address.empty()) << "no 'listening on' line";
     const auto colon = address.rfind(':');
     port_ = std::stoi(address.substr(colon + 1));
+    if (!wait_ready) return;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       const auto res = client().Get("/health");
@@ -56,6 +61,7 @@ class ServerProcess {
     c.set_read_timeout(std::chrono::seconds(60));
     return c;
   }
+  int port() const { return port_; }
   // POST /v1/completions with `body`; the status and the parsed body.
   std::pair<int, json> complete(const json& body, const httplib::Headers& headers = {}) const {
     const auto res = client().Post("/v1/completions", headers, body.dump(), "application/json");
@@ -267,7 +273,7 @@ TEST(ServeHttp, ApiKeyIsRequiredWhenSet) {
 
 TEST(ServeHttp, ConcurrentClientsAllGetTheirOwnAnswers) {
   ServerProcess server;
-  constexpr int kClients = 8;
+  constexpr int kClients = 32;
   std::vector<json> expected;
   for (int i = 0; i < kClients; ++i)
     expected.push_back(server.complete(greedy(json::array({i + 3, 7, 11}), 6)).second);
@@ -309,6 +315,65 @@ TEST(ServeHttp, TwoLocalDevicesGiveTheOneDeviceTextAndSurviveIdleness) {
     ASSERT_EQ(status, 200) << body;
     EXPECT_EQ(body["choices"][0]["text"], reference["text"]) << round;
     if (round == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  }
+}
+
+TEST(ServeHttp, LoadingAnswers503) {
+  // A "worker" that accepts connections (the kernel's backlog) but never speaks: the cluster
+  // waits for its handshake, so the server stays loading for --timeout-s (then exits: the
+  // cluster could not be assembled).
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  testing::TempDir dir;
+  const auto key = testing::make_key_file(dir.path());
+  {
+    ServerProcess server({"--workers", fmt::format("127.0.0.1:{}", ntohs(addr.sin_port)),
+                          "--key-file", key.string(), "--timeout-s", "5"},
+                         "gpt2-tiny", /*wait_ready=*/false);
+    const auto health = server.client().Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 503);
+    EXPECT_EQ(json::parse(health->body), json({{"status", "loading"}}));
+    expect_error(server.complete(greedy("hi", 2)), 503, "loading");
+  }
+  ::close(listener);
+}
+
+TEST(ServeHttp, AClientThatLeavesMidStreamDoesNotStallOthers) {
+  ServerProcess server;
+  const auto expected = server.complete(greedy("Hello world", 20));
+  ASSERT_EQ(expected.first, 200);
+  for (int i = 0; i < 3; ++i) {
+    // A raw connection: send a long streaming request, read the first bytes, hang up.
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(server.port()));
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    json request = greedy("Hello world", 120);
+    request["stream"] = true;
+    const std::string body = request.dump();
+    const std::string http = fmt::format(
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+        "application/json\r\nContent-Length: {}\r\n\r\n{}",
+        body.size(), body);
+    ASSERT_EQ(::send(fd, http.data(), http.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(http.size()));
+    char first[64];
+    EXPECT_GT(::recv(fd, first, sizeof first, 0), 0);
+    ::close(fd);
+    const auto after = server.complete(greedy("Hello world", 20));
+    ASSERT_EQ(after.first, 200) << after.second;
+    EXPECT_EQ(after.second["choices"][0]["text"], expected.second["choices"][0]["text"]);
   }
 }
 
