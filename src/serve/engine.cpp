@@ -37,12 +37,24 @@ Engine::~Engine() {
   if (keepalive_.joinable()) keepalive_.join();
 }
 
+std::string Engine::failure() const {
+  std::lock_guard guard(failure_mutex_);
+  return failure_;
+}
+
 void Engine::keepalive_loop() {
   std::unique_lock guard(stop_mutex_);
   while (!stop_cv_.wait_for(guard, options_.keepalive / 2, [this] { return stopping_; })) {
     std::lock_guard model(model_mutex_);
     if (std::chrono::steady_clock::now() - last_used_ < options_.keepalive / 2) continue;
-    runner_.reset();  // a cheap message to every worker
+    if (!failure().empty()) return;
+    try {
+      runner_.reset();  // a cheap message to every worker
+    } catch (const TransportError& e) {
+      std::lock_guard failed(failure_mutex_);
+      failure_ = e.what();
+      return;
+    }
     last_used_ = std::chrono::steady_clock::now();
   }
 }
@@ -113,11 +125,19 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
   };
 
   std::lock_guard turn(model_mutex_);
+  if (const std::string why = failure(); !why.empty()) {
+    throw RequestError(503, fmt::format("the model is unavailable: {}", why), "server_error", "",
+                       "unavailable");
+  }
   try {
     generate(runner_, prompt, options);
     deliver(matcher.push(decoder.finish()));
     if (!matcher.stopped()) deliver(matcher.finish());
   } catch (const EndGeneration&) {
+  } catch (const TransportError& e) {
+    std::lock_guard guard(failure_mutex_);
+    failure_ = e.what();
+    throw;
   }
   last_used_ = std::chrono::steady_clock::now();
   result.finish_reason = saw_stop_id || matcher.stopped() ? "stop" : "length";

@@ -57,6 +57,10 @@ class Engine {
 
   std::int64_t context() const { return options_.context; }
 
+  // Why the engine can no longer answer ("" while it can): a step failed on a link, so the
+  // cluster session is gone (a worker died). Every later request gets a 503 with this reason.
+  std::string failure() const;
+
  private:
   void keepalive_loop();
 
@@ -69,6 +73,8 @@ class Engine {
   std::condition_variable stop_cv_;
   bool stopping_ = false;
   std::thread keepalive_;
+  mutable std::mutex failure_mutex_;
+  std::string failure_;
 };
 
 }  // namespace huddle::serve

@@ -125,8 +125,11 @@ void Server::add_routes() {
       });
 
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (engine_.load() == nullptr) {
+    const Engine* engine = engine_.load();
+    if (engine == nullptr) {
       send_json(res, 503, {{"status", "loading"}});
+    } else if (const std::string why = engine->failure(); !why.empty()) {
+      send_json(res, 503, {{"status", "error"}, {"message", why}});
     } else {
       send_json(res, 200, {{"status", "ok"}});
     }

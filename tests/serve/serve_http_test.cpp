@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -62,6 +63,7 @@ class ServerProcess {
     return c;
   }
   int port() const { return port_; }
+  int pid() const { return process_->pid(); }
   // POST /v1/completions with `body`; the status and the parsed body.
   std::pair<int, json> complete(const json& body, const httplib::Headers& headers = {}) const {
     const auto res = client().Post("/v1/completions", headers, body.dump(), "application/json");
@@ -316,6 +318,30 @@ TEST(ServeHttp, TwoLocalDevicesGiveTheOneDeviceTextAndSurviveIdleness) {
     EXPECT_EQ(body["choices"][0]["text"], reference["text"]) << round;
     if (round == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   }
+}
+
+// The processes `pid` started (Linux: /proc/PID/task/PID/children).
+std::vector<int> children_of(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, pid));
+  std::vector<int> out;
+  for (int child; in >> child;) out.push_back(child);
+  return out;
+}
+
+TEST(ServeHttp, ALostWorkerTurnsHealthAndCompletionsInto503) {
+  ServerProcess server({"--local-devices", "2"}, "llama-tiny");
+  ASSERT_EQ(server.complete(greedy("The quick brown fox", 4)).first, 200);
+  const std::vector<int> workers = children_of(server.pid());
+  ASSERT_EQ(workers.size(), 1u);
+  ::kill(workers[0], SIGKILL);
+  const auto failed = server.complete(greedy("The quick brown fox", 4));
+  EXPECT_GE(failed.first, 500) << failed.second;
+  ASSERT_TRUE(failed.second.contains("error")) << failed.second;
+  const auto health = server.client().Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_EQ(json::parse(health->body)["status"], "error");
+  expect_error(server.complete(greedy("The quick brown fox", 4)), 503, "unavailable");
 }
 
 TEST(ServeHttp, LoadingAnswers503) {
