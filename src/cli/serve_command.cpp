@@ -26,6 +26,9 @@
 #include <set>
 #include <thread>
 
+#include <cerrno>
+
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -39,6 +42,8 @@ struct ServeOptions {
   std::string key_file;
   int local_devices = 1;
   std::string strategy;
+  std::string shares;
+  std::string plan_file;
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
@@ -46,6 +51,67 @@ struct ServeOptions {
   int threads = 0;
   double timeout_s = 10;
   std::size_t max_body_bytes = 1 << 20;
+};
+
+// "5,3,1" -> {5, 3, 1}; UsageError naming --shares on anything else.
+std::vector<double> parse_shares(const std::string& text) {
+  std::vector<double> shares;
+  for (const std::string& item : split_list(text)) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) {
+      throw UsageError(fmt::format("--shares: '{}' is not a number (expected e.g. 5,3,1)", item));
+    }
+    shares.push_back(value);
+  }
+  return shares;
+}
+
+// SIGINT and SIGTERM, turned into a byte on a pipe (whichever thread the kernel picks runs the
+// handler; OpenBLAS starts threads before main, so blocking the signals cannot cover them all).
+class StopSignals {
+ public:
+  StopSignals() {
+    if (::pipe2(fds_, O_CLOEXEC) != 0) throw Error("cannot create a pipe for the stop signals");
+    write_fd_ = fds_[1];
+    struct sigaction action {};
+    action.sa_handler = [](int signal) {
+      const auto byte = static_cast<unsigned char>(signal);
+      [[maybe_unused]] const auto n = ::write(write_fd_, &byte, 1);
+    };
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+  }
+  ~StopSignals() {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // Blocks until a stop signal (returns it) or wake() (returns 0).
+  int wait() {
+    unsigned char byte = 0;
+    while (::read(fds_[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    return byte;
+  }
+  void wake() {
+    const unsigned char byte = 0;
+    [[maybe_unused]] const auto n = ::write(fds_[1], &byte, 1);
+  }
+
+ private:
+  static inline int write_fd_ = -1;
+  int fds_[2] = {-1, -1};
 };
 
 // The model and what runs it, alive as long as the server.
@@ -84,8 +150,15 @@ void load(const ServeOptions& o, int threads, Loaded& out) {
   }
   std::vector<std::string> devices = {"primary"};
   devices.insert(devices.end(), workers.begin(), workers.end());
-  Plan plan = make_plan(o.strategy.empty() ? "galaxy" : o.strategy, model.config(), devices, {});
-  plan.validate(model.config(), "plan");
+  Plan plan = o.plan_file.empty() ? make_plan(o.strategy.empty() ? "galaxy" : o.strategy,
+                                              model.config(), devices, parse_shares(o.shares))
+                                  : Plan::load(o.plan_file);
+  plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
+  if (plan.num_devices() != static_cast<int>(devices.size())) {
+    throw UsageError(
+        fmt::format("the plan has {} devices but {} are given (this one and {} workers)",
+                    plan.num_devices(), devices.size(), workers.size()));
+  }
   ClusterOptions cluster_options;
   cluster_options.workers = workers;
   cluster_options.key = *key;
@@ -95,6 +168,8 @@ void load(const ServeOptions& o, int threads, Loaded& out) {
 }
 
 void serve(const ServeOptions& o) {
+  if (!o.plan_file.empty() && (!o.strategy.empty() || !o.shares.empty()))
+    throw UsageError("give --plan or --strategy/--shares, not both");
   if (!o.workers.empty() && o.local_devices > 1)
     throw UsageError("give --workers or --local-devices, not both");
   if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
@@ -115,12 +190,7 @@ void serve(const ServeOptions& o) {
     server_options.model_id = std::filesystem::path(o.model_dir).parent_path().filename().string();
   // SIGINT and SIGTERM stop the server; the model, the cluster and any local workers are then
   // released in order (a killed server would leave its local workers running).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
+  StopSignals stop_signals;
   serve::Server server(server_options);
   const int port = server.bind();
   std::printf("listening on %s:%d\n", o.host.c_str(), port);
@@ -131,19 +201,19 @@ void serve(const ServeOptions& o) {
     listen_returned = true;
   });
   std::thread stopper([&server, &stop_signals] {
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
-    std::fprintf(stderr, "huddle: stopping on signal %d\n", signal);
+    if (const int signal = stop_signals.wait(); signal != 0)
+      std::fprintf(stderr, "huddle: stopping on signal %d\n", signal);
     server.stop();
   });
-  // Ends the stopper (by the signal it waits for) and the HTTP thread, on every way out.
+  // Ends the stopper and the HTTP thread on every way out.
   struct Join {
     serve::Server& server;
     std::thread& http;
     std::thread& stopper;
+    StopSignals& stop_signals;
     std::atomic<bool>& listen_returned;
     ~Join() {
-      ::kill(::getpid(), SIGTERM);  // blocked everywhere: only the stopper's sigwait takes it
+      stop_signals.wake();
       stopper.join();
       // stop() is lost on a server that has not started listening yet: repeat until it ends.
       while (!listen_returned) {
@@ -152,7 +222,7 @@ void serve(const ServeOptions& o) {
       }
       if (http.joinable()) http.join();
     }
-  } join{server, http, stopper, listen_returned};
+  } join{server, http, stopper, stop_signals, listen_returned};
 
   Loaded loaded;
   load(o, threads, loaded);
@@ -209,8 +279,13 @@ void add_serve_command(CLI::App& app) {
                   "Start N-1 workers on 127.0.0.1 and run on N devices")
       ->check(CLI::PositiveNumber)
       ->group(dist);
-  cmd->add_option("--strategy", o->strategy,
-                  "megatron, sp, galaxy, pipeline, gpipe over even shares (default galaxy)")
+  cmd->add_option(
+         "--strategy", o->strategy,
+         "megatron, sp, galaxy, pipeline, gpipe over --shares (default galaxy, even shares)")
+      ->group(dist);
+  cmd->add_option("--shares", o->shares, "Relative device speeds, this one first (e.g. 5,3,1)")
+      ->group(dist);
+  cmd->add_option("--plan", o->plan_file, "Run a saved plan (JSON) instead of --strategy")
       ->group(dist);
   cmd->add_option("--timeout-s", o->timeout_s, "Seconds a silent peer is waited for")
       ->check(CLI::PositiveNumber)

@@ -49,6 +49,8 @@ class ServerProcess {
   // SIGTERM, so the server stops its local workers; SIGKILL (BackgroundHuddle) if it hangs.
   ~ServerProcess() {
     process_->kill(SIGTERM);
+    EXPECT_FALSE(process_->wait_for_line("stopping on signal 15", 20, /*from_stderr=*/true).empty())
+        << "SIGTERM did not reach the server's handler";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (process_->alive() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -318,6 +320,21 @@ TEST(ServeHttp, TwoLocalDevicesGiveTheOneDeviceTextAndSurviveIdleness) {
     EXPECT_EQ(body["choices"][0]["text"], reference["text"]) << round;
     if (round == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   }
+}
+
+TEST(ServeHttp, StrategiesAndSharesGiveTheOneDeviceText) {
+  const json reference = run_reference("llama-tiny", "The quick brown fox", 8);
+  for (const std::string strategy : {"megatron", "pipeline"}) {
+    ServerProcess server({"--local-devices", "2", "--strategy", strategy, "--shares", "3,1"},
+                         "llama-tiny");
+    const auto [status, body] = server.complete(greedy("The quick brown fox", 8));
+    ASSERT_EQ(status, 200) << body;
+    EXPECT_EQ(body["choices"][0]["text"], reference["text"]) << strategy;
+  }
+  const auto bad = run_huddle({"serve", "--model", fixture_model("llama-tiny"), "--port", "0",
+                               "--local-devices", "2", "--shares", "3,x"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(testing::contains(bad.err, "--shares")) << bad.err;
 }
 
 // The processes `pid` started (Linux: /proc/PID/task/PID/children).
