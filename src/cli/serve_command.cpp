@@ -15,12 +15,14 @@
 #include "tokenizer/tokenizer.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -114,6 +116,16 @@ class StopSignals {
   int fds_[2] = {-1, -1};
 };
 
+// Whether <dir>/tokenizer_config.json holds a chat_template (a string or a list of named ones).
+bool has_chat_template(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "tokenizer_config.json");
+  if (!in) return false;
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return false;
+  const auto it = config.find("chat_template");
+  return it != config.end() && !it->is_null();
+}
+
 // The model and what runs it, alive as long as the server.
 struct Loaded {
   std::optional<Model> model;
@@ -188,6 +200,7 @@ void serve(const ServeOptions& o) {
                          : o.model_id;
   if (server_options.model_id.empty())
     server_options.model_id = std::filesystem::path(o.model_dir).parent_path().filename().string();
+  server_options.has_chat_template = has_chat_template(o.model_dir);
   // SIGINT and SIGTERM stop the server; the model, the cluster and any local workers are then
   // released in order (a killed server would leave its local workers running).
   StopSignals stop_signals;

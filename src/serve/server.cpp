@@ -153,11 +153,23 @@ void Server::add_routes() {
         engine->complete(request, [](std::string_view) { return true; });
     send_json(res, 200, completion_json(header, result));
   });
-  http_->Post("/v1/chat/completions", [](const httplib::Request& req, httplib::Response&) {
-    parse_json_body(req.body);
+  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response&) {
+    const json body = parse_json_body(req.body);
+    const auto messages = body.find("messages");
+    if (messages == body.end() || !messages->is_array() || messages->empty()) {
+      throw RequestError(400, "'messages': expected a non-empty list", "invalid_request_error",
+                         "messages");
+    }
+    if (!options_.has_chat_template) {
+      throw RequestError(400,
+                         fmt::format("{} has no chat template (tokenizer_config.json "
+                                     "chat_template); use /v1/completions",
+                                     options_.model_id),
+                         "invalid_request_error", "messages", "no_chat_template");
+    }
     throw RequestError(400,
-                       "chat completions need a chat template; this server does not support "
-                       "them yet (use /v1/completions)",
+                       "chat templates are not supported by this server yet; use "
+                       "/v1/completions",
                        "invalid_request_error", "messages", "chat_template_unsupported");
   });
 }

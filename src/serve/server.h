@@ -2,7 +2,7 @@
 //   GET  /health          503 {"status":"loading"} until set_engine(), then 200 {"status":"ok"}
 //   GET  /v1/models       the served model
 //   POST /v1/completions  text or token-id prompts; stream: true answers with Server-Sent Events
-//   POST /v1/chat/completions  400 for now (no chat template support yet)
+//   POST /v1/chat/completions  400 for now (chat templates are not rendered yet)
 // Errors are OpenAI's {"error": {...}}: 400 bad request, 401 wrong or missing key (when an API
 // key is set; /health needs none), 404 unknown route, 413 body too large, 503 while loading.
 #pragma once
@@ -25,6 +25,9 @@ struct ServerOptions {
   int port = 8080;       // 0: any free port
   std::string api_key;   // "" : no authentication
   std::string model_id;  // the name /v1/models reports and responses carry
+  // Whether the model ships a chat template (tokenizer_config.json's chat_template); chat
+  // requests are refused either way for now, with a reason that says which case it is.
+  bool has_chat_template = false;
   std::size_t max_body_bytes = 1 << 20;
   int threads = 16;  // connections served at once (requests still take turns on the model)
 };
