@@ -287,7 +287,7 @@ TEST(ServeHttp, ApiKeyIsRequiredWhenSet) {
 
 TEST(ServeHttp, ConcurrentClientsAllGetTheirOwnAnswers) {
   ServerProcess server;
-  constexpr int kClients = 32;
+  constexpr int kClients = 50;
   std::vector<json> expected;
   for (int i = 0; i < kClients; ++i)
     expected.push_back(server.complete(greedy(json::array({i + 3, 7, 11}), 6)).second);
