@@ -59,6 +59,22 @@ void parse_prompt(const json& body, CompletionRequest& r) {
   }
 }
 
+// OpenAI fields whose non-default values would change the answer in ways this server does not
+// implement: refused rather than silently ignored.
+void refuse_unsupported(const json& body) {
+  const auto refuse = [](const std::string& name) {
+    throw bad_field(name, "this value is not supported by this server");
+  };
+  if (const json* v = field(body, "echo"); v && *v != false) refuse("echo");
+  if (const json* v = field(body, "logprobs"); v && *v != 0) refuse("logprobs");
+  if (const json* v = field(body, "best_of"); v && *v != 1) refuse("best_of");
+  if (const json* v = field(body, "suffix"); v && *v != "") refuse("suffix");
+  if (const json* v = field(body, "presence_penalty"); v && *v != 0) refuse("presence_penalty");
+  if (const json* v = field(body, "frequency_penalty"); v && *v != 0) refuse("frequency_penalty");
+  if (const json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
+    refuse("logit_bias");
+}
+
 }  // namespace
 
 json parse_json_body(const std::string& body) {
@@ -88,6 +104,7 @@ CompletionRequest parse_completion_request(const json& body) {
   }
   if (const json* v = field(body, "n"); v && integer(*v, "n", 1, 1) != 1)
     throw bad_field("n", "only 1 is supported");
+  refuse_unsupported(body);
   if (const json* v = field(body, "stop")) {
     if (v->is_string()) {
       r.stop.push_back(v->get<std::string>());

@@ -24,7 +24,8 @@ struct CompletionRequest {
 };
 
 // Throws RequestError (400) naming the field at fault: wrong type, value out of range, or a
-// feature not supported (several prompts, n > 1).
+// feature not supported (several prompts, n > 1; echo, logprobs, best_of, suffix, penalties and
+// logit_bias other than their defaults). Other unknown fields (user, ...) are ignored.
 CompletionRequest parse_completion_request(const nlohmann::json& body);
 
 // Parses a request body as JSON; RequestError (400) when it is not a JSON object.

@@ -77,5 +77,18 @@ TEST(CompletionRequest, RefusesBadBodiesNamingTheField) {
   EXPECT_EQ(refused_param(R"({"prompt": "a", "max_tokens": null})"), "");
 }
 
+TEST(CompletionRequest, RefusesUnsupportedFeaturesButAcceptsTheirDefaults) {
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "echo": true})"), "echo");
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "logprobs": 5})"), "logprobs");
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "best_of": 2})"), "best_of");
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "suffix": "x"})"), "suffix");
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "presence_penalty": 0.5})"), "presence_penalty");
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "frequency_penalty": 1})"), "frequency_penalty");
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "logit_bias": {"5": 1}})"), "logit_bias");
+  EXPECT_EQ(refused_param(R"({"prompt": "a", "echo": false, "logprobs": null, "best_of": 1,
+    "suffix": null, "presence_penalty": 0, "frequency_penalty": 0.0, "logit_bias": {}})"),
+            "");
+}
+
 }  // namespace
 }  // namespace huddle::serve
