@@ -3,6 +3,7 @@
 // loads; /health says when it is ready.
 #include "cli/command.h"
 #include "cli/local_workers.h"
+#include "cli/stop_signals.h"
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -27,12 +28,6 @@
 #include <optional>
 #include <set>
 #include <thread>
-
-#include <cerrno>
-
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
 
 namespace huddle::cli {
 namespace {
@@ -73,48 +68,6 @@ std::vector<double> parse_shares(const std::string& text) {
   }
   return shares;
 }
-
-// SIGINT and SIGTERM, turned into a byte on a pipe (whichever thread the kernel picks runs the
-// handler; OpenBLAS starts threads before main, so blocking the signals cannot cover them all).
-class StopSignals {
- public:
-  StopSignals() {
-    if (::pipe2(fds_, O_CLOEXEC) != 0) throw Error("cannot create a pipe for the stop signals");
-    write_fd_ = fds_[1];
-    struct sigaction action {};
-    action.sa_handler = [](int signal) {
-      const auto byte = static_cast<unsigned char>(signal);
-      [[maybe_unused]] const auto n = ::write(write_fd_, &byte, 1);
-    };
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, nullptr);
-    ::sigaction(SIGTERM, &action, nullptr);
-  }
-  ~StopSignals() {
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::close(fds_[0]);
-    ::close(fds_[1]);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
-  // Blocks until a stop signal (returns it) or wake() (returns 0).
-  int wait() {
-    unsigned char byte = 0;
-    while (::read(fds_[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    return byte;
-  }
-  void wake() {
-    const unsigned char byte = 0;
-    [[maybe_unused]] const auto n = ::write(fds_[1], &byte, 1);
-  }
-
- private:
-  static inline int write_fd_ = -1;
-  int fds_[2] = {-1, -1};
-};
 
 // Whether <dir>/tokenizer_config.json holds a chat_template (a string or a list of named ones).
 bool has_chat_template(const std::filesystem::path& dir) {

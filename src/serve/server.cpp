@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include <sys/socket.h>
+
 namespace huddle::serve {
 namespace {
 
@@ -70,6 +72,12 @@ Server::Server(ServerOptions options)
   // cpp-httplib owns the queue it is handed.
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // Remember the listening socket (bind() widens its backlog); keep cpp-httplib's SO_REUSEADDR.
+  http_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket_ = static_cast<int>(sock);
+  });
   add_routes();
 }
 
@@ -81,6 +89,9 @@ int Server::bind() {
                        : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port < 0)
     throw UsageError(fmt::format("cannot listen on {}:{}", options_.host, options_.port));
+  // cpp-httplib listens with a backlog of 5: a burst of clients beyond the busy threads would be
+  // reset. Linux lets listen() be called again to widen it.
+  ::listen(listen_socket_, SOMAXCONN);
   return port;
 }
 

@@ -53,7 +53,8 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<Engine*> engine_{nullptr};
-  std::int64_t created_;  // when the server started, Unix seconds
+  std::int64_t created_;    // when the server started, Unix seconds
+  int listen_socket_ = -1;  // owned by http_
 };
 
 }  // namespace huddle::serve

@@ -299,7 +299,10 @@ TEST(ServeHttp, ConcurrentClientsAllGetTheirOwnAnswers) {
       json request = greedy(json::array({i + 3, 7, 11}), 6);
       request["stream"] = i % 2 == 1;
       const auto res = server.client().Post("/v1/completions", request.dump(), "application/json");
-      if (!res) return;
+      if (!res) {
+        status[static_cast<std::size_t>(i)] = -static_cast<int>(res.error());
+        return;
+      }
       status[static_cast<std::size_t>(i)] = res->status;
       if (i % 2 == 0) {
         got[static_cast<std::size_t>(i)] = json::parse(res->body)["choices"][0]["text"];
