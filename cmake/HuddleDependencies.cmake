@@ -14,6 +14,8 @@ pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+# cpp-httplib (Debian builds it as a shared library) for `huddle serve`.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
 # ONNX import: the ONNX protobuf schema as Debian's libonnx-dev builds it (onnx_proto target;
 # ONNX_NAMESPACE=onnx, ONNX_ML=1) over libprotobuf.

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   huddle::cli::add_profile_command(app);
   huddle::cli::add_info_command(app);
   huddle::cli::add_assign_command(app);
+  huddle::cli::add_serve_command(app);
 
   try {
     app.parse(argc, argv);

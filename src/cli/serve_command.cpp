@@ -1,0 +1,262 @@
+// `huddle serve`: load a model once (on this device or across several) and answer OpenAI-style
+// HTTP requests until killed. The address is printed ("listening on HOST:PORT") before the model
+// loads; /health says when it is ready.
+#include "cli/command.h"
+#include "cli/local_workers.h"
+#include "cli/stop_signals.h"
+#include "core/error.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "net/key.h"
+#include "planner/strategies.h"
+#include "runtime/cluster.h"
+#include "runtime/executor.h"
+#include "serve/engine.h"
+#include "serve/server.h"
+#include "tokenizer/tokenizer.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace huddle::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model_dir;
+  std::string model_id;  // default: the directory's name
+  std::string workers;
+  std::string key_file;
+  int local_devices = 1;
+  std::string strategy;
+  std::string shares;
+  std::string plan_file;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  std::int64_t ctx_size = 0;
+  int threads = 0;
+  double timeout_s = 10;
+  std::size_t max_body_bytes = 1 << 20;
+};
+
+// "5,3,1" -> {5, 3, 1}; UsageError naming --shares on anything else.
+std::vector<double> parse_shares(const std::string& text) {
+  std::vector<double> shares;
+  for (const std::string& item : split_list(text)) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) {
+      throw UsageError(fmt::format("--shares: '{}' is not a number (expected e.g. 5,3,1)", item));
+    }
+    shares.push_back(value);
+  }
+  return shares;
+}
+
+// Whether <dir>/tokenizer_config.json holds a chat_template (a string or a list of named ones).
+bool has_chat_template(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "tokenizer_config.json");
+  if (!in) return false;
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return false;
+  const auto it = config.find("chat_template");
+  return it != config.end() && !it->is_null();
+}
+
+// The model and what runs it, alive as long as the server.
+struct Loaded {
+  std::optional<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<LocalWorkers> local;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<Cluster> cluster;
+  StepRunner* runner = nullptr;
+};
+
+void load(const ServeOptions& o, int threads, Loaded& out) {
+  out.model.emplace(Model::load(o.model_dir));
+  const Model& model = *out.model;
+  if (!model.config().causal) {
+    throw UsageError(fmt::format("{} is an encoder ({}); it does not generate text", o.model_dir,
+                                 model.architecture().name));
+  }
+  out.tokenizer = Tokenizer::load(o.model_dir);
+  std::vector<std::string> workers = split_list(o.workers);
+  std::optional<net::PresharedKey> key;
+  if (o.local_devices > 1) {
+    out.local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s, threads);
+    workers = out.local->addresses();
+    key = net::load_key_file(out.local->key_file());
+  } else if (!workers.empty()) {
+    key = net::load_key_file(o.key_file);
+  }
+  const std::int64_t context = o.ctx_size > 0 ? std::min(o.ctx_size, model.config().max_positions)
+                                              : model.config().max_positions;
+  if (workers.empty()) {
+    out.executor = std::make_unique<Executor>(model.graph(), model.weights(), context);
+    out.runner = out.executor.get();
+    return;
+  }
+  std::vector<std::string> devices = {"primary"};
+  devices.insert(devices.end(), workers.begin(), workers.end());
+  Plan plan = o.plan_file.empty() ? make_plan(o.strategy.empty() ? "galaxy" : o.strategy,
+                                              model.config(), devices, parse_shares(o.shares))
+                                  : Plan::load(o.plan_file);
+  plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
+  if (plan.num_devices() != static_cast<int>(devices.size())) {
+    throw UsageError(
+        fmt::format("the plan has {} devices but {} are given (this one and {} workers)",
+                    plan.num_devices(), devices.size(), workers.size()));
+  }
+  ClusterOptions cluster_options;
+  cluster_options.workers = workers;
+  cluster_options.key = *key;
+  cluster_options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
+  out.cluster = std::make_unique<Cluster>(model, plan, std::move(cluster_options));
+  out.runner = &out.cluster->runner();
+}
+
+void serve(const ServeOptions& o) {
+  if (!o.plan_file.empty() && (!o.strategy.empty() || !o.shares.empty()))
+    throw UsageError("give --plan or --strategy/--shares, not both");
+  if (!o.workers.empty() && o.local_devices > 1)
+    throw UsageError("give --workers or --local-devices, not both");
+  if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  kernels::set_num_threads(threads);
+
+  serve::ServerOptions server_options;
+  server_options.host = o.host;
+  server_options.port = o.port;
+  server_options.api_key = o.api_key;
+  server_options.max_body_bytes = o.max_body_bytes;
+  server_options.model_id =
+      o.model_id.empty() ? std::filesystem::path(o.model_dir).lexically_normal().filename().string()
+                         : o.model_id;
+  if (server_options.model_id.empty())
+    server_options.model_id = std::filesystem::path(o.model_dir).parent_path().filename().string();
+  server_options.has_chat_template = has_chat_template(o.model_dir);
+  // SIGINT and SIGTERM stop the server; the model, the cluster and any local workers are then
+  // released in order (a killed server would leave its local workers running).
+  StopSignals stop_signals;
+  serve::Server server(server_options);
+  const int port = server.bind();
+  std::printf("listening on %s:%d\n", o.host.c_str(), port);
+  std::fflush(stdout);
+  std::atomic<bool> listen_returned = false;
+  std::thread http([&server, &listen_returned] {
+    server.listen();
+    listen_returned = true;
+  });
+  std::thread stopper([&server, &stop_signals] {
+    if (const int signal = stop_signals.wait(); signal != 0)
+      std::fprintf(stderr, "huddle: stopping on signal %d\n", signal);
+    server.stop();
+  });
+  // Ends the stopper and the HTTP thread on every way out.
+  struct Join {
+    serve::Server& server;
+    std::thread& http;
+    std::thread& stopper;
+    StopSignals& stop_signals;
+    std::atomic<bool>& listen_returned;
+    ~Join() {
+      stop_signals.wake();
+      stopper.join();
+      // stop() is lost on a server that has not started listening yet: repeat until it ends.
+      while (!listen_returned) {
+        server.stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (http.joinable()) http.join();
+    }
+  } join{server, http, stopper, stop_signals, listen_returned};
+
+  Loaded loaded;
+  load(o, threads, loaded);
+  serve::EngineOptions engine_options;
+  engine_options.context = loaded.runner->max_positions();
+  if (o.ctx_size > 0) engine_options.context = std::min(engine_options.context, o.ctx_size);
+  std::set<std::int32_t> stop(loaded.model->config().eos_ids.begin(),
+                              loaded.model->config().eos_ids.end());
+  stop.insert(loaded.tokenizer->eos_ids().begin(), loaded.tokenizer->eos_ids().end());
+  engine_options.stop_ids.assign(stop.begin(), stop.end());
+  engine_options.vocab_size = static_cast<std::int32_t>(loaded.model->config().vocab_size);
+  // Workers end a session whose primary is silent for their timeout: ping well within it.
+  if (loaded.cluster) {
+    engine_options.keepalive =
+        std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000 / 2));
+  }
+  serve::Engine engine(*loaded.runner, *loaded.tokenizer, engine_options);
+  server.set_engine(&engine);
+  std::fprintf(stderr, "huddle: serving %s (context %lld) on %d device(s)\n",
+               server_options.model_id.c_str(), static_cast<long long>(engine.context()),
+               loaded.cluster ? static_cast<int>(loaded.cluster->devices().size()) : 1);
+  http.join();
+  // Stopped: no request is running any more once the engine goes (cpp-httplib's stop() waits for
+  // its connection threads).
+  server.set_engine(nullptr);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions)");
+  cmd->add_option("--model", o->model_dir, "Hugging Face model directory")->required();
+  cmd->add_option("--model-id", o->model_id,
+                  "Name reported by /v1/models (default: the directory's name)");
+  cmd->add_option("--host", o->host, "Address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", o->port, "Port to listen on; 0 picks a free one (default 8080)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", o->api_key,
+                  "Require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--ctx-size", o->ctx_size,
+                  "Positions per request, prompt and generated (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted")
+      ->check(CLI::PositiveNumber);
+  auto* dist = "Distribution";
+  cmd->add_option("--workers", o->workers, "Workers HOST:PORT,... (devices 1..n after this one)")
+      ->group(dist);
+  cmd->add_option("--key-file", o->key_file, "Pre-shared key file of the cluster")->group(dist);
+  cmd->add_option("--local-devices", o->local_devices,
+                  "Start N-1 workers on 127.0.0.1 and run on N devices")
+      ->check(CLI::PositiveNumber)
+      ->group(dist);
+  cmd->add_option(
+         "--strategy", o->strategy,
+         "megatron, sp, galaxy, pipeline, gpipe over --shares (default galaxy, even shares)")
+      ->group(dist);
+  cmd->add_option("--shares", o->shares, "Relative device speeds, this one first (e.g. 5,3,1)")
+      ->group(dist);
+  cmd->add_option("--plan", o->plan_file, "Run a saved plan (JSON) instead of --strategy")
+      ->group(dist);
+  cmd->add_option("--timeout-s", o->timeout_s, "Seconds a silent peer is waited for")
+      ->check(CLI::PositiveNumber)
+      ->group(dist);
+  cmd->callback([o] { serve(*o); });
+}
+
+}  // namespace huddle::cli

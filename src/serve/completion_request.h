@@ -1,0 +1,34 @@
+// The body of POST /v1/completions, parsed and checked (OpenAI's field names and ranges).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace huddle::serve {
+
+struct CompletionRequest {
+  // Exactly one of the two: text to tokenize, or token ids as given.
+  std::optional<std::string> prompt_text;
+  std::vector<std::int32_t> prompt_ids;
+  int max_tokens = 16;  // OpenAI's default
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  std::optional<std::uint64_t> seed;
+  std::vector<std::string> stop;  // up to 4 non-empty strings
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Throws RequestError (400) naming the field at fault: wrong type, value out of range, or a
+// feature not supported (several prompts, n > 1; echo, logprobs, best_of, suffix, penalties and
+// logit_bias other than their defaults). Other unknown fields (user, ...) are ignored.
+CompletionRequest parse_completion_request(const nlohmann::json& body);
+
+// Parses a request body as JSON; RequestError (400) when it is not a JSON object.
+nlohmann::json parse_json_body(const std::string& body);
+
+}  // namespace huddle::serve
