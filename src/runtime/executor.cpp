@@ -419,20 +419,8 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
     case OpKind::SliceCols:
       out = in(0).cols(op.attrs.col_begin, op.attrs.col_begin + op.attrs.width);
       break;
-    case OpKind::AllGatherCols:
-    case OpKind::LocalRows:
-    case OpKind::AllGather:
-    case OpKind::ReduceScatter:
-    case OpKind::AllReduce:
-    case OpKind::GatherToPrimary:
-    case OpKind::ScatterFromPrimary:
-    case OpKind::BroadcastFromPrimary:
-    case OpKind::PipeSend:
-    case OpKind::PipeRecv:
-      HUDDLE_CHECK(false, "data movement handled above");
-      break;
-    default:
-      HUDDLE_CHECK(false, "imported ops handled above");
+    default:  // data movement (moves_data) and imported ops are dispatched before this switch
+      HUDDLE_CHECK(false, "op '{}' ({}) dispatched here", op.name, op_name(op.kind));
   }
   return out;
 }
