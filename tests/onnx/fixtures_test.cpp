@@ -1,12 +1,12 @@
 // The three CNN fixtures (tests/fixtures/cnn, README there): outputs within manifest.json's
 // tol_abs (1e-4 · max|ref|) of the float64 references, on the fused and the unfused graph;
 // Huddle's shape inference equal to every node output shape in manifest.json; info figures.
+#include "cnn_fixtures.h"
 #include "core/error.h"
 #include "io/npy.h"
 #include "kernels/kernels.h"
 #include "onnx/onnx_model.h"
 #include "runtime/executor.h"
-#include "cnn_fixtures.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

@@ -11,6 +11,7 @@
 #include "runtime/generate.h"
 #include "runtime/in_process_cluster.h"
 #include "runtime/session.h"
+#include "strategy_case.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -21,21 +22,8 @@
 namespace huddle {
 namespace {
 
-struct Case {
-  std::string model;
-  std::string strategy;
-  std::vector<double> shares;
-};
-
-std::string case_name(const Case& c) {
-  std::string name = c.model + "_" + c.strategy;
-  for (double s : c.shares) {
-    name += '_';
-    name += std::to_string(static_cast<int>(s));
-  }
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-}
+using Case = testing::StrategyCase;
+using testing::case_name;
 
 class Distributed : public ::testing::TestWithParam<Case> {};
 
