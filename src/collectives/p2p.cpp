@@ -12,7 +12,7 @@ namespace huddle::collectives {
 namespace {
 
 constexpr int kDTypeCount = 0
-#define HUDDLE_DTYPE_COUNT(name, str, size) +1
+#define HUDDLE_DTYPE_COUNT(name, str, elems, bytes) +1
     HUDDLE_DTYPES(HUDDLE_DTYPE_COUNT)
 #undef HUDDLE_DTYPE_COUNT
     ;

@@ -6,7 +6,7 @@
 namespace huddle {
 
 std::optional<DType> parse_dtype(std::string_view name) {
-#define HUDDLE_DTYPE_PARSE(e, str, size) \
+#define HUDDLE_DTYPE_PARSE(e, str, elems, bytes) \
   if (name == str) return DType::e;
   HUDDLE_DTYPES(HUDDLE_DTYPE_PARSE)
 #undef HUDDLE_DTYPE_PARSE

@@ -39,10 +39,18 @@ std::shared_ptr<const void> allocate(std::size_t bytes, void** data) {
   return std::shared_ptr<const void>(p, AlignedDeleter{});
 }
 
+// Rows of a block-quantised tensor hold whole blocks.
+void check_whole_blocks(DType dtype, const Shape& shape) {
+  HUDDLE_CHECK(shape.empty() || dtype_fits(dtype, shape.back()),
+               "a {} tensor's rows hold whole blocks of {} elements, not {}", dtype_name(dtype),
+               dtype_block_elems(dtype), shape_str(shape));
+}
+
 }  // namespace
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
   for (std::int64_t d : shape) HUDDLE_CHECK(d >= 0, "negative dimension in {}", shape_str(shape));
+  check_whole_blocks(dtype, shape);
   Tensor t;
   t.dtype_ = dtype;
   t.row_stride_ = default_row_stride(shape);
@@ -58,6 +66,7 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
 }
 
 Tensor Tensor::borrow(DType dtype, Shape shape, void* data, std::shared_ptr<const void> keepalive) {
+  check_whole_blocks(dtype, shape);
   Tensor t;
   t.dtype_ = dtype;
   t.row_stride_ = default_row_stride(shape);
@@ -116,17 +125,19 @@ Tensor Tensor::rows(std::int64_t begin, std::int64_t end) const {
   t.shape_[0] = end - begin;
   const std::int64_t stride =
       rank() == 2 ? row_stride_ : shape_numel(shape_) / std::max<std::int64_t>(shape_[0], 1);
-  t.data_ =
-      static_cast<char*>(data_) + static_cast<std::size_t>(begin * stride) * dtype_size(dtype_);
+  t.data_ = static_cast<char*>(data_) + dtype_bytes(dtype_, begin * stride);
   return t;
 }
 
 Tensor Tensor::cols(std::int64_t begin, std::int64_t end) const {
   HUDDLE_CHECK(rank() == 2 && 0 <= begin && begin <= end && end <= shape_[1], "cols [{}, {}) of {}",
                begin, end, shape_str(shape_));
+  HUDDLE_CHECK(dtype_fits(dtype_, begin) && dtype_fits(dtype_, end),
+               "cols [{}, {}) of a {} tensor cut a block of {}", begin, end, dtype_name(dtype_),
+               dtype_block_elems(dtype_));
   Tensor t = *this;
   t.shape_[1] = end - begin;
-  t.data_ = static_cast<char*>(data_) + static_cast<std::size_t>(begin) * dtype_size(dtype_);
+  t.data_ = static_cast<char*>(data_) + dtype_bytes(dtype_, begin);
   return t;
 }
 
@@ -145,11 +156,10 @@ Tensor Tensor::clone() const {
   if (contiguous()) {
     std::memcpy(t.data_, data_, nbytes());
   } else {
-    const std::size_t row_bytes = static_cast<std::size_t>(shape_[1]) * dtype_size(dtype_);
+    const std::size_t row_bytes = dtype_bytes(dtype_, shape_[1]);
     for (std::int64_t r = 0; r < shape_[0]; ++r) {
       std::memcpy(static_cast<char*>(t.data_) + static_cast<std::size_t>(r) * row_bytes,
-                  static_cast<const char*>(data_) +
-                      static_cast<std::size_t>(r * row_stride_) * dtype_size(dtype_),
+                  static_cast<const char*>(data_) + dtype_bytes(dtype_, r * row_stride_),
                   row_bytes);
     }
   }

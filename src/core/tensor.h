@@ -44,7 +44,7 @@ class Tensor {
   int rank() const { return static_cast<int>(shape_.size()); }
   std::int64_t dim(int i) const;  // negative i counts from the end
   std::int64_t numel() const { return shape_numel(shape_); }
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  std::size_t nbytes() const { return dtype_bytes(dtype_, numel()); }
 
   // For 2-D tensors: elements between the starts of consecutive rows (>= dim(1)).
   std::int64_t row_stride() const { return row_stride_; }

@@ -1,5 +1,7 @@
 #include "io/checkpoint.h"
 
+#include "core/quant.h"
+
 #include "core/error.h"
 #include "io/strict_json.h"
 
@@ -78,14 +80,6 @@ std::map<std::string, std::string> read_index_metadata(const json& index, const 
     metadata.emplace(key, value.is_string() ? value.get<std::string>() : value.dump());
   }
   return metadata;
-}
-
-void widen_f16(const std::byte* src, float* dst, std::int64_t n, float (*widen)(std::uint16_t)) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);  // the source may be unaligned
-    dst[i] = widen(h);
-  }
 }
 
 }  // namespace
@@ -195,10 +189,11 @@ Tensor Checkpoint::load_f32(std::string_view name) const {
     case DType::F32:
       return file.view(e);
     case DType::F16:
-    case DType::BF16: {
+    case DType::BF16:
+    case DType::Q8_0:
+    case DType::Q4_0: {
       Tensor out = Tensor::empty(DType::F32, e.shape);
-      widen_f16(file.bytes(e).data(), out.f32(), out.numel(),
-                e.dtype == DType::F16 ? &f16_to_f32 : &bf16_to_f32);
+      dequantize_row(e.dtype, file.bytes(e).data(), out.f32(), out.numel());
       return out;
     }
     case DType::I32:

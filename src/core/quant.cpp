@@ -1,0 +1,128 @@
+#include "core/quant.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace huddle {
+
+namespace {
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, std::int64_t blocks) {
+  for (std::int64_t b = 0; b < blocks; ++b, x += kQuantBlock) {
+    float amax = 0.0f;
+    for (std::int64_t i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (std::int64_t i = 0; i < kQuantBlock; ++i) {
+      y[b].q[i] = static_cast<std::int8_t>(std::round(x[i] * id));
+    }
+  }
+}
+
+void quantize_q4_0(const float* x, BlockQ4_0* y, std::int64_t blocks) {
+  constexpr std::int64_t half = kQuantBlock / 2;
+  for (std::int64_t b = 0; b < blocks; ++b, x += kQuantBlock) {
+    // The signed value of largest magnitude maps to -8, so the scale keeps its sign.
+    float amax = 0.0f, max = 0.0f;
+    for (std::int64_t i = 0; i < kQuantBlock; ++i) {
+      if (amax < std::fabs(x[i])) {
+        amax = std::fabs(x[i]);
+        max = x[i];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (std::int64_t i = 0; i < half; ++i) {
+      // Truncation of (v + 8.5) is ggml's rounding; min() clamps the +8 case of the extreme.
+      const auto lo = std::min<std::uint8_t>(
+          15, static_cast<std::uint8_t>(static_cast<std::int8_t>(x[i] * id + 8.5f)));
+      const auto hi = std::min<std::uint8_t>(
+          15, static_cast<std::uint8_t>(static_cast<std::int8_t>(x[i + half] * id + 8.5f)));
+      y[b].q[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void dequantize_q8_0(const BlockQ8_0* y, float* x, std::int64_t blocks) {
+  for (std::int64_t b = 0; b < blocks; ++b, x += kQuantBlock) {
+    const float d = f16_to_f32(y[b].d);
+    for (std::int64_t i = 0; i < kQuantBlock; ++i) x[i] = d * static_cast<float>(y[b].q[i]);
+  }
+}
+
+void dequantize_q4_0(const BlockQ4_0* y, float* x, std::int64_t blocks) {
+  constexpr std::int64_t half = kQuantBlock / 2;
+  for (std::int64_t b = 0; b < blocks; ++b, x += kQuantBlock) {
+    const float d = f16_to_f32(y[b].d);
+    for (std::int64_t i = 0; i < half; ++i) {
+      x[i] = d * static_cast<float>((y[b].q[i] & 15) - 8);
+      x[i + half] = d * static_cast<float>((y[b].q[i] >> 4) - 8);
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
+  HUDDLE_CHECK(dtype_fits(dtype, n), "{} row of {} elements is not whole blocks", dtype_name(dtype),
+               n);
+  switch (dtype) {
+    case DType::F32:
+      std::memcpy(out, x, static_cast<std::size_t>(n) * sizeof(float));
+      return;
+    case DType::F16:
+    case DType::BF16: {
+      auto* bytes = static_cast<std::byte*>(out);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::uint16_t h = dtype == DType::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+        std::memcpy(bytes + 2 * i, &h, 2);  // the destination may be unaligned
+      }
+      return;
+    }
+    case DType::Q8_0:
+      quantize_q8_0(x, static_cast<BlockQ8_0*>(out), n / kQuantBlock);
+      return;
+    case DType::Q4_0:
+      quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n / kQuantBlock);
+      return;
+    case DType::I32:
+      break;
+  }
+  HUDDLE_CHECK(false, "cannot quantise to {}", dtype_name(dtype));
+}
+
+void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n) {
+  HUDDLE_CHECK(dtype_fits(dtype, n), "{} row of {} elements is not whole blocks", dtype_name(dtype),
+               n);
+  switch (dtype) {
+    case DType::F32:
+      std::memcpy(x, in, static_cast<std::size_t>(n) * sizeof(float));
+      return;
+    case DType::F16:
+    case DType::BF16: {
+      const auto* bytes = static_cast<const std::byte*>(in);
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);  // the source may be unaligned (safetensors offsets)
+        x[i] = dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      return;
+    }
+    case DType::Q8_0:
+      dequantize_q8_0(static_cast<const BlockQ8_0*>(in), x, n / kQuantBlock);
+      return;
+    case DType::Q4_0:
+      dequantize_q4_0(static_cast<const BlockQ4_0*>(in), x, n / kQuantBlock);
+      return;
+    case DType::I32:
+      break;
+  }
+  HUDDLE_CHECK(false, "cannot convert {} to f32", dtype_name(dtype));
+}
+
+}  // namespace huddle

@@ -1,0 +1,39 @@
+// Block quantisation, bit-compatible with GGUF/ggml's Q8_0 and Q4_0 blocks, and conversion of
+// any weight dtype's row to f32.
+//
+// A row of n elements (n a multiple of 32) is n/32 blocks; block b covers elements [32b, 32b+32):
+//   Q8_0: { f16 d; int8 q[32]; }  x[i] = d * q[i]
+//   Q4_0: { f16 d; uint8 q[16]; } x[i] = d * ((q[i] & 15) - 8), x[i+16] = d * ((q[i] >> 4) - 8)
+// The quantisers follow ggml's reference rounding (quantize_row_q8_0_ref, quantize_row_q4_0_ref),
+// so a tensor quantised here and by llama.cpp from the same f32 values has the same bytes.
+#pragma once
+
+#include "core/dtype.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace huddle {
+
+inline constexpr std::int64_t kQuantBlock = 32;
+
+struct BlockQ8_0 {
+  std::uint16_t d;  // f16 scale
+  std::int8_t q[kQuantBlock];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+struct BlockQ4_0 {
+  std::uint16_t d;                  // f16 scale
+  std::uint8_t q[kQuantBlock / 2];  // element i in the low nibble of q[i], element i+16 in the high
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+// x[n] -> dtype_bytes(dtype, n) bytes at out. dtype: F32, F16, BF16, Q8_0 or Q4_0; n must be a
+// multiple of the dtype's block.
+void quantize_row(DType dtype, const float* x, void* out, std::int64_t n);
+
+// dtype_bytes(dtype, n) bytes at in -> x[n]; same dtypes as quantize_row.
+void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n);
+
+}  // namespace huddle
