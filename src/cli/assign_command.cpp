@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "model/model.h"
 #include "net/key.h"
+#include "planner/assign_planner.h"
 #include "runtime/assign_profiler.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -39,8 +41,17 @@ std::string assign_to_string(const AssignOptions& o) {
     runs.push_back({{"measured_ms", m.measured_s * 1e3}, {"predicted_ms", m.predicted_s * 1e3}});
   }
   nlohmann::json baselines = nlohmann::json::array();
-  for (const auto& [b, predicted] : r.baselines) {
-    baselines.push_back({{"name", b.name}, {"predicted_ms", predicted * 1e3}});
+  if (!o.baseline_plans_dir.empty()) std::filesystem::create_directories(o.baseline_plans_dir);
+  for (std::size_t i = 0; i < r.baselines.size(); ++i) {
+    const auto& [b, predicted] = r.baselines[i];
+    nlohmann::json entry = {{"name", b.name}, {"predicted_ms", predicted * 1e3}};
+    if (!o.baseline_plans_dir.empty()) {
+      const std::filesystem::path path =
+          std::filesystem::path(o.baseline_plans_dir) / fmt::format("baseline-{}.json", i);
+      assign::assignment_plan(model.config(), model.graph(), providers, b.assignment).save(path);
+      entry["plan"] = path.string();
+    }
+    baselines.push_back(std::move(entry));
   }
   if (o.json) {
     const nlohmann::json j = {
@@ -93,6 +104,8 @@ void add_assign_command(CLI::App& app) {
   cmd->add_option("--repeats", options->repeats, "Timed repeats of each profiling run")
       ->capture_default_str();
   cmd->add_option("-o,--output", options->output, "Write the plan here (for huddle run --plan)");
+  cmd->add_option("--baseline-plans", options->baseline_plans_dir,
+                  "Write every baseline's plan to DIR/baseline-<i>.json (benchmarks run them)");
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->callback([options] {
     const std::string text = assign_to_string(*options);

@@ -12,7 +12,8 @@
 //     --json prints one object {"model", "providers", "prompt_len", "dcg": {"nodes", "edges",
 //     "da_edges"}, "profiling_runs", "node_runs", "edge_runs", "runs": [{"measured_ms",
 //     "predicted_ms"}], "optimal": {"predicted_ms", "exact", "ops_per_provider"},
-//     "baselines": [{"name", "predicted_ms"}]}. -o writes the plan for `huddle run --plan`.
+//     "baselines": [{"name", "predicted_ms", "plan"}]}. -o writes the plan for `huddle run --plan`;
+//     --baseline-plans DIR writes each baseline's plan as DIR/baseline-<i>.json (its "plan").
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ struct AssignOptions {
   std::string key_file;  // for remote providers: the cluster key of their workers
   std::int64_t prompt_len = 16;
   int repeats = 3;
-  std::string output;  // plan file, "" for none
+  std::string output;              // plan file, "" for none
+  std::string baseline_plans_dir;  // "" for none
   bool json = false;
 };
 

@@ -51,6 +51,22 @@ void expect_reference_greedy(const std::filesystem::path& plan,
   EXPECT_EQ(j["generated"], ref["greedy"]);
 }
 
+TEST(AssignCli, WritesBaselinePlansThatReplay) {
+  testing::TempDir dir;
+  const auto r = run_huddle({"assign", "--model", fixture_model("gpt2-tiny"), "--providers",
+                             "cpuN,cpu1", "--prompt-len", "8", "--repeats", "1", "--baseline-plans",
+                             dir / "baselines", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["baselines"].size(), 4u);
+  for (const auto& b : j["baselines"]) {
+    ASSERT_TRUE(b.contains("plan")) << b.dump();
+    const nlohmann::json plan = read_json(b["plan"].get<std::string>());
+    EXPECT_EQ(plan["strategy"], "assign") << b.dump();
+    expect_reference_greedy(b["plan"].get<std::string>());
+  }
+}
+
 TEST(AssignCli, ProfilesPlansAndReplays) {
   testing::TempDir dir;
   const auto r =
