@@ -8,11 +8,13 @@
 #include "planner/cluster.h"
 #include "planner/row_planners.h"
 #include "runtime/cluster.h"
+#include "runtime/executor.h"
 #include "runtime/trace.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -32,6 +34,31 @@ ClusterSpec equal_devices(int count) {
   return ClusterSpec::uniform(std::move(devices), LinkSpec{1e9, 2e-4});
 }
 
+// Times every row layer and tail op of `model` on this device: a warm-up run (kernel set-up,
+// oneDNN primitive creation), then a traced run.
+RowProfile profile_layers(const onnx_import::OnnxModel& model,
+                          const std::map<std::string, Tensor>& inputs, const rows::RowGraph& graph,
+                          double& total_ms) {
+  Executor executor(model.graph(), model.weights(), 0);
+  executor.run(inputs);
+  TraceRecorder recorder;
+  executor.set_observer(recorder.observer());
+  const auto start = std::chrono::steady_clock::now();
+  executor.run(inputs);
+  total_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::map<std::string, double> seconds;
+  for (const Span& s : recorder.spans()) seconds[s.name] += s.duration_us * 1e-6;
+  const auto measured = [&](std::size_t op) {
+    const auto it = seconds.find(model.graph().ops()[op].name);
+    return it == seconds.end() ? -1.0 : it->second;
+  };
+  RowProfile profile;
+  for (const rows::RowLayer& layer : graph.layers) profile.layer_s.push_back(measured(layer.op));
+  for (const rows::TailOp& t : graph.tail) profile.tail_s.push_back(measured(t.op));
+  return profile;
+}
+
 }  // namespace
 
 DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
@@ -49,7 +76,6 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
     workers = local->addresses();
   }
   const int devices = static_cast<int>(workers.size()) + 1;
-  const rows::RowGraph graph = rows::build_row_graph(model.graph());
   const ClusterSpec cluster =
       o.cluster_file.empty() ? equal_devices(devices) : ClusterSpec::load(o.cluster_file);
   if (cluster.size() != devices) {
@@ -57,6 +83,11 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
                                  o.cluster_file, cluster.size(), cluster.size() - 1));
   }
   DistributedRun result;
+  rows::RowGraph graph = rows::build_row_graph(model.graph());
+  if (o.profile_layers) {
+    graph = calibrate_row_graph(graph, cluster,
+                                profile_layers(model, inputs, graph, result.profile_ms));
+  }
   Plan plan;
   if (!o.plan_file.empty()) {
     plan = Plan::load(o.plan_file);

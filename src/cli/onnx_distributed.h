@@ -24,6 +24,9 @@ struct OnnxDistribution {
   double timeout_s = 10;
   int link_latency_ms = 0;
   double link_mbps = 0;
+  // Before planning, time every layer on this device (a warm-up run and a timed run of the whole
+  // model) and plan with the measured layer costs (planner/row_costs.h, RowProfile).
+  bool profile_layers = false;
 
   bool active() const {
     return !workers.empty() || local_devices > 1 || !plan_file.empty() || !strategy.empty();
@@ -39,6 +42,7 @@ struct DistributedRun {
   std::vector<double> compute_ms;         // per device, in the last run (its compute ops)
   std::vector<double> exposed_comm_ms;    // per device, per run, with --trace
   double predicted_ms = 0;                // the planner's simulation of the plan
+  double profile_ms = 0;                  // with profile_layers: the timed local run
 };
 
 // Plans (or loads) the row split of `model` and runs `inputs` `repeat` times in one session.

@@ -215,6 +215,7 @@ void run_onnx(const OnnxRunOptions& o) {
       if (!distributed->exposed_comm_ms.empty())
         j["exposed_comm_ms"] = distributed->exposed_comm_ms;
       j["predicted_ms"] = distributed->predicted_ms;
+      if (o.distribution.profile_layers) j["profile_ms"] = distributed->profile_ms;
     }
     std::printf("%s\n", j.dump().c_str());
     return;

@@ -351,15 +351,16 @@ std::vector<std::int32_t> prompt_ids(const RunOptions& o, const Tokenizer* token
 void run(const RunOptions& o) {
   const bool token_flags = !o.ids.empty() || !o.prompt.empty() || !o.prompt_file.empty() ||
                            o.n_predict > 0 || !o.dump_logits.empty() || !o.shares.empty();
-  const bool onnx_flags =
-      !o.onnx.inputs.empty() || !o.onnx.image.empty() || !o.onnx.dump_outputs.empty();
+  const bool onnx_flags = !o.onnx.inputs.empty() || !o.onnx.image.empty() ||
+                          !o.onnx.dump_outputs.empty() || o.onnx.distribution.profile_layers;
   if (onnx_import::is_onnx_path(o.model_dir) && token_flags) {
     throw UsageError(
         "an ONNX model runs from --input/--image; --ids, --prompt, --n-predict, --dump-logits "
         "and --shares are for transformer model directories");
   }
   if (!onnx_import::is_onnx_path(o.model_dir) && onnx_flags) {
-    throw UsageError("--input, --image and --dump-outputs are for ONNX models (MODEL.onnx)");
+    throw UsageError(
+        "--input, --image, --dump-outputs and --profile-layers are for ONNX models (MODEL.onnx)");
   }
   if (onnx_import::is_onnx_path(o.model_dir)) {
     OnnxRunOptions onnx = o.onnx;
@@ -545,6 +546,8 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, 16384));
   cmd->add_option("--dump-outputs", options->onnx.dump_outputs,
                   "ONNX: write every graph output to DIR/NAME.npy");
+  cmd->add_flag("--profile-layers", options->onnx.distribution.profile_layers,
+                "ONNX row split: time every layer here first and plan with the measured costs");
   cmd->add_option("--ids", options->ids, "Prompt token ids, comma-separated (e.g. 1,2,3)");
   cmd->add_option("--prompt", options->prompt,
                   "Prompt text (tokenized with the model's tokenizer)");

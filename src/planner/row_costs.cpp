@@ -1,5 +1,10 @@
 #include "planner/row_costs.h"
 
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstddef>
 
 namespace huddle {
@@ -16,29 +21,42 @@ double RowCosts::message_s(int src, int dst, double bytes) const {
   return latency_s[s][d] + bytes * seconds_per_byte[s][d];
 }
 
+namespace {
+
+// How `device` runs a layer of `kind`: FLOP/s and the fixed seconds of a unit.
+struct Rate {
+  double flops_per_s, fixed_s;
+};
+
+Rate layer_rate(const DeviceSpec& device, OpKind kind) {
+  if (!device.curves) return {device.gflops * 1e9, kRowUnitOverheadS};
+  const OpCurve& curve = kind == OpKind::Conv2d ? device.curves->gemm : device.curves->elementwise;
+  return {curve.gflops * 1e9, curve.overhead_s};
+}
+
+Rate tail_rate(const DeviceSpec& primary) {
+  if (!primary.curves) return {primary.gflops * 1e9, kRowUnitOverheadS};
+  return {primary.curves->gemm.gflops * 1e9, primary.curves->gemm.overhead_s};
+}
+
+}  // namespace
+
 RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster) {
   const int n = cluster.size();
   RowCosts c;
   for (const rows::RowLayer& layer : graph.layers) {
     std::vector<double> per_row, fixed;
     for (const DeviceSpec& d : cluster.devices()) {
-      if (d.curves) {
-        const OpCurve& curve =
-            layer.kind == OpKind::Conv2d ? d.curves->gemm : d.curves->elementwise;
-        per_row.push_back(layer.flops_per_row / (curve.gflops * 1e9));
-        fixed.push_back(curve.overhead_s);
-      } else {
-        per_row.push_back(layer.flops_per_row / (d.gflops * 1e9));
-        fixed.push_back(kRowUnitOverheadS);
-      }
+      const Rate rate = layer_rate(d, layer.kind);
+      per_row.push_back(layer.flops_per_row / rate.flops_per_s);
+      fixed.push_back(rate.fixed_s);
     }
     c.per_row.push_back(std::move(per_row));
     c.fixed.push_back(std::move(fixed));
   }
-  const DeviceSpec& primary = cluster.device(0);
+  const Rate primary = tail_rate(cluster.device(0));
   for (const rows::TailOp& t : graph.tail) {
-    c.tail.push_back(primary.curves ? primary.curves->gemm.seconds(t.flops)
-                                    : t.flops / (primary.gflops * 1e9) + kRowUnitOverheadS);
+    c.tail.push_back(t.flops / primary.flops_per_s + primary.fixed_s);
   }
   c.latency_s.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
   c.seconds_per_byte = c.latency_s;
@@ -52,6 +70,30 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster) {
     }
   }
   return c;
+}
+
+rows::RowGraph calibrate_row_graph(const rows::RowGraph& graph, const ClusterSpec& cluster,
+                                   const RowProfile& profile) {
+  if (profile.layer_s.size() != graph.layers.size() || profile.tail_s.size() != graph.tail.size()) {
+    throw PlanError(fmt::format(
+        "a profile of {} row layers and {} tail ops does not fit a graph of {} and {}",
+        profile.layer_s.size(), profile.tail_s.size(), graph.layers.size(), graph.tail.size()));
+  }
+  rows::RowGraph out = graph;
+  const DeviceSpec& primary = cluster.device(0);
+  for (std::size_t l = 0; l < out.layers.size(); ++l) {
+    rows::RowLayer& layer = out.layers[l];
+    if (profile.layer_s[l] < 0 || layer.rows <= 0) continue;
+    const Rate rate = layer_rate(primary, layer.kind);
+    layer.flops_per_row = std::max(0.0, profile.layer_s[l] - rate.fixed_s) /
+                          static_cast<double>(layer.rows) * rate.flops_per_s;
+  }
+  const Rate rate = tail_rate(primary);
+  for (std::size_t t = 0; t < out.tail.size(); ++t) {
+    if (profile.tail_s[t] < 0) continue;
+    out.tail[t].flops = std::max(0.0, profile.tail_s[t] - rate.fixed_s) * rate.flops_per_s;
+  }
+  return out;
 }
 
 }  // namespace huddle

@@ -40,4 +40,20 @@ inline constexpr double kRowUnitOverheadS = 20e-6;
 // ClusterSpec::link (PlanError naming both devices when a pair has none).
 RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster);
 
+// EdgeFlow's profiling step: the measured seconds of every row layer (all its rows) and tail op
+// when device 0 runs the whole graph. A FLOP count misjudges layers whose kernels are much faster
+// or slower than the cluster file's GEMM rate (oneDNN's 3x3 and 1x1 convolutions, memory-bound
+// pooling): measured, each layer's cost is right on device 0 and scales to the other devices by
+// their speed relative to device 0's.
+struct RowProfile {
+  std::vector<double> layer_s;  // [layer of the RowGraph]; < 0: not measured (kept as counted)
+  std::vector<double> tail_s;   // [tail op]; < 0: not measured
+};
+
+// `graph` with each measured layer's flops_per_row (tail op's flops) replaced by the work that
+// makes row_costs(result, cluster) give device 0 the measured time (less its fixed cost).
+// PlanError when the profile's sizes do not match the graph's.
+rows::RowGraph calibrate_row_graph(const rows::RowGraph& graph, const ClusterSpec& cluster,
+                                   const RowProfile& profile);
+
 }  // namespace huddle

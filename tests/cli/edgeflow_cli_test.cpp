@@ -18,6 +18,7 @@ namespace {
 
 using testing::contains;
 using testing::fixture;
+using testing::fixture_model;
 using testing::run_huddle;
 
 std::string model(const std::string& name) {
@@ -78,6 +79,24 @@ TEST_P(EdgeFlowCli, MatchesTheReferenceAcrossProcesses) {
   // Rows split across devices: the primary sends the image rows the others read (edgeflow may
   // keep a slow device idle, never all of them on these slow devices).
   EXPECT_GT(j["bytes_sent"][0].get<double>(), 0.0) << j.dump();
+}
+
+TEST(EdgeFlowCliProfile, ProfiledLayersPlanAndMatchTheReference) {
+  testing::TempDir dir;
+  const auto r = run_huddle(
+      {"run", "--model", model("resnet-tiny"), "--input", input("resnet-tiny"), "--local-devices",
+       "3", "--cluster", slow_cluster(dir.path(), 3).string(), "--strategy", "edgeflow",
+       "--profile-layers", "--dump-outputs", (dir / "out").string(), "--threads", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_references("resnet-tiny", dir / "out", "edgeflow with profiled layers");
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["profile_ms"].get<double>(), 0.0);
+  EXPECT_GT(j["predicted_ms"].get<double>(), 0.0);
+
+  const auto bad = run_huddle(
+      {"run", "--model", fixture_model("gpt2-tiny"), "--ids", "1,2", "--profile-layers"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "--profile-layers")) << bad.err;
 }
 
 std::vector<Case> cases() {

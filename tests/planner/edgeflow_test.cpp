@@ -417,5 +417,33 @@ TEST(RowCosts, FromTheClusterByLayerKind) {
   EXPECT_EQ(c.tail.size(), g.tail.size());
 }
 
+TEST(RowCosts, ProfiledLayersCostWhatWasMeasuredOnDevice0AndScaleToOthers) {
+  const rows::RowGraph g = fixture_rows("resnet-tiny");
+  const ClusterSpec cluster = cluster_of({4, 1}, 1e9, 1e-4);
+  RowProfile profile;
+  for (std::size_t l = 0; l < g.layers.size(); ++l) {
+    // Every other layer measured (1 ms + 0.1 ms per layer); the rest keep their FLOP count.
+    profile.layer_s.push_back(l % 2 == 0 ? 1e-3 + 1e-4 * static_cast<double>(l) : -1.0);
+  }
+  for (std::size_t t = 0; t < g.tail.size(); ++t) profile.tail_s.push_back(2e-3);
+  const rows::RowGraph calibrated = calibrate_row_graph(g, cluster, profile);
+  const RowCosts before = row_costs(g, cluster), after = row_costs(calibrated, cluster);
+  for (std::size_t l = 0; l < g.layers.size(); ++l) {
+    const int layer = static_cast<int>(l);
+    const std::int64_t rows = g.layers[l].rows;
+    if (profile.layer_s[l] < 0) {
+      EXPECT_DOUBLE_EQ(after.unit_s(layer, 0, rows), before.unit_s(layer, 0, rows)) << l;
+      continue;
+    }
+    EXPECT_NEAR(after.unit_s(layer, 0, rows), profile.layer_s[l], 1e-12) << l;
+    // Device 1 is 4x slower: 4x the per-row time.
+    EXPECT_NEAR(after.per_row[l][1], 4 * after.per_row[l][0], 1e-15) << l;
+  }
+  for (std::size_t t = 0; t < g.tail.size(); ++t) EXPECT_NEAR(after.tail[t], 2e-3, 1e-12);
+
+  profile.layer_s.pop_back();
+  EXPECT_THROW(calibrate_row_graph(g, cluster, profile), PlanError);
+}
+
 }  // namespace
 }  // namespace huddle

@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Operator assignment (Lee et al.) against its baselines on the testbed (docs/benchmarks.md,
+"Operator assignment").
+
+    sudo /usr/bin/python3 bench/assign/assign_bench.py [--runs 5] [--networks 1000,100]
+        [--models gpt2,bert-base] [--lengths 8,32,64,512] [--out DIR]
+
+The setting of the paper: a local device and a remote one 3x faster (bench/clusters/assign-<mbps>.json:
+0.25 and 0.75 core). For every network, model and prompt length: `huddle assign` on the local
+device with providers cpuN, remote (the worker), cpu1 profiles with Algorithm 1's runs and writes
+the optimal plan and every baseline's plan (--baseline-plans); then each plan is run with
+`huddle run --plan --repeat R+1 --n-predict 0` (the first run is a warm-up) and its prefill time
+measured. Prints a markdown table (profiling runs, DA edges, measured median and min-max of each
+plan, predicted, the optimal's speed-up over every baseline) and writes results.json to --out.
+Models are synthesised into --models-dir when missing (`huddle synth`). Needs root (the testbed).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TESTBED = os.path.join(ROOT, "scripts", "testbed")
+PRESETS = {"gpt2": ("gpt2", "gpt2"), "bert-base": ("bert", "bert-base")}
+
+
+def sh(cmd, timeout):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+
+
+def last_error(r):
+    lines = [l for l in r.stderr.splitlines() if l.startswith("huddle")] or r.stderr.splitlines()[-1:]
+    return (lines or ["?"])[-1][:300]
+
+
+def measure_plan(a, spec, model_dir, plan, workers, length):
+    ids = ",".join(str(1 + i % 1000) for i in range(length))
+    cmd = [TESTBED, "exec", spec, "--", a.huddle, "run", "--model", model_dir, "--plan", plan,
+           "--ids", ids, "--n-predict", 0, "--repeat", a.runs + 1, "--json", "--timeout-s", 120] + workers
+    try:
+        r = sh(cmd, a.timeout)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"timed out after {a.timeout} s"}
+    if r.returncode != 0:
+        return {"ok": False, "error": last_error(r)}
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    runs = j["prefill_ms_runs"][1:]
+    return {"ok": True, "median_ms": statistics.median(runs), "min_ms": min(runs), "max_ms": max(runs),
+            "runs_ms": j["prefill_ms_runs"]}
+
+
+def bench_one(a, spec, model, model_dir, length, workers, remote):
+    out = os.path.join(a.out, f"{os.path.basename(spec)[:-5]}-{model}-{length}")
+    os.makedirs(out, exist_ok=True)
+    key = workers[workers.index("--key-file") + 1]
+    cmd = [TESTBED, "exec", spec, "--", a.huddle, "assign", "--model", model_dir, "--providers",
+           f"cpuN,remote:{remote},cpu1", "--key-file", key, "--prompt-len", length, "--repeats",
+           a.profile_repeats, "-o", os.path.join(out, "optimal.json"), "--baseline-plans", out, "--json"]
+    r = sh(cmd, a.timeout)
+    if r.returncode != 0:
+        return {"ok": False, "error": "assign: " + last_error(r)}
+    j = json.loads(r.stdout)
+    row = {"ok": True, "profiling_runs": j["profiling_runs"], "da_edges": j["dcg"]["da_edges"],
+           "dcg_nodes": j["dcg"]["nodes"], "exact": j["optimal"]["exact"],
+           "ops_per_provider": j["optimal"]["ops_per_provider"], "plans": []}
+    plans = [("optimal", j["optimal"]["predicted_ms"], os.path.join(out, "optimal.json"))]
+    plans += [(b["name"], b["predicted_ms"], b["plan"]) for b in j["baselines"]]
+    for name, predicted, plan in plans:
+        m = measure_plan(a, spec, model_dir, plan, workers, length)
+        m.update({"name": name, "predicted_ms": predicted})
+        row["plans"].append(m)
+        print(json.dumps(m), file=sys.stderr, flush=True)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--profile-repeats", type=int, default=3)
+    ap.add_argument("--networks", default="1000,100")
+    ap.add_argument("--models", default="gpt2,bert-base")
+    ap.add_argument("--lengths", default="8,32,64,512")
+    ap.add_argument("--models-dir", default="/tmp/models")
+    ap.add_argument("--huddle", default=os.path.join(ROOT, "build", "huddle"))
+    ap.add_argument("--timeout", type=int, default=900, help="seconds one huddle command may take")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "assign"))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    for model in a.models.split(","):
+        d = os.path.join(a.models_dir, model)
+        if not os.path.exists(os.path.join(d, "config.json")):
+            arch, preset = PRESETS[model]
+            r = sh([a.huddle, "synth", "--arch", arch, "--preset", preset, "-o", d], 1800)
+            if r.returncode != 0:
+                sys.exit(f"synth {model}: {r.stderr}")
+    results = []
+    for mbps in a.networks.split(","):
+        spec = os.path.join(ROOT, "bench", "clusters", f"assign-{mbps}.json")
+        sh([TESTBED, "down", spec], 120)
+        up = sh([TESTBED, "up", spec, "--huddle", a.huddle], 180)
+        if up.returncode != 0:
+            sys.exit(f"testbed up {spec}: {up.stderr[-500:]}")
+        workers = up.stdout.split()
+        remote = workers[workers.index("--workers") + 1]
+        try:
+            for model in a.models.split(","):
+                for length in a.lengths.split(","):
+                    row = {"network_mbps": int(mbps), "model": model, "length": int(length),
+                           **bench_one(a, spec, model, os.path.join(a.models_dir, model), int(length),
+                                       workers, remote)}
+                    results.append(row)
+                    with open(os.path.join(a.out, "results.json"), "w") as f:
+                        json.dump(results, f, indent=1)
+        finally:
+            sh([TESTBED, "down", spec], 120)
+    print("| network | model | tokens | profiling runs | DA edges | plan | median ms (min-max) | "
+          "predicted ms | optimal's speed-up |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        head = f"| {r['network_mbps']} Mbit/s | {r['model']} | {r['length']} |"
+        if not r["ok"]:
+            print(f"{head} | | failed: {r['error']} | | | |")
+            continue
+        opt = r["plans"][0]
+        for p in r["plans"]:
+            if not p["ok"]:
+                print(f"{head} {r['profiling_runs']} | {r['da_edges']} | {p['name']} | failed: {p['error']} | | |")
+                continue
+            speedup = f"{p['median_ms'] / opt['median_ms']:.2f}" if opt["ok"] and p is not opt else ""
+            print(f"{head} {r['profiling_runs']} | {r['da_edges']} | {p['name']} | {p['median_ms']:.1f} "
+                  f"({p['min_ms']:.1f}-{p['max_ms']:.1f}) | {p['predicted_ms']:.1f} | {speedup} |")
+
+
+if __name__ == "__main__":
+    main()
