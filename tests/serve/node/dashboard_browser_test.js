@@ -122,3 +122,31 @@ test('a chat message streams the greedy completion, then shows in the table and 
        console.log(`screenshot: ${shot}`);
        assert.deepEqual(errors, []);
      });
+
+test('with --api-key the page asks for the key, then shows one device holding the model',
+     async () => {
+       const keyed = await HuddleServer.start(
+         args.huddle, join(args.fixtures, 'models', 'gpt2-tiny'), ['--api-key', 'sesame']);
+       const other = await browser.newPage();
+       const thrown = [];
+       other.on('pageerror', (e) => thrown.push(e.message));
+       try {
+         await other.goto(`${keyed.url}/`);
+         // The data routes answer 401 (the browser logs those): the key form shows.
+         await other.locator('#key-form').waitFor({ state: 'visible', timeout: 30000 });
+         assert.equal(await other.locator('#devices .device').count(), 0);
+         await other.fill('#key-input', 'sesame');
+         await other.click('#key-form button');
+         await other.locator('#device-0').waitFor({ timeout: 30000 });
+         assert.equal(await other.locator('#devices .device').count(), 1);
+         assert.equal(await other.locator('#plan-strategy').textContent(), 'local');
+         assert.match(await other.locator('#plan-device-0').textContent(),
+                      /the whole model \(\d+ layers\)/);
+         assert.match(await other.locator('#links').textContent(), /none: one device/);
+         assert.ok(await other.locator('#key-form').isHidden());
+         assert.deepEqual(thrown, []);
+       } finally {
+         await other.close();
+         await keyed.stop();
+       }
+     });
