@@ -5,12 +5,14 @@
 #include "cli/local_workers.h"
 #include "cli/stop_signals.h"
 #include "core/error.h"
+#include "core/process_memory.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "net/key.h"
 #include "planner/strategies.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
+#include "serve/dashboard.h"
 #include "serve/engine.h"
 #include "serve/server.h"
 #include "tokenizer/tokenizer.h"
@@ -86,6 +88,7 @@ struct Loaded {
   std::unique_ptr<LocalWorkers> local;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Cluster> cluster;
+  std::optional<Plan> plan;  // with workers
   StepRunner* runner = nullptr;
 };
 
@@ -124,12 +127,36 @@ void load(const ServeOptions& o, int threads, Loaded& out) {
         fmt::format("the plan has {} devices but {} are given (this one and {} workers)",
                     plan.num_devices(), devices.size(), workers.size()));
   }
+  out.plan = plan;
   ClusterOptions cluster_options;
   cluster_options.workers = workers;
   cluster_options.key = *key;
   cluster_options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
   out.cluster = std::make_unique<Cluster>(model, plan, std::move(cluster_options));
   out.runner = &out.cluster->runner();
+}
+
+// What the dashboard shows of the loaded model and its devices.
+serve::ClusterFacts dashboard_facts(const Loaded& loaded, const std::string& model_id,
+                                    std::int64_t context) {
+  serve::ClusterFacts facts;
+  facts.model_id = model_id;
+  facts.architecture = loaded.model->architecture().name;
+  facts.layers = loaded.model->config().layers;
+  facts.context = context;
+  facts.plan = loaded.plan;
+  facts.transport = "TCP, authenticated (pre-shared key)";
+  if (!loaded.cluster) {
+    facts.devices.push_back(
+        {"primary", "this process", loaded.model->weight_bytes(), resident_bytes()});
+    return facts;
+  }
+  for (const DeviceReport& d : loaded.cluster->devices()) {
+    const bool primary = facts.devices.empty();
+    facts.devices.push_back(
+        {d.name, primary ? "this process" : d.name, d.weight_bytes, d.rss_bytes});
+  }
+  return facts;
 }
 
 void serve(const ServeOptions& o) {
@@ -205,7 +232,22 @@ void serve(const ServeOptions& o) {
     engine_options.keepalive =
         std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000 / 2));
   }
-  serve::Engine engine(*loaded.runner, *loaded.tokenizer, engine_options);
+  // The dashboard logs every step with what each device reported of it; a single device
+  // measures its own (compute time, free memory).
+  serve::Dashboard dashboard(
+      dashboard_facts(loaded, server_options.model_id, engine_options.context));
+  StepMeter meter;
+  if (loaded.executor) loaded.executor->set_observer(meter.observer());
+  serve::LoggingRunner logged(
+      *loaded.runner,
+      [&loaded, &meter](double wall_s) {
+        return loaded.cluster ? loaded.cluster->last_reports()
+                              : std::vector<StepReport>{meter.take(wall_s, 0)};
+      },
+      dashboard.log());
+  engine_options.observer = &dashboard.log();
+  serve::Engine engine(logged, *loaded.tokenizer, engine_options);
+  server.set_dashboard(&dashboard);
   server.set_engine(&engine);
   std::fprintf(stderr, "huddle: serving %s (context %lld) on %d device(s)\n",
                server_options.model_id.c_str(), static_cast<long long>(engine.context()),
@@ -214,6 +256,7 @@ void serve(const ServeOptions& o) {
   // Stopped: no request is running any more once the engine goes (cpp-httplib's stop() waits for
   // its connection threads).
   server.set_engine(nullptr);
+  server.set_dashboard(nullptr);
 }
 
 }  // namespace

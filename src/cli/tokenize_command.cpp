@@ -32,8 +32,12 @@ std::string tokenize_to_string(const TokenizeOptions& options) {
   }
   const auto tokenizer = Tokenizer::load(options.model_dir);
   const bool add_special = !options.no_special;
-  const std::optional<std::size_t> limit =
-      options.max_tokens ? options.max_tokens : tokenizer->context_length();
+  // Any length tokenizes: only running a model is bounded by its context. A limit applies when
+  // asked for: --max-tokens, or --truncate alone (cut to the model's context).
+  const std::optional<std::size_t> limit = options.max_tokens ? options.max_tokens
+                                           : truncation != Truncation::kError
+                                               ? tokenizer->context_length()
+                                               : std::nullopt;
   if (!limit && truncation != Truncation::kError) {
     throw UsageError(fmt::format(
         "--truncate: {} does not state a context length; give --max-tokens", options.model_dir));
@@ -65,8 +69,10 @@ void add_tokenize_commands(CLI::App& app) {
                    "Do not add the tokenizer's special tokens (BOS, [CLS] ... [SEP])");
   CLI::Option* max_opt =
       encode
-          ->add_option("--max-tokens", *max_tokens,
-                       "Most ids allowed, special tokens included (default: context)")
+          ->add_option(
+              "--max-tokens", *max_tokens,
+              "Most ids allowed, special tokens included (default: no limit; with --truncate, "
+              "the context)")
           ->check(CLI::PositiveNumber);
   encode->add_option("--truncate", tok->truncate,
                      "Text longer than the limit: none (error), right (keep the start), left (keep "

@@ -3,9 +3,10 @@
 //
 //   huddle tokenize --model DIR --text TEXT [--json] [--no-special] [--max-tokens N]
 //                   [--truncate none|left|right]
-//     prints the ids, comma-separated (or a JSON list with --json). Text longer than the context
-//     (--max-tokens, default: the model's context length) is an error unless --truncate says
-//     which end to cut ("right" keeps the start, "left" keeps the end; special tokens are kept).
+//     prints the ids, comma-separated (or a JSON list with --json). Text of any length
+//     tokenizes (only running a model is bounded by its context). With --max-tokens N, more than
+//     N ids is an error unless --truncate says which end to cut ("right" keeps the start, "left"
+//     keeps the end; special tokens are kept); --truncate alone cuts to the model's context.
 //   huddle detokenize --model DIR --ids 1,2,3 [--skip-special]
 //     prints the text, followed by a newline.
 //
@@ -28,7 +29,7 @@ struct TokenizeOptions {
   std::string text;
   bool json = false;
   bool no_special = false;
-  std::optional<std::size_t> max_tokens;  // default: the model's context length, if known
+  std::optional<std::size_t> max_tokens;  // default: none (with a truncation: the context)
   std::string truncate = "none";          // none | left | right
 };
 
@@ -39,7 +40,8 @@ struct DetokenizeOptions {
 };
 
 // The line `huddle tokenize` prints (with its trailing newline). Throws LoadError for a bad model
-// directory, InputError for text longer than the context, UsageError for bad option values.
+// directory, InputError for more ids than max_tokens (without a truncation), UsageError for bad
+// option values.
 std::string tokenize_to_string(const TokenizeOptions& options);
 
 // The text `huddle detokenize` prints (with a trailing newline). Throws UsageError for a malformed

@@ -129,6 +129,7 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
     throw RequestError(503, fmt::format("the model is unavailable: {}", why), "server_error", "",
                        "unavailable");
   }
+  ObservedRequest observed(options_.observer, result.prompt_tokens, result.completion_tokens);
   try {
     generate(runner_, prompt, options);
     deliver(matcher.push(decoder.finish()));
@@ -141,6 +142,7 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
   }
   last_used_ = std::chrono::steady_clock::now();
   result.finish_reason = saw_stop_id || matcher.stopped() ? "stop" : "length";
+  observed.finish(result.cancelled ? "cancelled" : result.finish_reason);
   return result;
 }
 

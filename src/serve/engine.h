@@ -7,6 +7,7 @@
 #include "runtime/step_runner.h"
 #include "serve/completion_request.h"
 #include "serve/fifo_mutex.h"
+#include "serve/request_observer.h"
 #include "tokenizer/tokenizer.h"
 
 #include <atomic>
@@ -35,6 +36,7 @@ struct EngineOptions {
   std::vector<std::int32_t> stop_ids;      // end-of-sequence ids
   std::int32_t vocab_size = 0;             // token-id prompts are checked against it
   std::chrono::milliseconds keepalive{0};  // 0: no keep-alive
+  RequestObserver* observer = nullptr;     // told of each request's turn (the dashboard's log)
 };
 
 class Engine {

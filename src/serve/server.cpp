@@ -1,6 +1,7 @@
 #include "serve/server.h"
 
 #include "serve/completion_request.h"
+#include "serve/dashboard_routes.h"
 #include "serve/openai_json.h"
 #include "serve/request_error.h"
 
@@ -105,7 +106,7 @@ void Server::stop() {
 
 void Server::add_routes() {
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options_.api_key.empty() || req.path == "/health")
+    if (options_.api_key.empty() || is_public_path(req.path))
       return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + options_.api_key)
       return httplib::Server::HandlerResponse::Unhandled;
@@ -145,6 +146,7 @@ void Server::add_routes() {
       send_json(res, 200, {{"status", "ok"}});
     }
   });
+  add_dashboard_routes(*http_, dashboard_);
   http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, models_json(options_.model_id, created_));
   });

@@ -3,6 +3,7 @@
 //   GET  /v1/models       the served model
 //   POST /v1/completions  text or token-id prompts; stream: true answers with Server-Sent Events
 //   POST /v1/chat/completions  400 for now (chat templates are not rendered yet)
+//   GET  /  and /v1/huddle/*   the dashboard (serve/dashboard_routes.h)
 // Errors are OpenAI's {"error": {...}}: 400 bad request, 401 wrong or missing key (when an API
 // key is set; /health needs none), 404 unknown route, 413 body too large, 503 while loading.
 #pragma once
@@ -19,6 +20,8 @@ class Server;
 }
 
 namespace huddle::serve {
+
+class Dashboard;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -46,6 +49,8 @@ class Server {
   void stop();
   // The model is ready: completions are answered from now on. `engine` outlives the server.
   void set_engine(Engine* engine) { engine_.store(engine); }
+  // What the dashboard shows, once loaded (nullptr: loading). `dashboard` outlives the server.
+  void set_dashboard(const Dashboard* dashboard) { dashboard_.store(dashboard); }
 
  private:
   void add_routes();
@@ -53,6 +58,7 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<Engine*> engine_{nullptr};
+  std::atomic<const Dashboard*> dashboard_{nullptr};
   std::int64_t created_;    // when the server started, Unix seconds
   int listen_socket_ = -1;  // owned by http_
 };

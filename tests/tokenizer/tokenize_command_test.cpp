@@ -58,8 +58,11 @@ TEST(TokenizeCommandTest, ErrorsAreTyped) {
 
   cli::TokenizeOptions o;
   o.model_dir = kLlama;
+  o.text = "The quick brown fox.";
+  o.max_tokens = 2;
+  EXPECT_THROW(cli::tokenize_to_string(o), InputError);  // more ids than asked for
+  o.max_tokens.reset();
   o.text = std::string(2000, 'x') + " " + std::string(2000, '9');  // far over 128 positions
-  EXPECT_THROW(cli::tokenize_to_string(o), InputError);
   o.truncate = "right";
   EXPECT_EQ(nlohmann::json::parse("[" + cli::tokenize_to_string(o) + "]").size(), 128u);
   o.truncate = "sideways";
@@ -100,6 +103,22 @@ TEST(TokenizeCommandTest, SubcommandsThroughCli11) {
   EXPECT_THROW(run_cli({"tokenize", "--model", kLlama}), CLI::ParseError);  // --text missing
   EXPECT_THROW(run_cli({"tokenize", "--model", kLlama, "--text", "x", "--max-tokens", "-3"}),
                CLI::ParseError);
+}
+
+// Tokenizing is not running: text longer than the model's context (128 positions) gives all of
+// its ids, the same as the tokenizer's.
+TEST(TokenizeCommandTest, TextLongerThanTheContextTokenizesWhole) {
+  const auto t = Tokenizer::load(kLlama);
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "The quick brown fox jumps over the lazy dog. ";
+  const std::vector<std::int32_t> ids = t->encode(text);
+  ASSERT_GT(ids.size(), 4 * 128u);
+  cli::TokenizeOptions o;
+  o.model_dir = kLlama;
+  o.text = text;
+  EXPECT_EQ(cli::tokenize_to_string(o), join_ids(ids) + "\n");
+  EXPECT_EQ(run_cli({"tokenize", "--model", kLlama, "--text", text, "--json"}),
+            nlohmann::json(ids).dump() + "\n");
 }
 
 }  // namespace

@@ -1,0 +1,155 @@
+#include "serve/dashboard.h"
+
+#include "serve/plan_view.h"
+
+#include <algorithm>
+
+namespace huddle::serve {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+nlohmann::json number_or_null(double v) {
+  return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::vector<DeviceSpeed> device_speeds(const RequestRecord& request) {
+  std::size_t devices = 0;
+  for (const StepRecord& s : request.steps) devices = std::max(devices, s.devices.size());
+  std::vector<DeviceSpeed> speeds(devices);
+  std::vector<std::vector<double>> decode(devices);
+  std::vector<double> prefill_tokens(devices, 0), prefill_ms(devices, 0);
+  for (std::size_t i = 0; i < request.steps.size(); ++i) {
+    const StepRecord& s = request.steps[i];
+    for (std::size_t d = 0; d < s.devices.size(); ++d) {
+      const DeviceStep& step = s.devices[d];
+      speeds[d].bytes_sent += step.bytes_sent;
+      if (step.free_memory_bytes > 0) speeds[d].free_memory_bytes = step.free_memory_bytes;
+      // The first step is the prompt (prefill); the rest feed one token each (decode).
+      if (i == 0) {
+        prefill_tokens[d] += static_cast<double>(s.tokens);
+        prefill_ms[d] += step.compute_ms;
+      } else {
+        decode[d].push_back(step.compute_ms);
+      }
+    }
+  }
+  for (std::size_t d = 0; d < devices; ++d) {
+    if (prefill_ms[d] > 0) speeds[d].prefill_tokens_per_s = prefill_tokens[d] / prefill_ms[d] * 1e3;
+    speeds[d].decode_compute_ms = median(decode[d]);
+  }
+  return speeds;
+}
+
+nlohmann::json request_json(const RequestRecord& r) {
+  nlohmann::json steps = nlohmann::json::array();
+  double decode_ms = 0;
+  for (std::size_t i = 0; i < r.steps.size(); ++i) {
+    const StepRecord& s = r.steps[i];
+    nlohmann::json devices = nlohmann::json::array();
+    for (const DeviceStep& d : s.devices)
+      devices.push_back({d.wall_ms, d.compute_ms, d.bytes_sent});
+    steps.push_back({s.start_ms, s.tokens, devices});
+    // Device 0 drives the step: its wall time is the step's.
+    if (i > 0 && !s.devices.empty()) decode_ms += s.devices[0].wall_ms;
+  }
+  const double prefill_ms =
+      r.steps.empty() || r.steps[0].devices.empty() ? 0 : r.steps[0].devices[0].wall_ms;
+  const auto decode_steps = static_cast<double>(r.steps.size() > 0 ? r.steps.size() - 1 : 0);
+  const std::int64_t generated = r.running ? static_cast<std::int64_t>(r.steps.size()) +
+                                                 static_cast<std::int64_t>(r.dropped_steps)
+                                           : r.completion_tokens;
+  return {
+      {"id", r.id},
+      {"started_unix_ms", r.started_unix_ms},
+      {"elapsed_ms", r.elapsed_ms},
+      {"running", r.running},
+      {"finish_reason", r.running ? nlohmann::json(nullptr) : nlohmann::json(r.finish_reason)},
+      {"prompt_tokens", r.prompt_tokens},
+      {"completion_tokens", generated},
+      {"prefill_ms", number_or_null(prefill_ms)},
+      {"decode_tokens_per_s", number_or_null(decode_ms > 0 ? decode_steps / decode_ms * 1e3 : 0)},
+      {"tokens_per_s",
+       number_or_null(r.elapsed_ms > 0 ? static_cast<double>(generated) / r.elapsed_ms * 1e3 : 0)},
+      {"dropped_steps", r.dropped_steps},
+      {"steps", steps}};
+}
+
+Dashboard::Dashboard(ClusterFacts facts, std::size_t max_requests, std::size_t max_steps)
+    : facts_(std::move(facts)),
+      plan_view_(facts_.plan
+                     ? plan_view(*facts_.plan)
+                     : local_plan_view(facts_.devices.empty() ? "primary" : facts_.devices[0].name,
+                                       facts_.layers)),
+      log_(max_requests, max_steps) {}
+
+nlohmann::json Dashboard::cluster_json() const {
+  // The last finished request that ran steps measures the devices.
+  std::vector<DeviceSpeed> speeds;
+  std::uint64_t measured_by = 0;
+  for (const RequestRecord& r : log_.requests()) {
+    if (!r.running && !r.steps.empty()) {
+      speeds = device_speeds(r);
+      measured_by = r.id;
+    }
+  }
+  nlohmann::json devices = nlohmann::json::array();
+  for (std::size_t d = 0; d < facts_.devices.size(); ++d) {
+    const DeviceFacts& f = facts_.devices[d];
+    nlohmann::json j = {{"index", d},
+                        {"name", f.name},
+                        {"address", f.address},
+                        {"role", d == 0 ? "primary" : "worker"},
+                        {"weight_bytes", f.weight_bytes},
+                        {"rss_bytes", f.rss_bytes},
+                        {"free_memory_bytes", nullptr},
+                        {"speed", nullptr},
+                        {"bytes_sent_last_request", nullptr}};
+    if (d < speeds.size()) {
+      const DeviceSpeed& s = speeds[d];
+      if (s.free_memory_bytes > 0) j["free_memory_bytes"] = s.free_memory_bytes;
+      j["speed"] = {{"prefill_tokens_per_s", number_or_null(s.prefill_tokens_per_s)},
+                    {"decode_compute_ms", number_or_null(s.decode_compute_ms)},
+                    {"measured_by_request", measured_by}};
+      j["bytes_sent_last_request"] = s.bytes_sent;
+    }
+    devices.push_back(std::move(j));
+  }
+  // Every pair of devices has its own channel (runtime/mesh.h).
+  nlohmann::json links = nlohmann::json::array();
+  for (std::size_t a = 0; a < facts_.devices.size(); ++a) {
+    for (std::size_t b = a + 1; b < facts_.devices.size(); ++b) {
+      links.push_back({{"a", a},
+                       {"b", b},
+                       {"a_name", facts_.devices[a].name},
+                       {"b_name", facts_.devices[b].name},
+                       {"transport", facts_.transport}});
+    }
+  }
+  return {{"model",
+           {{"id", facts_.model_id},
+            {"architecture", facts_.architecture},
+            {"layers", facts_.layers},
+            {"context", facts_.context}}},
+          {"devices", devices},
+          {"links", links},
+          {"plan", plan_view_},
+          {"plan_json", facts_.plan ? facts_.plan->to_json() : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json Dashboard::requests_json(std::uint64_t after) const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const RequestRecord& r : log_.requests()) {
+    if (r.id > after || r.running) list.push_back(request_json(r));
+  }
+  return {{"requests", list}};
+}
+
+}  // namespace huddle::serve
