@@ -10,7 +10,8 @@ For every network (bench/clusters/edge6-<mbps>.json) and model: `scripts/testbed
 workers holding their own copy of the .onnx file, then for every strategy one `huddle run
 --repeat R+1` on the primary through `scripts/testbed exec` (the first run is a warm-up), planned
 from the cluster file the testbed derives from its spec (CPU quota x --core-gflops). `local` is
-the primary alone (the fastest device). Prints a markdown table (median and min-max of the
+the primary alone (the fastest device); `edgeflow-profiled` is edgeflow planned from the layer
+times the primary measures first (`--profile-layers`) instead of FLOP counts. Prints a markdown table (median and min-max of the
 measured runs, the planner's prediction, bytes sent per device, ratios to rows-equal and to local)
 and writes results.json to --out. Needs root (the testbed).
 """
@@ -25,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TESTBED = os.path.join(ROOT, "scripts", "testbed")
-STRATEGIES = ["local", "rows-equal", "rows-proportional", "tiles", "edgeflow"]
+STRATEGIES = ["local", "rows-equal", "rows-proportional", "tiles", "edgeflow", "edgeflow-profiled"]
 
 
 def sh(cmd, timeout):
@@ -36,8 +37,11 @@ def measure(a, spec, cluster, args, model, strategy):
     onnx = os.path.join(HERE, "models", model + ".onnx")
     x = os.path.join(HERE, "models", model + ".input.npy")
     cmd = [TESTBED, "exec", spec, "--", a.huddle, "run", "--model", onnx, "--input", x, "--json",
-           "--repeat", a.runs + 1, "--threads", 1, "--timeout-s", 120, "--cluster", cluster,
-           "--strategy", strategy] + args
+           "--repeat", a.runs + 1, "--threads", 1, "--timeout-s", 120, "--cluster", cluster]
+    # edgeflow-profiled: EdgeFlow planned from layer times measured on the primary first.
+    cmd += ["--strategy", "edgeflow", "--profile-layers"] if strategy == "edgeflow-profiled" else [
+        "--strategy", strategy]
+    cmd += args
     t0 = time.monotonic()
     try:
         r = sh(cmd, a.timeout)
