@@ -63,6 +63,8 @@ def bench_one(a, spec, model, model_dir, length, workers, remote):
     if r.returncode != 0:
         return {"ok": False, "error": "assign: " + last_error(r)}
     j = json.loads(r.stdout)
+    with open(os.path.join(out, "assign.json"), "w") as f:  # its profiling runs, for diagnosis
+        f.write(r.stdout)
     row = {"ok": True, "profiling_runs": j["profiling_runs"], "da_edges": j["dcg"]["da_edges"],
            "dcg_nodes": j["dcg"]["nodes"], "exact": j["optimal"]["exact"],
            "ops_per_provider": j["optimal"]["ops_per_provider"], "plans": []}
