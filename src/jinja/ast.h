@@ -16,21 +16,21 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 struct Expr {
   enum class Kind {
-    kLiteral,   // value
-    kName,      // name
-    kList,      // args: items
-    kDict,      // kwargs: key expressions are args[2i], values args[2i+1]
-    kGetAttr,   // args[0].name
-    kGetItem,   // args[0][args[1]]
-    kSlice,     // args[0][args[1]:args[2]:args[3]] (null children where omitted)
-    kCall,      // args[0](args[1..], kwargs)
-    kFilter,    // args[0] | name(args[1..], kwargs)
-    kTest,      // args[0] is [not] name(args[1..])
-    kUnary,     // name: "-", "+", "not"; args[0]
-    kBinary,    // name: + - * / // % ** ~ == != < <= > >= in "not in"; args[0], args[1]
-    kAnd,       // args[0] and args[1]
-    kOr,        // args[0] or args[1]
-    kCondition, // args[0] if args[1] else args[2] (args[2] null: undefined)
+    kLiteral,    // value
+    kName,       // name
+    kList,       // args: items
+    kDict,       // kwargs: key expressions are args[2i], values args[2i+1]
+    kGetAttr,    // args[0].name
+    kGetItem,    // args[0][args[1]]
+    kSlice,      // args[0][args[1]:args[2]:args[3]] (null children where omitted)
+    kCall,       // args[0](args[1..], kwargs)
+    kFilter,     // args[0] | name(args[1..], kwargs)
+    kTest,       // args[0] is [not] name(args[1..])
+    kUnary,      // name: "-", "+", "not"; args[0]
+    kBinary,     // name: + - * / // % ** ~ == != < <= > >= in "not in"; args[0], args[1]
+    kAnd,        // args[0] and args[1]
+    kOr,         // args[0] or args[1]
+    kCondition,  // args[0] if args[1] else args[2] (args[2] null: undefined)
   };
   Kind kind;
   Position at;

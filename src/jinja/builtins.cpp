@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 namespace huddle::jinja {
@@ -26,7 +27,8 @@ bool given(const Value& v) {
 
 std::optional<std::string_view> optional_text(const Value& v, const char* what, Position at) {
   if (!given(v) || v.is_none()) return std::nullopt;
-  if (!v.is_string()) render_error(fmt::format("{}: expected a string, got {}", what, v.type_name()), at);
+  if (!v.is_string())
+    render_error(fmt::format("{}: expected a string, got {}", what, v.type_name()), at);
   return std::string_view(v.as_string());
 }
 
@@ -44,11 +46,16 @@ Value str_value(std::string s, Position at, Budget& budget) {
 
 std::size_t length(const Value& v, Position at) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return py::char_count(v.as_string());
-    case Value::Kind::kList: return v.as_list().size();
-    case Value::Kind::kMap: return v.as_map().size();
-    default: render_error(fmt::format("object of type '{}' has no len()", v.type_name()), at);
+    case Value::Kind::kUndefined:
+      return 0;
+    case Value::Kind::kString:
+      return py::char_count(v.as_string());
+    case Value::Kind::kList:
+      return v.as_list().size();
+    case Value::Kind::kMap:
+      return v.as_map().size();
+    default:
+      render_error(fmt::format("object of type '{}' has no len()", v.type_name()), at);
   }
 }
 
@@ -85,7 +92,8 @@ Value to_json(const Value& value, const std::vector<Value>& args, const KeywordA
   if (ensure_ascii.truthy()) render_error("tojson: ensure_ascii=true is not supported", at);
   if (given(separators) && !separators.is_none())
     render_error("tojson: separators are not supported", at);
-  const int spaces = static_cast<int>(std::clamp<std::int64_t>(int_arg(indent, -1, "tojson indent", at), -1, 64));
+  const int spaces =
+      static_cast<int>(std::clamp<std::int64_t>(int_arg(indent, -1, "tojson indent", at), -1, 64));
   try {
     return str_value((sort_keys.truthy() ? sorted_keys(value) : value).to_json(spaces), at, budget);
   } catch (const TemplateError&) {
@@ -95,19 +103,34 @@ Value to_json(const Value& value, const std::vector<Value>& args, const KeywordA
   }
 }
 
+// The items' texts joined by `sep`, charged to the budget before the text is built.
+Value join_texts(const std::vector<std::string>& parts, const std::string& sep, Position at,
+                 Budget& budget) {
+  std::size_t total = 0;
+  for (const std::string& p : parts) total += p.size();
+  if (!parts.empty()) {
+    const std::size_t gaps = parts.size() - 1;
+    total += sep.empty() ? 0 : std::min(gaps, SIZE_MAX / 2 / sep.size()) * sep.size();
+  }
+  budget.bytes(total, at);
+  std::string out;
+  out.reserve(total);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += sep;
+    out += parts[i];
+  }
+  return Value(std::move(out));
+}
+
 Value join(const Value& value, const std::vector<Value>& args, const KeywordArgs& kwargs,
            Position at, Budget& budget) {
   const Value sep = arg(args, kwargs, 0, "d");
   const Value attribute = arg(args, kwargs, 1, "attribute");
-  std::string out;
-  bool first = true;
-  for (const Value& item : iterate(value, at)) {
-    if (!first && given(sep)) out += sep.str();
-    first = false;
-    out += given(attribute) ? attribute_path(item, attribute.str(), at).str() : item.str();
-    budget.bytes(0, at);
-  }
-  return str_value(std::move(out), at, budget);
+  std::vector<std::string> parts;
+  for (const Value& item : iterate(value, at))
+    parts.push_back(given(attribute) ? attribute_path(item, attribute.str(), at).str()
+                                     : item.str());
+  return join_texts(parts, given(sep) ? sep.str() : "", at, budget);
 }
 
 // select/reject (attribute empty) and selectattr/rejectattr.
@@ -116,7 +139,8 @@ Value select(const Value& value, const std::vector<Value>& args, bool keep_match
   std::size_t next = 0;
   std::string attribute;
   if (by_attribute) {
-    if (args.empty() || !args[0].is_string()) render_error("selectattr: expected an attribute name", at);
+    if (args.empty() || !args[0].is_string())
+      render_error("selectattr: expected an attribute name", at);
     attribute = args[0].as_string();
     next = 1;
   }
@@ -126,7 +150,8 @@ Value select(const Value& value, const std::vector<Value>& args, bool keep_match
     test = args[next].as_string();
     ++next;
   }
-  const std::vector<Value> test_args(args.begin() + static_cast<std::ptrdiff_t>(std::min(next, args.size())), args.end());
+  const std::vector<Value> test_args(
+      args.begin() + static_cast<std::ptrdiff_t>(std::min(next, args.size())), args.end());
   List out;
   for (const Value& item : iterate(value, at)) {
     const Value subject = by_attribute ? attribute_path(item, attribute, at) : item;
@@ -148,7 +173,8 @@ Value map_filter(const Value& value, const std::vector<Value>& args, const Keywo
       out.push_back(v.is_undefined() && given(fallback) ? fallback : v);
     }
   } else {
-    if (args.empty() || !args[0].is_string()) render_error("map: expected a filter name or attribute=", at);
+    if (args.empty() || !args[0].is_string())
+      render_error("map: expected a filter name or attribute=", at);
     const std::vector<Value> rest(args.begin() + 1, args.end());
     for (const Value& item : iterate(value, at))
       out.push_back(call_filter(args[0].as_string(), item, rest, kwargs, at, budget));
@@ -163,7 +189,8 @@ Value int_filter(const Value& value, const Value& fallback) {
   if (value.is_bool()) return Value(std::int64_t{value.as_bool()});
   if (value.is_float()) {
     const double d = value.as_float();
-    return std::isfinite(d) && std::fabs(d) < 9.2e18 ? Value(static_cast<std::int64_t>(d)) : otherwise;
+    return std::isfinite(d) && std::fabs(d) < 9.2e18 ? Value(static_cast<std::int64_t>(d))
+                                                     : otherwise;
   }
   if (value.is_string()) {
     const std::string s = py::strip(value.as_string(), py::Side::kBoth);
@@ -226,7 +253,8 @@ Value call_filter(const std::string& name, const Value& value, const std::vector
                      at, budget);
   }
   if (name == "tojson") return to_json(value, args, kwargs, at, budget);
-  if (name == "length" || name == "count") return Value(static_cast<std::int64_t>(length(value, at)));
+  if (name == "length" || name == "count")
+    return Value(static_cast<std::int64_t>(length(value, at)));
   if (name == "upper") return str_value(py::upper(value.str()), at, budget);
   if (name == "lower") return str_value(py::lower(value.str()), at, budget);
   if (name == "title") return str_value(py::title(value.str()), at, budget);
@@ -250,7 +278,8 @@ Value call_filter(const std::string& name, const Value& value, const std::vector
   }
   if (name == "items") {
     if (value.is_undefined()) return Value(List{});
-    if (!value.is_map()) render_error(fmt::format("items: expected a mapping, got {}", value.type_name()), at);
+    if (!value.is_map())
+      render_error(fmt::format("items: expected a mapping, got {}", value.type_name()), at);
     List out;
     for (const auto& [k, v] : value.as_map().items()) out.push_back(Value(List{Value(k), v}));
     budget.items(out.size(), at);
@@ -264,7 +293,8 @@ Value call_filter(const std::string& name, const Value& value, const std::vector
   if (name == "int") return int_filter(value, arg(args, kwargs, 0, "default"));
   if (name == "float") return float_filter(value, arg(args, kwargs, 0, "default"));
   if (name == "abs") {
-    if (value.is_int() && value.as_int() != INT64_MIN) return Value(std::llabs(value.as_int()));
+    if (value.is_int() && value.as_int() != INT64_MIN)
+      return Value(static_cast<std::int64_t>(std::llabs(value.as_int())));
     if (value.is_number()) return Value(std::fabs(value.as_number()));
     render_error(fmt::format("bad operand type for abs(): '{}'", value.type_name()), at);
   }
@@ -273,7 +303,20 @@ Value call_filter(const std::string& name, const Value& value, const std::vector
     const auto with = optional_text(arg(args, kwargs, 1, "new"), "replace", at);
     if (!old || !with) render_error("replace: expected two strings", at);
     const std::int64_t count = int_arg(arg(args, kwargs, 2, "count"), -1, "replace count", at);
-    return str_value(py::replace(value.str(), *old, *with, static_cast<long>(count)), at, budget);
+    const std::string text = value.str();
+    // Charge the result's size before building it: replacing "" inserts at every character.
+    std::size_t hits = 0;
+    if (old->empty()) {
+      hits = py::char_count(text) + 1;
+    } else {
+      for (std::size_t i = text.find(*old); i != std::string::npos;
+           i = text.find(*old, i + old->size()))
+        ++hits;
+    }
+    if (count >= 0) hits = std::min(hits, static_cast<std::size_t>(count));
+    if (with->size() > old->size())
+      budget.bytes(text.size() + std::min(hits, SIZE_MAX / 2 / with->size()) * with->size(), at);
+    return str_value(py::replace(text, *old, *with, static_cast<long>(count)), at, budget);
   }
   if (name == "reverse") {
     std::vector<Value> items = iterate(value, at);
@@ -319,7 +362,8 @@ bool call_test(const std::string& name, const Value& value, const std::vector<Va
   if (name == "lower") return is_lower_or_upper(value, true);
   if (name == "upper") return is_lower_or_upper(value, false);
   if (name == "even" || name == "odd" || name == "divisibleby") {
-    if (!value.is_int()) render_error(fmt::format("'{}' test on a {}", name, value.type_name()), at);
+    if (!value.is_int())
+      render_error(fmt::format("'{}' test on a {}", name, value.type_name()), at);
     const std::int64_t by = name == "divisibleby" ? int_arg(other, 0, "divisibleby", at) : 2;
     if (by == 0) render_error("divisibleby 0", at);
     const std::int64_t r = value.as_int() % by;
@@ -333,9 +377,9 @@ bool call_test(const std::string& name, const Value& value, const std::vector<Va
   }
   if (name == "in") return contains(other, value, at);
   static const std::pair<const char*, const char*> kComparisons[] = {
-      {"eq", "=="}, {"equalto", "=="}, {"==", "=="}, {"ne", "!="}, {"!=", "!="},
-      {"lt", "<"},  {"lessthan", "<"}, {"<", "<"},   {"le", "<="}, {"<=", "<="},
-      {"gt", ">"},  {"greaterthan", ">"}, {">", ">"}, {"ge", ">="}, {">=", ">="}};
+      {"eq", "=="}, {"equalto", "=="},    {"==", "=="}, {"ne", "!="}, {"!=", "!="},
+      {"lt", "<"},  {"lessthan", "<"},    {"<", "<"},   {"le", "<="}, {"<=", "<="},
+      {"gt", ">"},  {"greaterthan", ">"}, {">", ">"},   {"ge", ">="}, {">=", ">="}};
   for (const auto& [test, op] : kComparisons)
     if (name == test) return binary(op, value, other, at, scratch).truthy();
   render_error(fmt::format("no test named '{}'", name), at);
@@ -365,8 +409,12 @@ std::optional<Value> call_method(const Value& object, const std::string& name,
   if (!object.is_string()) return std::nullopt;
   const std::string& s = object.as_string();
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    const py::Side side = name == "strip" ? py::Side::kBoth : name == "lstrip" ? py::Side::kLeft : py::Side::kRight;
-    return str_value(py::strip(s, side, optional_text(arg(args, kwargs, 0, "chars"), name.c_str(), at)), at, budget);
+    const py::Side side = name == "strip"    ? py::Side::kBoth
+                          : name == "lstrip" ? py::Side::kLeft
+                                             : py::Side::kRight;
+    return str_value(
+        py::strip(s, side, optional_text(arg(args, kwargs, 0, "chars"), name.c_str(), at)), at,
+        budget);
   }
   if (name == "startswith" || name == "endswith") {
     const Value what = arg(args, kwargs, 0, "prefix");
@@ -414,9 +462,9 @@ std::optional<Value> call_method(const Value& object, const std::string& name,
     if (!sub) render_error(fmt::format("{}: expected a string", name), at);
     if (name == "find") {
       const std::size_t found = s.find(*sub);
-      return Value(found == std::string::npos
-                       ? std::int64_t{-1}
-                       : static_cast<std::int64_t>(py::char_count(std::string_view(s).substr(0, found))));
+      return Value(found == std::string::npos ? std::int64_t{-1}
+                                              : static_cast<std::int64_t>(py::char_count(
+                                                    std::string_view(s).substr(0, found))));
     }
     if (sub->empty()) return Value(static_cast<std::int64_t>(py::char_count(s) + 1));
     std::int64_t n = 0;
@@ -426,16 +474,13 @@ std::optional<Value> call_method(const Value& object, const std::string& name,
     return Value(n);
   }
   if (name == "join") {
-    std::string out;
-    bool first = true;
+    std::vector<std::string> parts;
     for (const Value& item : iterate(arg(args, kwargs, 0, "iterable"), at)) {
-      if (!item.is_string()) render_error(fmt::format("join: expected str, got {}", item.type_name()), at);
-      if (!first) out += s;
-      first = false;
-      out += item.as_string();
-      budget.bytes(0, at);
+      if (!item.is_string())
+        render_error(fmt::format("join: expected str, got {}", item.type_name()), at);
+      parts.push_back(item.as_string());
     }
-    return str_value(std::move(out), at, budget);
+    return join_texts(parts, s, at, budget);
   }
   return std::nullopt;
 }

@@ -43,10 +43,9 @@ std::string Evaluator::render(const std::vector<Node>& body) {
 void Evaluator::emit(const std::string& text, Position at) {
   output_bytes_ += text.size();
   if (output_bytes_ > budget_.limits().max_output_bytes) {
-    throw TemplateError(TemplateError::Kind::kLimit,
-                        fmt::format("the output is longer than {} bytes",
-                                    budget_.limits().max_output_bytes),
-                        at);
+    throw TemplateError(
+        TemplateError::Kind::kLimit,
+        fmt::format("the output is longer than {} bytes", budget_.limits().max_output_bytes), at);
   }
   out_->append(text);
 }
@@ -61,14 +60,21 @@ Evaluator::Flow Evaluator::render_body(const std::vector<Node>& body) {
 
 Evaluator::Flow Evaluator::render_node(const Node& node) {
   switch (node.kind) {
-    case Node::Kind::kText: emit(node.text, node.at); return Flow::kNormal;
-    case Node::Kind::kOutput: emit(eval(*node.expr).str(), node.at); return Flow::kNormal;
+    case Node::Kind::kText:
+      emit(node.text, node.at);
+      return Flow::kNormal;
+    case Node::Kind::kOutput:
+      emit(eval(*node.expr).str(), node.at);
+      return Flow::kNormal;
     case Node::Kind::kIf:
       for (const auto& [condition, body] : node.branches)
         if (!condition || eval(*condition).truthy()) return render_body(body);
       return Flow::kNormal;
-    case Node::Kind::kFor: return render_for(node);
-    case Node::Kind::kSet: render_set(node); return Flow::kNormal;
+    case Node::Kind::kFor:
+      return render_for(node);
+    case Node::Kind::kSet:
+      render_set(node);
+      return Flow::kNormal;
     case Node::Kind::kSetBlock: {
       std::string captured;
       std::string* saved = out_;
@@ -83,10 +89,15 @@ Evaluator::Flow Evaluator::render_node(const Node& node) {
       assign(node.targets[0], Value(std::move(captured)));
       return Flow::kNormal;
     }
-    case Node::Kind::kBreak: return Flow::kBreak;
-    case Node::Kind::kContinue: return Flow::kContinue;
-    case Node::Kind::kMacro: define_macro(node); return Flow::kNormal;
-    case Node::Kind::kBlock: return render_body(node.body);
+    case Node::Kind::kBreak:
+      return Flow::kBreak;
+    case Node::Kind::kContinue:
+      return Flow::kContinue;
+    case Node::Kind::kMacro:
+      define_macro(node);
+      return Flow::kNormal;
+    case Node::Kind::kBlock:
+      return render_body(node.body);
   }
   return Flow::kNormal;
 }
@@ -160,8 +171,8 @@ void Evaluator::render_set(const Node& node) {
 
 void Evaluator::define_macro(const Node& node) {
   const Node* macro = &node;
-  assign(node.text, Value(Function([this, macro](const std::vector<Value>& args,
-                                                 const KeywordArgs& kwargs) {
+  assign(node.text,
+         Value(Function([this, macro](const std::vector<Value>& args, const KeywordArgs& kwargs) {
            return call_macro(*macro, args, kwargs, macro->at);
          })));
 }
@@ -169,12 +180,14 @@ void Evaluator::define_macro(const Node& node) {
 Value Evaluator::call_macro(const Node& node, const std::vector<Value>& args,
                             const KeywordArgs& kwargs, Position at) {
   if (call_depth_ >= budget_.limits().max_call_depth) {
-    throw TemplateError(TemplateError::Kind::kLimit,
-                        fmt::format("macro calls nest deeper than {}", budget_.limits().max_call_depth),
-                        at);
+    throw TemplateError(
+        TemplateError::Kind::kLimit,
+        fmt::format("macro calls nest deeper than {}", budget_.limits().max_call_depth), at);
   }
   if (args.size() > node.targets.size())
-    render_error(fmt::format("macro '{}' takes {} arguments, got {}", node.text, node.targets.size(), args.size()), at);
+    render_error(fmt::format("macro '{}' takes {} arguments, got {}", node.text,
+                             node.targets.size(), args.size()),
+                 at);
   // The macro sees the globals, the variables and the template's names, and its parameters.
   std::vector<Frame> saved = std::move(frames_);
   frames_.assign(saved.begin(), saved.begin() + 3);
@@ -264,7 +277,11 @@ Value Evaluator::eval_call(const Expr& e) {
   }
   eval_arguments(e, 1, args, kwargs);
   try {
-    return f.as_function()(args, kwargs);
+    Value result = f.as_function()(args, kwargs);
+    // What a global made (range's list, a macro's text) counts against the budget.
+    if (result.is_list()) budget_.items(result.as_list().size(), e.at);
+    if (result.is_string()) budget_.bytes(result.as_string().size(), e.at);
+    return result;
   } catch (const TemplateError& error) {
     // raise_exception() does not know where it was called from.
     if (error.position().line == 0) throw TemplateError(error.kind(), error.message(), e.at);
@@ -276,8 +293,10 @@ Value Evaluator::eval_call(const Expr& e) {
 
 Value Evaluator::eval(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::kLiteral: return e.value;
-    case Expr::Kind::kName: return lookup(e.name);
+    case Expr::Kind::kLiteral:
+      return e.value;
+    case Expr::Kind::kName:
+      return lookup(e.name);
     case Expr::Kind::kList: {
       List items;
       for (const ExprPtr& item : e.args) items.push_back(eval(*item));
@@ -294,16 +313,20 @@ Value Evaluator::eval(const Expr& e) {
       budget_.items(m.size(), e.at);
       return Value::map(std::move(m));
     }
-    case Expr::Kind::kGetAttr: return get_attr(eval(*e.args[0]), e.name, e.at);
-    case Expr::Kind::kGetItem: return get_item(eval(*e.args[0]), eval(*e.args[1]), e.at);
+    case Expr::Kind::kGetAttr:
+      return get_attr(eval(*e.args[0]), e.name, e.at);
+    case Expr::Kind::kGetItem:
+      return get_item(eval(*e.args[0]), eval(*e.args[1]), e.at);
     case Expr::Kind::kSlice: {
       const Value target = eval(*e.args[0]);
       Value parts[3];
       for (int i = 0; i < 3; ++i)
-        if (e.args[static_cast<std::size_t>(i) + 1]) parts[i] = eval(*e.args[static_cast<std::size_t>(i) + 1]);
+        if (e.args[static_cast<std::size_t>(i) + 1])
+          parts[i] = eval(*e.args[static_cast<std::size_t>(i) + 1]);
       return slice(target, parts[0], parts[1], parts[2], e.at, budget_);
     }
-    case Expr::Kind::kCall: return eval_call(e);
+    case Expr::Kind::kCall:
+      return eval_call(e);
     case Expr::Kind::kFilter: {
       const Value value = eval(*e.args[0]);
       std::vector<Value> args;
@@ -322,7 +345,9 @@ Value Evaluator::eval(const Expr& e) {
       const Value v = eval(*e.args[0]);
       if (e.name == "not") return Value(!v.truthy());
       if (v.is_int() && e.name == "-" && v.as_int() != INT64_MIN) return Value(-v.as_int());
-      if (v.is_int() || v.is_bool()) return Value(e.name == "-" ? -static_cast<std::int64_t>(v.as_number()) : static_cast<std::int64_t>(v.as_number()));
+      if (v.is_int() || v.is_bool())
+        return Value(e.name == "-" ? -static_cast<std::int64_t>(v.as_number())
+                                   : static_cast<std::int64_t>(v.as_number()));
       if (v.is_float()) return Value(e.name == "-" ? -v.as_float() : v.as_float());
       render_error(fmt::format("bad operand type for unary {}: '{}'", e.name, v.type_name()), e.at);
     }

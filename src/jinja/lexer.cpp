@@ -105,7 +105,8 @@ class Lexer {
   }
 
   void emit_text(std::string text, std::size_t offset) {
-    if (!text.empty()) tokens_.push_back({Token::Type::kText, std::move(text), 0, 0, position(offset)});
+    if (!text.empty())
+      tokens_.push_back({Token::Type::kText, std::move(text), 0, 0, position(offset)});
   }
 
   // After a closing marker: `-` strips all following whitespace, trim_blocks one newline.
@@ -121,8 +122,8 @@ class Lexer {
   void skip_comment(std::size_t open) {
     const std::size_t end = src_.find("#}", pos_);
     if (end == std::string::npos) fail("missing end of comment tag '#}'", open);
-    const char sign = end > pos_ && (src_[end - 1] == '-' || src_[end - 1] == '+') ? src_[end - 1]
-                                                                                     : '\0';
+    const char sign =
+        end > pos_ && (src_[end - 1] == '-' || src_[end - 1] == '+') ? src_[end - 1] : '\0';
     pos_ = end + 2;
     after_close(sign, /*block=*/true);
   }
@@ -159,8 +160,8 @@ class Lexer {
         lex_number();
       } else if (is_name_start(c)) {
         while (pos_ < src_.size() && is_name_char(src_[pos_])) ++pos_;
-        tokens_.push_back({Token::Type::kName, src_.substr(start, pos_ - start), 0, 0,
-                           position(start)});
+        tokens_.push_back(
+            {Token::Type::kName, src_.substr(start, pos_ - start), 0, 0, position(start)});
       } else if (c == '\'' || c == '"') {
         lex_string();
       } else {
@@ -235,17 +236,38 @@ class Lexer {
       if (pos_ >= src_.size()) fail("unterminated string literal", start);
       const char e = src_[pos_++];
       switch (e) {
-        case 'n': value += '\n'; break;
-        case 't': value += '\t'; break;
-        case 'r': value += '\r'; break;
-        case 'a': value += '\a'; break;
-        case 'b': value += '\b'; break;
-        case 'f': value += '\f'; break;
-        case 'v': value += '\v'; break;
-        case '\\': value += '\\'; break;
-        case '\'': value += '\''; break;
-        case '"': value += '"'; break;
-        case '\n': break;  // a line continuation
+        case 'n':
+          value += '\n';
+          break;
+        case 't':
+          value += '\t';
+          break;
+        case 'r':
+          value += '\r';
+          break;
+        case 'a':
+          value += '\a';
+          break;
+        case 'b':
+          value += '\b';
+          break;
+        case 'f':
+          value += '\f';
+          break;
+        case 'v':
+          value += '\v';
+          break;
+        case '\\':
+          value += '\\';
+          break;
+        case '\'':
+          value += '\'';
+          break;
+        case '"':
+          value += '"';
+          break;
+        case '\n':
+          break;  // a line continuation
         case 'x':
         case 'u':
         case 'U': {
@@ -254,10 +276,10 @@ class Lexer {
           std::uint32_t cp = 0;
           for (std::size_t i = 0; i < n; ++i) {
             const char h = src_[pos_ + i];
-            const int d = is_digit(h)                 ? h - '0'
-                          : (h >= 'a' && h <= 'f')    ? h - 'a' + 10
-                          : (h >= 'A' && h <= 'F')    ? h - 'A' + 10
-                                                      : -1;
+            const int d = is_digit(h)              ? h - '0'
+                          : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                          : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                                   : -1;
             if (d < 0) fail("bad hex escape in a string literal", pos_ - 2);
             cp = cp * 16 + static_cast<std::uint32_t>(d);
           }

@@ -37,7 +37,7 @@ struct Token {
 };
 
 struct LexerOptions {
-  bool trim_blocks = true;    // Hugging Face's chat template environment sets both
+  bool trim_blocks = true;  // Hugging Face's chat template environment sets both
   bool lstrip_blocks = true;
 };
 

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace huddle::jinja {
 namespace {
@@ -34,17 +36,16 @@ Value repeat(const Value& seq, std::int64_t n, Position at, Budget& budget) {
   if (n <= 0 || empty) return seq.is_string() ? Value(std::string()) : Value(List{});
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
-    budget.bytes(std::min<std::size_t>(static_cast<std::size_t>(n), SIZE_MAX / (s.size() + 1)) *
-                     s.size(),
-                 at);
+    budget.bytes(
+        std::min<std::size_t>(static_cast<std::size_t>(n), SIZE_MAX / (s.size() + 1)) * s.size(),
+        at);
     std::string out;
     for (std::int64_t i = 0; i < n; ++i) out += s;
     return Value(std::move(out));
   }
   const List& l = seq.as_list();
-  budget.items(std::min<std::size_t>(static_cast<std::size_t>(n), SIZE_MAX / (l.size() + 1)) *
-                   l.size(),
-               at);
+  budget.items(
+      std::min<std::size_t>(static_cast<std::size_t>(n), SIZE_MAX / (l.size() + 1)) * l.size(), at);
   List out;
   for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), l.begin(), l.end());
   return Value(std::move(out));
@@ -124,8 +125,10 @@ void render_error(const std::string& message, Position at) {
 
 std::vector<Value> iterate(const Value& v, Position at) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return {};
-    case Value::Kind::kList: return v.as_list();
+    case Value::Kind::kUndefined:
+      return {};
+    case Value::Kind::kList:
+      return v.as_list();
     case Value::Kind::kMap: {
       std::vector<Value> keys;
       for (const auto& item : v.as_map().items()) keys.emplace_back(item.first);
@@ -139,7 +142,8 @@ std::vector<Value> iterate(const Value& v, Position at) {
         chars.emplace_back(s.substr(offsets[i], offsets[i + 1] - offsets[i]));
       return chars;
     }
-    default: render_error(fmt::format("'{}' object is not iterable", v.type_name()), at);
+    default:
+      render_error(fmt::format("'{}' object is not iterable", v.type_name()), at);
   }
 }
 
@@ -154,7 +158,8 @@ Value get_attr(const Value& object, const std::string& name, Position at) {
 }
 
 Value get_item(const Value& object, const Value& key, Position at) {
-  if (object.is_undefined()) render_error(fmt::format("cannot index an undefined value with {}", key.repr()), at);
+  if (object.is_undefined())
+    render_error(fmt::format("cannot index an undefined value with {}", key.repr()), at);
   if (object.is_map()) {
     if (!key.is_string()) return Value();
     const Value* found = object.as_map().find(key.as_string());
@@ -221,12 +226,13 @@ Value slice(const Value& object, const Value& start, const Value& stop, const Va
 
 bool contains(const Value& container, const Value& item, Position at) {
   switch (container.kind()) {
-    case Value::Kind::kUndefined: return false;
+    case Value::Kind::kUndefined:
+      return false;
     case Value::Kind::kString:
       if (!item.is_string())
-        render_error(fmt::format("'in <string>' requires string as left operand, not {}",
-                                 item.type_name()),
-                     at);
+        render_error(
+            fmt::format("'in <string>' requires string as left operand, not {}", item.type_name()),
+            at);
       return container.as_string().find(item.as_string()) != std::string::npos;
     case Value::Kind::kList:
       for (const Value& v : container.as_list())
@@ -289,7 +295,8 @@ Value binary(const std::string& op, const Value& a, const Value& b, Position at,
       std::int64_t base = x;
       for (std::int64_t e = y; e > 0; e >>= 1) {
         if ((e & 1) && __builtin_mul_overflow(p, base, &p)) render_error("integer overflow", at);
-        if (e > 1 && __builtin_mul_overflow(base, base, &base)) render_error("integer overflow", at);
+        if (e > 1 && __builtin_mul_overflow(base, base, &base))
+          render_error("integer overflow", at);
       }
       return Value(p);
     }

@@ -34,9 +34,7 @@ class Parser {
     Parser& p_;
   };
 
-  const Token& peek(std::size_t ahead = 0) const {
-    return t_[std::min(i_ + ahead, t_.size() - 1)];
-  }
+  const Token& peek(std::size_t ahead = 0) const { return t_[std::min(i_ + ahead, t_.size() - 1)]; }
   const Token& next() {
     const Token& t = peek();
     if (i_ < t_.size() - 1) ++i_;
@@ -48,28 +46,34 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.type) {
-      case Type::kEof: return "end of template";
-      case Type::kBlockEnd: return "'%}'";
-      case Type::kVarEnd: return "'}}'";
-      case Type::kString: return "a string";
-      case Type::kText: return "text";
-      default: return fmt::format("'{}'", t.text);
+      case Type::kEof:
+        return "end of template";
+      case Type::kBlockEnd:
+        return "'%}'";
+      case Type::kVarEnd:
+        return "'}}'";
+      case Type::kString:
+        return "a string";
+      case Type::kText:
+        return "text";
+      default:
+        return fmt::format("'{}'", t.text);
     }
   }
   bool at_op(const char* op) const { return peek().type == Type::kOp && peek().text == op; }
-  bool at_name(const char* name) const {
-    return peek().type == Type::kName && peek().text == name;
-  }
+  bool at_name(const char* name) const { return peek().type == Type::kName && peek().text == name; }
   void expect_op(const char* op) {
     if (!at_op(op)) fail(fmt::format("expected '{}', found {}", op, describe(peek())));
     next();
   }
   std::string expect_name() {
-    if (peek().type != Type::kName) fail(fmt::format("expected a name, found {}", describe(peek())));
+    if (peek().type != Type::kName)
+      fail(fmt::format("expected a name, found {}", describe(peek())));
     return next().text;
   }
   void expect_block_end() {
-    if (peek().type != Type::kBlockEnd) fail(fmt::format("expected '%}}', found {}", describe(peek())));
+    if (peek().type != Type::kBlockEnd)
+      fail(fmt::format("expected '%}}', found {}", describe(peek())));
     next();
   }
 
@@ -92,7 +96,8 @@ class Parser {
         next();
         Node n{Node::Kind::kOutput, t.at};
         n.expr = parse_expression();
-        if (peek().type != Type::kVarEnd) fail(fmt::format("expected '}}}}', found {}", describe(peek())));
+        if (peek().type != Type::kVarEnd)
+          fail(fmt::format("expected '}}}}', found {}", describe(peek())));
         next();
         body.push_back(std::move(n));
       } else if (t.type == Type::kBlockBegin) {
@@ -114,7 +119,8 @@ class Parser {
   }
 
   Node parse_statement(Position at) {
-    if (peek().type != Type::kName) fail(fmt::format("expected a tag name, found {}", describe(peek())));
+    if (peek().type != Type::kName)
+      fail(fmt::format("expected a tag name, found {}", describe(peek())));
     const std::string tag = next().text;
     if (tag == "if") return parse_if(at);
     if (tag == "for") return parse_for(at);
@@ -427,8 +433,12 @@ class Parser {
         while (peek().type == Type::kString) s += next().text;  // "a" "b" is "ab"
         return literal(Value(std::move(s)), t.at);
       }
-      case Type::kInt: next(); return literal(Value(t.int_value), t.at);
-      case Type::kFloat: next(); return literal(Value(t.float_value), t.at);
+      case Type::kInt:
+        next();
+        return literal(Value(t.int_value), t.at);
+      case Type::kFloat:
+        next();
+        return literal(Value(t.float_value), t.at);
       case Type::kOp:
         if (t.text == "(") {
           next();
@@ -466,7 +476,8 @@ class Parser {
           return checked(std::move(e));
         }
         break;
-      default: break;
+      default:
+        break;
     }
     fail(fmt::format("expected an expression, found {}", describe(t)));
   }

@@ -9,7 +9,11 @@ namespace {
 // The code point at s[at] and its length in bytes (an ill-formed byte: itself, length 1).
 std::pair<std::uint32_t, std::size_t> decode(std::string_view s, std::size_t at) {
   const auto b = static_cast<unsigned char>(s[at]);
-  std::size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 1;
+  std::size_t len = b < 0x80           ? 1
+                    : (b >> 5) == 0x6  ? 2
+                    : (b >> 4) == 0xe  ? 3
+                    : (b >> 3) == 0x1e ? 4
+                                       : 1;
   if (at + len > s.size()) return {b, 1};
   std::uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1f) : len == 3 ? (b & 0x0f) : (b & 0x07);
   for (std::size_t i = 1; i < len; ++i) {

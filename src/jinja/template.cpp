@@ -17,7 +17,8 @@ Value first_arg(const std::vector<Value>& args, const KeywordArgs& kwargs, const
 
 Map globals(const RenderOptions& options) {
   Map g;
-  g.set("raise_exception", Value(Function([](const std::vector<Value>& args, const KeywordArgs& kwargs) -> Value {
+  g.set("raise_exception",
+        Value(Function([](const std::vector<Value>& args, const KeywordArgs& kwargs) -> Value {
           throw TemplateError(TemplateError::Kind::kRaised,
                               first_arg(args, kwargs, "message").str(), Position{0, 0});
         })));
@@ -52,17 +53,19 @@ Map globals(const RenderOptions& options) {
             if (args.size() == 3) bounds[2] = args[2].as_int();
           }
           if (bounds[2] == 0) throw InputError("range() step must not be zero");
-          const long double count =
-              (static_cast<long double>(bounds[1]) - bounds[0]) / bounds[2];
+          const long double count = (static_cast<long double>(bounds[1]) - bounds[0]) / bounds[2];
           if (count > static_cast<long double>(max_items))
             throw InputError(fmt::format("range() of more than {} items", max_items));
           List out;
-          for (std::int64_t i = bounds[0]; bounds[2] > 0 ? i < bounds[1] : i > bounds[1]; i += bounds[2])
+          for (std::int64_t i = bounds[0]; bounds[2] > 0 ? i < bounds[1] : i > bounds[1];
+               i += bounds[2])
             out.emplace_back(i);
           return Value(std::move(out));
         })));
-  auto now = options.now ? options.now : [] { return std::time(nullptr); };
-  g.set("strftime_now", Value(Function([now](const std::vector<Value>& args, const KeywordArgs& kwargs) {
+  std::function<std::time_t()> now = options.now;
+  if (!now) now = [] { return std::time(nullptr); };
+  g.set("strftime_now",
+        Value(Function([now](const std::vector<Value>& args, const KeywordArgs& kwargs) {
           const Value format = first_arg(args, kwargs, "format");
           if (!format.is_string()) throw InputError("strftime_now() takes a format string");
           const std::time_t t = now();

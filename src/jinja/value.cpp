@@ -16,13 +16,27 @@ void append_json_string(std::string& out, const std::string& s) {
   out += '"';
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
@@ -41,9 +55,15 @@ void append_json(std::string& out, const Value& v, int indent, int level) {
   };
   const char* item_sep = indent >= 0 ? "," : ", ";
   switch (v.kind()) {
-    case Value::Kind::kNone: out += "null"; return;
-    case Value::Kind::kBool: out += v.as_bool() ? "true" : "false"; return;
-    case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
+    case Value::Kind::kNone:
+      out += "null";
+      return;
+    case Value::Kind::kBool:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::kInt:
+      out += std::to_string(v.as_int());
+      return;
     case Value::Kind::kFloat: {
       const double d = v.as_float();
       if (std::isnan(d)) {
@@ -55,7 +75,9 @@ void append_json(std::string& out, const Value& v, int indent, int level) {
       }
       return;
     }
-    case Value::Kind::kString: append_json_string(out, v.as_string()); return;
+    case Value::Kind::kString:
+      append_json_string(out, v.as_string());
+      return;
     case Value::Kind::kList: {
       const List& list = v.as_list();
       if (list.empty()) {
@@ -116,16 +138,21 @@ void Map::set(const std::string& key, Value value) {
 
 Value Value::from_json(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value(nullptr);
-    case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(j.get<std::int64_t>());
+    case nlohmann::json::value_t::null:
+      return Value(nullptr);
+    case nlohmann::json::value_t::boolean:
+      return Value(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(j.get<std::int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       const auto u = j.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
       return Value(static_cast<std::int64_t>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::json::value_t::number_float:
+      return Value(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       List list;
       list.reserve(j.size());
@@ -137,7 +164,8 @@ Value Value::from_json(const nlohmann::json& j) {
       for (const auto& [k, item] : j.items()) m.set(k, from_json(item));
       return map(std::move(m));
     }
-    default: return Value(nullptr);  // binary / discarded: not produced by the JSON parser
+    default:
+      return Value(nullptr);  // binary / discarded: not produced by the JSON parser
   }
 }
 
@@ -150,14 +178,22 @@ double Value::as_number() const {
 bool Value::truthy() const {
   switch (kind()) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return as_bool();
-    case Kind::kInt: return as_int() != 0;
-    case Kind::kFloat: return as_float() != 0;
-    case Kind::kString: return !as_string().empty();
-    case Kind::kList: return !as_list().empty();
-    case Kind::kMap: return as_map().size() != 0;
-    case Kind::kFunction: return true;
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return as_bool();
+    case Kind::kInt:
+      return as_int() != 0;
+    case Kind::kFloat:
+      return as_float() != 0;
+    case Kind::kString:
+      return !as_string().empty();
+    case Kind::kList:
+      return !as_list().empty();
+    case Kind::kMap:
+      return as_map().size() != 0;
+    case Kind::kFunction:
+      return true;
   }
   return false;
 }
@@ -183,8 +219,8 @@ std::string float_repr(double d) {
     if (exponent < 0) {
       out += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
     } else if (static_cast<int>(digits.size()) <= exponent + 1) {
-      out += digits + std::string(static_cast<std::size_t>(exponent + 1) - digits.size(), '0') +
-             ".0";
+      out +=
+          digits + std::string(static_cast<std::size_t>(exponent + 1) - digits.size(), '0') + ".0";
     } else {
       out += digits.substr(0, static_cast<std::size_t>(exponent + 1)) + "." +
              digits.substr(static_cast<std::size_t>(exponent + 1));
@@ -199,19 +235,27 @@ std::string float_repr(double d) {
 
 std::string Value::str() const {
   switch (kind()) {
-    case Kind::kUndefined: return "";
-    case Kind::kString: return as_string();
-    default: return repr();
+    case Kind::kUndefined:
+      return "";
+    case Kind::kString:
+      return as_string();
+    default:
+      return repr();
   }
 }
 
 std::string Value::repr() const {
   switch (kind()) {
-    case Kind::kUndefined: return "";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return as_bool() ? "True" : "False";
-    case Kind::kInt: return std::to_string(as_int());
-    case Kind::kFloat: return float_repr(as_float());
+    case Kind::kUndefined:
+      return "";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return as_bool() ? "True" : "False";
+    case Kind::kInt:
+      return std::to_string(as_int());
+    case Kind::kFloat:
+      return float_repr(as_float());
     case Kind::kString: {
       const std::string& s = as_string();
       const char quote =
@@ -254,7 +298,8 @@ std::string Value::repr() const {
       }
       return out + (m.is_namespace ? "}>" : "}");
     }
-    case Kind::kFunction: return "<function>";
+    case Kind::kFunction:
+      return "<function>";
   }
   return "";
 }
@@ -267,15 +312,24 @@ std::string Value::to_json(int indent) const {
 
 const char* Value::type_name() const {
   switch (kind()) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return "list";
-    case Kind::kMap: return "dict";
-    case Kind::kFunction: return "function";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return "list";
+    case Kind::kMap:
+      return "dict";
+    case Kind::kFunction:
+      return "function";
   }
   return "?";
 }
@@ -292,8 +346,10 @@ bool equal(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.as_string() == b.as_string();
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.as_string() == b.as_string();
     case Value::Kind::kList: {
       const List& x = a.as_list();
       const List& y = b.as_list();
@@ -312,8 +368,10 @@ bool equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Value::Kind::kFunction: return &a.as_function() == &b.as_function();
-    default: return false;
+    case Value::Kind::kFunction:
+      return &a.as_function() == &b.as_function();
+    default:
+      return false;
   }
 }
 

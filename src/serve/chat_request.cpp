@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <algorithm>
+#include <array>
 
 namespace huddle::serve {
 namespace {
@@ -67,8 +67,8 @@ ChatMessage parse_message(const json& m, std::size_t index) {
   if (const json* calls = field(m, "tool_calls"); calls && !(calls->is_array() && calls->empty()))
     throw bad_field(where + ".tool_calls", "tool calls are not supported by this server");
   const auto content = m.find("content");
-  ChatMessage message{r, content_text(content == m.end() ? json() : *content, where + ".content", r),
-                      std::nullopt};
+  ChatMessage message{
+      r, content_text(content == m.end() ? json() : *content, where + ".content", r), std::nullopt};
   if (const json* name = field(m, "name")) {
     if (!name->is_string()) throw bad_field(where + ".name", "expected a string");
     message.name = name->get<std::string>();
@@ -102,7 +102,8 @@ ChatRequest parse_chat_request(const json& body) {
   // The newer name of max_tokens in chat completions.
   if (const json* v = field(body, "max_completion_tokens")) {
     if (!v->is_number_integer() || *v < 0 || *v > kMaxTokens)
-      throw bad_field("max_completion_tokens", fmt::format("expected an integer in [0, {}]", kMaxTokens));
+      throw bad_field("max_completion_tokens",
+                      fmt::format("expected an integer in [0, {}]", kMaxTokens));
     r.generation.max_tokens = v->get<int>();
   }
   r.generation.from_chat_template = true;

@@ -90,7 +90,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
 }
 
 std::vector<std::int32_t> end_of_turn_ids(const ChatTemplate& chat, const Tokenizer& tokenizer) {
-  static const char* const kMarkers[] = {"<|eot_id|>", "<|eom_id|>",      "<|im_end|>", "<|end|>",
+  static const char* const kMarkers[] = {"<|eot_id|>",    "<|eom_id|>",    "<|im_end|>", "<|end|>",
                                          "<end_of_turn>", "<|endoftext|>", "</s>"};
   std::vector<std::string> candidates;
   for (const char* marker : kMarkers)

@@ -31,11 +31,11 @@ struct CompletionResult {
 };
 
 struct EngineOptions {
-  std::int64_t context = 0;                // positions a request may use (prompt + generated)
-  std::vector<std::int32_t> stop_ids;      // end-of-sequence ids
-  std::vector<std::int32_t> chat_stop_ids; // also end chat replies (the template's end of turn)
-  std::int32_t vocab_size = 0;             // token-id prompts are checked against it
-  std::chrono::milliseconds keepalive{0};  // 0: no keep-alive
+  std::int64_t context = 0;                 // positions a request may use (prompt + generated)
+  std::vector<std::int32_t> stop_ids;       // end-of-sequence ids
+  std::vector<std::int32_t> chat_stop_ids;  // also end chat replies (the template's end of turn)
+  std::int32_t vocab_size = 0;              // token-id prompts are checked against it
+  std::chrono::milliseconds keepalive{0};   // 0: no keep-alive
 };
 
 class Engine {

@@ -46,7 +46,8 @@ TEST(ChatTemplates, RenderAsJinja2Does) {
   options.now = fixed_now;
   int compared = 0;
   for (const auto& [name, info] : spec["templates"].items()) {
-    const Template tmpl(read_file(testing::fixture("chat_templates/" + info["file"].get<std::string>())));
+    const Template tmpl(
+        read_file(testing::fixture("chat_templates/" + info["file"].get<std::string>())));
     for (const json& c : spec["cases"]) {
       for (const bool gen : {false, true}) {
         Map vars;

@@ -37,8 +37,12 @@ TEST(HostileTemplate, LoopsAreBoundedByTheIterationLimit) {
   options.limits.max_iterations = 10'000;
   EXPECT_EQ(failure_kind("{% for i in range(1000000000) %}{% endfor %}", options),
             TemplateError::Kind::kRender);  // range() refuses more items than the limit
-  EXPECT_EQ(failure_kind("{% for i in range(9000) %}{% for j in range(9000) %}{% endfor %}{% endfor %}",
-                         options),
+  EXPECT_EQ(
+      failure_kind("{% for i in range(9000) %}{% for j in range(9000) %}{% endfor %}{% endfor %}",
+                   options),
+      TemplateError::Kind::kLimit);
+  // Lists that globals make count too.
+  EXPECT_EQ(failure_kind("{% for i in range(100) %}{% set x = range(9000) %}{% endfor %}", options),
             TemplateError::Kind::kLimit);
   // Within the limit it runs.
   EXPECT_EQ(Template("{% for i in range(3) %}{{ i }}{% endfor %}").render({}, options), "012");
@@ -59,6 +63,13 @@ TEST(HostileTemplate, GrowingStringsAreBoundedByTheWorkAndOutputLimits) {
   EXPECT_EQ(failure_kind("{% set ns = namespace(s='') %}{% for i in range(100000) %}"
                          "{% set ns.s = ns.s + 'xxxxxxxx' %}{% endfor %}",
                          options),
+            TemplateError::Kind::kLimit);
+  // Results are charged before they are built.
+  EXPECT_EQ(failure_kind("{% set s = 'x' * 2000 %}{{ s.replace('', s) | length }}", options),
+            TemplateError::Kind::kLimit);
+  EXPECT_EQ(failure_kind("{{ range(1000) | join('y' * 100000) | length }}", options),
+            TemplateError::Kind::kLimit);
+  EXPECT_EQ(failure_kind("{{ ('y' * 100000).join(['a'] * 1000) | length }}", options),
             TemplateError::Kind::kLimit);
   // Output alone.
   EXPECT_EQ(failure_kind("{% for i in range(100000) %}xxxxxxxxxx{% endfor %}", options),

@@ -23,9 +23,9 @@ using nlohmann::json;
 class ChatServer {
  public:
   explicit ChatServer(const std::filesystem::path& model) {
-    process_ = std::make_unique<testing::BackgroundHuddle>(std::vector<std::string>{
-        "serve", "--model", model.string(), "--model-id", "chat-tiny", "--port", "0", "--threads",
-        "1"});
+    process_ = std::make_unique<testing::BackgroundHuddle>(
+        std::vector<std::string>{"serve", "--model", model.string(), "--model-id", "chat-tiny",
+                                 "--port", "0", "--threads", "1"});
     const std::string address = process_->worker_address(30);
     EXPECT_FALSE(address.empty()) << "no 'listening on' line";
     port_ = std::stoi(address.substr(address.rfind(':') + 1));
@@ -109,8 +109,8 @@ TEST_F(ChatHttp, GreedyChatEqualsCompletionOfTheRenderedPrompt) {
   // The completion gets the tokenizer's BOS; the template's own BOS text is left out so that
   // both prompts are the same ids (the chat prompt does not double it).
   const std::string without_bos = kRendered.substr(std::string("<|begin_of_text|>").size());
-  const auto [cstatus, completion] =
-      server_->post("/v1/completions", {{"prompt", without_bos}, {"max_tokens", 8}, {"temperature", 0}});
+  const auto [cstatus, completion] = server_->post(
+      "/v1/completions", {{"prompt", without_bos}, {"max_tokens", 8}, {"temperature", 0}});
   ASSERT_EQ(cstatus, 200) << completion;
   EXPECT_EQ(chat["usage"]["prompt_tokens"], completion["usage"]["prompt_tokens"]);
   const std::string content = chat["choices"][0]["message"]["content"];
@@ -123,8 +123,8 @@ TEST_F(ChatHttp, GreedyChatEqualsCompletionOfTheRenderedPrompt) {
     EXPECT_EQ(chat["choices"][0]["finish_reason"], "stop");
     EXPECT_TRUE(text.starts_with(content)) << content << " | " << text;
   }
-  EXPECT_EQ(chat["usage"]["total_tokens"],
-            chat["usage"]["prompt_tokens"].get<int>() + chat["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(chat["usage"]["total_tokens"], chat["usage"]["prompt_tokens"].get<int>() +
+                                               chat["usage"]["completion_tokens"].get<int>());
   // max_completion_tokens limits as max_tokens does.
   const auto [lstatus, limited] =
       server_->chat({{"messages", kMessages}, {"max_completion_tokens", 2}, {"temperature", 0}});
@@ -139,7 +139,8 @@ TEST_F(ChatHttp, StreamedDeltasReassembleToTheReply) {
   json streamed = request;
   streamed["stream"] = true;
   streamed["stream_options"] = {{"include_usage", true}};
-  const auto res = server_->client().Post("/v1/chat/completions", streamed.dump(), "application/json");
+  const auto res =
+      server_->client().Post("/v1/chat/completions", streamed.dump(), "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_TRUE(testing::contains(res->get_header_value("Content-Type"), "text/event-stream"));
@@ -156,7 +157,8 @@ TEST_F(ChatHttp, StreamedDeltasReassembleToTheReply) {
     ids.insert(chunk["id"].get<std::string>());
     EXPECT_EQ(chunk["object"], "chat.completion.chunk");
     const json& choice = chunk["choices"][0];
-    if (choice["delta"].contains("content")) content += choice["delta"]["content"].get<std::string>();
+    if (choice["delta"].contains("content"))
+      content += choice["delta"]["content"].get<std::string>();
     if (!choice["finish_reason"].is_null()) {
       EXPECT_TRUE(finish.empty()) << "two finish reasons";
       finish = choice["finish_reason"].get<std::string>();
@@ -173,9 +175,10 @@ TEST_F(ChatHttp, StreamedDeltasReassembleToTheReply) {
 }
 
 TEST_F(ChatHttp, ContentPartsAreTheTextJoined) {
-  const json parts = json::array({{{"role", "user"},
-                                   {"content", {{{"type", "text"}, {"text", "Hello"}},
-                                                {{"type", "text"}, {"text", "there"}}}}}});
+  const json parts = json::array(
+      {{{"role", "user"},
+        {"content",
+         {{{"type", "text"}, {"text", "Hello"}}, {{"type", "text"}, {"text", "there"}}}}}});
   const json text = json::array({{{"role", "user"}, {"content", "Hello\nthere"}}});
   const auto a = server_->chat({{"messages", parts}, {"max_tokens", 6}, {"temperature", 0}});
   const auto b = server_->chat({{"messages", text}, {"max_tokens", 6}, {"temperature", 0}});
@@ -201,7 +204,8 @@ TEST_F(ChatHttp, MalformedMessagesAre400sNamingTheField) {
   expect_param({{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}},
                "messages[0].content[0].type");
   expect_param({{"messages", kMessages}, {"max_tokens", "many"}}, "max_tokens");
-  const auto res = server_->client().Post("/v1/chat/completions", "{\"messages\": ", "application/json");
+  const auto res =
+      server_->client().Post("/v1/chat/completions", "{\"messages\": ", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   // A conversation longer than the context (128 positions).
@@ -218,15 +222,17 @@ TEST_F(ChatHttp, MalformedMessagesAre400sNamingTheField) {
 TEST(ChatHttpTemplates, ATemplateThatRefusesTheMessagesIsA400WithItsMessage) {
   testing::TempDir dir;
   testing::make_chat_model(
-      dir.path(), testing::read_text(testing::fixture("chat_templates/mistral-7b-instruct-v0.2.jinja")));
+      dir.path(),
+      testing::read_text(testing::fixture("chat_templates/mistral-7b-instruct-v0.2.jinja")));
   ChatServer server(dir.path());
   const auto [status, error] = server.chat({{"messages", kMessages}});
   EXPECT_EQ(status, 400) << error;
   EXPECT_EQ(error["error"]["code"], "chat_template_error") << error;
   EXPECT_EQ(error["error"]["message"],
             "Conversation roles must alternate user/assistant/user/assistant/...");
-  const auto ok = server.chat(
-      {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}, {"temperature", 0}});
+  const auto ok = server.chat({{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                               {"max_tokens", 2},
+                               {"temperature", 0}});
   EXPECT_EQ(ok.first, 200) << ok.second;
 }
 

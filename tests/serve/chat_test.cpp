@@ -40,19 +40,21 @@ TEST(ChatRequest, ParsesMessagesAndGenerationFields) {
   EXPECT_EQ(r.messages[0].role, "system");
   EXPECT_EQ(r.messages[0].content, "Be brief.");
   EXPECT_EQ(r.messages[1].content, "Hello\nthere");
-  EXPECT_EQ(r.messages[1].name, "ann");
+  EXPECT_EQ(r.messages[1].name.value_or(""), "ann");
   EXPECT_EQ(r.messages[2].content, "");
   EXPECT_EQ(r.generation.max_tokens, 5);
   EXPECT_EQ(r.generation.temperature, 0);
-  EXPECT_EQ(r.generation.seed, 7u);
+  EXPECT_EQ(r.generation.seed.value_or(0), 7u);
   EXPECT_EQ(r.generation.stop, std::vector<std::string>{"\n\n"});
   EXPECT_TRUE(r.generation.stream);
   EXPECT_TRUE(r.generation.from_chat_template);
   EXPECT_FALSE(r.generation.prompt_text);
   // Without a limit a reply runs to the end of its turn or of the context.
-  const ChatRequest open = parse_chat_request(json::parse(R"({"messages": [{"role": "user", "content": "x"}]})"));
+  const ChatRequest open =
+      parse_chat_request(json::parse(R"({"messages": [{"role": "user", "content": "x"}]})"));
   EXPECT_GT(open.generation.max_tokens, 1000000);
-  EXPECT_EQ(parse_chat_request(json::parse(R"({"max_tokens": 9, "messages": [{"role": "user", "content": "x"}]})"))
+  EXPECT_EQ(parse_chat_request(
+                json::parse(R"({"max_tokens": 9, "messages": [{"role": "user", "content": "x"}]})"))
                 .generation.max_tokens,
             9);
 }
@@ -65,18 +67,22 @@ TEST(ChatRequest, MalformedMessagesNameTheField) {
   EXPECT_EQ(param_of({{"messages", {user, 5}}}), "messages[1]");
   EXPECT_EQ(param_of({{"messages", {{{"content", "hi"}}}}}), "messages[0].role");
   EXPECT_EQ(param_of({{"messages", {{{"role", 3}, {"content", "hi"}}}}}), "messages[0].role");
-  EXPECT_EQ(param_of({{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}), "messages[0].role");
+  EXPECT_EQ(param_of({{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}),
+            "messages[0].role");
   EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", 5}}}}}), "messages[0].content");
   EXPECT_EQ(param_of({{"messages", {{{"role", "user"}}}}}), "messages[0].content");
   EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}),
             "messages[0].content[0].type");
-  EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", 1}}}}}}}}),
+  EXPECT_EQ(param_of({{"messages",
+                       {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", 1}}}}}}}}),
             "messages[0].content[0].text");
-  EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", {"x"}}}}}}), "messages[0].content[0]");
+  EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", {"x"}}}}}}),
+            "messages[0].content[0]");
   EXPECT_EQ(param_of({{"messages", {user}}, {"tools", {{{"type", "function"}}}}}), "tools");
   EXPECT_EQ(param_of({{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}),
             "response_format");
-  EXPECT_EQ(param_of({{"messages", {user}}, {"max_completion_tokens", -1}}), "max_completion_tokens");
+  EXPECT_EQ(param_of({{"messages", {user}}, {"max_completion_tokens", -1}}),
+            "max_completion_tokens");
   EXPECT_EQ(param_of({{"messages", {user}}, {"temperature", "hot"}}), "temperature");
   EXPECT_EQ(param_of({{"messages", {user}}, {"n", 2}}), "n");
   EXPECT_EQ(param_of({{"messages", {user}}, {"logprobs", true}}), "logprobs");
@@ -93,15 +99,18 @@ TEST(ChatTemplate, LoadsTheStringOrTheDefaultOfNamedTemplates) {
   EXPECT_FALSE(ChatTemplate::load(dir.path()));  // no tokenizer_config.json
   write_config(dir.path(), {{"bos_token", "<s>"}});
   EXPECT_FALSE(ChatTemplate::load(dir.path()));  // no chat_template
-  write_config(dir.path(), {{"bos_token", {{"content", "<s>"}, {"__type", "AddedToken"}}},
-                            {"eos_token", "</s>"},
-                            {"chat_template", "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"}});
+  write_config(dir.path(),
+               {{"bos_token", {{"content", "<s>"}, {"__type", "AddedToken"}}},
+                {"eos_token", "</s>"},
+                {"chat_template", "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"}});
   auto chat = ChatTemplate::load(dir.path());
   ASSERT_TRUE(chat);
   EXPECT_EQ(chat->bos_token(), "<s>");
   EXPECT_EQ(chat->render({{"user", "hi", std::nullopt}}, true), "<s>hi</s>");
-  write_config(dir.path(), {{"chat_template", {{{"name", "tool_use"}, {"template", "T"}},
-                                               {{"name", "default"}, {"template", "D{{ add_generation_prompt }}"}}}}});
+  write_config(dir.path(),
+               {{"chat_template",
+                 {{{"name", "tool_use"}, {"template", "T"}},
+                  {{"name", "default"}, {"template", "D{{ add_generation_prompt }}"}}}}});
   chat = ChatTemplate::load(dir.path());
   ASSERT_TRUE(chat);
   EXPECT_EQ(chat->render({{"user", "hi", std::nullopt}}, false), "DFalse");
@@ -143,8 +152,8 @@ TEST(ChatTemplate, EndOfTurnIdsAreTheTemplatesMarkersTheTokenizerKnows) {
   // <|eot_id|> (511) from the template, <|end_of_text|> (510) its eos_token.
   EXPECT_EQ(end_of_turn_ids(*chat, *tokenizer), (std::vector<std::int32_t>{510, 511}));
   // Markers the tokenizer does not have as one special token are not used.
-  const ChatTemplate chatml("{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}",
-                            "", "");
+  const ChatTemplate chatml(
+      "{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}", "", "");
   EXPECT_TRUE(end_of_turn_ids(chatml, *tokenizer).empty());
 }
 
