@@ -55,7 +55,7 @@ struct Node {
     kMacro,  // macro name(params with defaults in param_defaults): body
     kBlock,  // a body rendered in place ({% generation %})
   };
-  Kind kind;
+  Kind kind = Kind::kText;
   Position at;
   std::string text;
   ExprPtr expr;

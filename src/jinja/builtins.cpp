@@ -25,6 +25,7 @@ bool given(const Value& v) {
   return !v.is_undefined();
 }
 
+// A view of v's text (v must outlive it); nullopt when v is absent or none.
 std::optional<std::string_view> optional_text(const Value& v, const char* what, Position at) {
   if (!given(v) || v.is_none()) return std::nullopt;
   if (!v.is_string())
@@ -134,8 +135,8 @@ Value join(const Value& value, const std::vector<Value>& args, const KeywordArgs
 }
 
 // select/reject (attribute empty) and selectattr/rejectattr.
-Value select(const Value& value, const std::vector<Value>& args, bool keep_matches,
-             bool by_attribute, Position at, Budget& budget) {
+Value select_items(const Value& value, const std::vector<Value>& args, bool keep_matches,
+                   bool by_attribute, Position at, Budget& budget) {
   std::size_t next = 0;
   std::string attribute;
   if (by_attribute) {
@@ -285,10 +286,10 @@ Value call_filter(const std::string& name, const Value& value, const std::vector
     budget.items(out.size(), at);
     return Value(std::move(out));
   }
-  if (name == "select") return select(value, args, true, false, at, budget);
-  if (name == "reject") return select(value, args, false, false, at, budget);
-  if (name == "selectattr") return select(value, args, true, true, at, budget);
-  if (name == "rejectattr") return select(value, args, false, true, at, budget);
+  if (name == "select") return select_items(value, args, true, false, at, budget);
+  if (name == "reject") return select_items(value, args, false, false, at, budget);
+  if (name == "selectattr") return select_items(value, args, true, true, at, budget);
+  if (name == "rejectattr") return select_items(value, args, false, true, at, budget);
   if (name == "map") return map_filter(value, args, kwargs, at, budget);
   if (name == "int") return int_filter(value, arg(args, kwargs, 0, "default"));
   if (name == "float") return float_filter(value, arg(args, kwargs, 0, "default"));
@@ -299,8 +300,10 @@ Value call_filter(const std::string& name, const Value& value, const std::vector
     render_error(fmt::format("bad operand type for abs(): '{}'", value.type_name()), at);
   }
   if (name == "replace") {
-    const auto old = optional_text(arg(args, kwargs, 0, "old"), "replace", at);
-    const auto with = optional_text(arg(args, kwargs, 1, "new"), "replace", at);
+    const Value old_value = arg(args, kwargs, 0, "old");
+    const Value new_value = arg(args, kwargs, 1, "new");
+    const auto old = optional_text(old_value, "replace", at);
+    const auto with = optional_text(new_value, "replace", at);
     if (!old || !with) render_error("replace: expected two strings", at);
     const std::int64_t count = int_arg(arg(args, kwargs, 2, "count"), -1, "replace count", at);
     const std::string text = value.str();
@@ -370,10 +373,9 @@ bool call_test(const std::string& name, const Value& value, const std::vector<Va
     return name == "odd" ? r != 0 : r == 0;
   }
   if (name == "sameas") {
-    if (value.is_none() || other.is_none()) return value.is_none() && other.is_none();
-    if (value.is_bool() || other.is_bool())
-      return value.is_bool() && other.is_bool() && value.as_bool() == other.as_bool();
-    return false;
+    // Python's `is`: none, booleans and (small) integers are the same objects when equal.
+    const bool scalar = value.is_none() || value.is_bool() || value.is_int();
+    return scalar && value.kind() == other.kind() && equal(value, other);
   }
   if (name == "in") return contains(other, value, at);
   static const std::pair<const char*, const char*> kComparisons[] = {
@@ -427,7 +429,8 @@ std::optional<Value> call_method(const Value& object, const std::string& name,
     return Value(false);
   }
   if (name == "split" || name == "rsplit") {
-    const auto sep = optional_text(arg(args, kwargs, 0, "sep"), name.c_str(), at);
+    const Value sep_value = arg(args, kwargs, 0, "sep");
+    const auto sep = optional_text(sep_value, name.c_str(), at);
     if (sep && sep->empty()) render_error("empty separator", at);
     const std::int64_t max_split = int_arg(arg(args, kwargs, 1, "maxsplit"), -1, "maxsplit", at);
     std::vector<std::string> parts;
@@ -458,7 +461,8 @@ std::optional<Value> call_method(const Value& object, const std::string& name,
   if (name == "title") return str_value(py::title(s), at, budget);
   if (name == "capitalize") return str_value(py::capitalize(s), at, budget);
   if (name == "find" || name == "count") {
-    const auto sub = optional_text(arg(args, kwargs, 0, "sub"), name.c_str(), at);
+    const Value sub_value = arg(args, kwargs, 0, "sub");
+    const auto sub = optional_text(sub_value, name.c_str(), at);
     if (!sub) render_error(fmt::format("{}: expected a string", name), at);
     if (name == "find") {
       const std::size_t found = s.find(*sub);

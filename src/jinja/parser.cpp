@@ -34,6 +34,14 @@ class Parser {
     Parser& p_;
   };
 
+  static Node node(Node::Kind kind, Position at, std::string text = "") {
+    Node n;
+    n.kind = kind;
+    n.at = at;
+    n.text = std::move(text);
+    return n;
+  }
+
   const Token& peek(std::size_t ahead = 0) const { return t_[std::min(i_ + ahead, t_.size() - 1)]; }
   const Token& next() {
     const Token& t = peek();
@@ -90,11 +98,11 @@ class Parser {
         return body;
       }
       if (t.type == Type::kText) {
-        body.push_back(Node{Node::Kind::kText, t.at, t.text});
+        body.push_back(node(Node::Kind::kText, t.at, t.text));
         next();
       } else if (t.type == Type::kVarBegin) {
         next();
-        Node n{Node::Kind::kOutput, t.at};
+        Node n = node(Node::Kind::kOutput, t.at);
         n.expr = parse_expression();
         if (peek().type != Type::kVarEnd)
           fail(fmt::format("expected '}}}}', found {}", describe(peek())));
@@ -128,11 +136,11 @@ class Parser {
     if (tag == "macro") return parse_macro(at);
     if (tag == "break" || tag == "continue") {
       expect_block_end();
-      return Node{tag == "break" ? Node::Kind::kBreak : Node::Kind::kContinue, at};
+      return node(tag == "break" ? Node::Kind::kBreak : Node::Kind::kContinue, at);
     }
     if (tag == "generation") {
       expect_block_end();
-      Node n{Node::Kind::kBlock, at};
+      Node n = node(Node::Kind::kBlock, at);
       n.body = parse_body({"endgeneration"});
       end_tag("endgeneration");
       return n;
@@ -141,7 +149,7 @@ class Parser {
   }
 
   Node parse_if(Position at) {
-    Node n{Node::Kind::kIf, at};
+    Node n = node(Node::Kind::kIf, at);
     ExprPtr condition = parse_expression();
     expect_block_end();
     while (true) {
@@ -178,7 +186,7 @@ class Parser {
   }
 
   Node parse_for(Position at) {
-    Node n{Node::Kind::kFor, at};
+    Node n = node(Node::Kind::kFor, at);
     n.targets = parse_targets();
     if (!at_name("in")) fail(fmt::format("expected 'in', found {}", describe(peek())));
     next();
@@ -202,7 +210,7 @@ class Parser {
   }
 
   Node parse_set(Position at) {
-    Node n{Node::Kind::kSet, at};
+    Node n = node(Node::Kind::kSet, at);
     if (peek().type == Type::kName && at_op_ahead(1, ".")) {
       n.targets.push_back(next().text);
       next();
@@ -226,7 +234,7 @@ class Parser {
   }
 
   Node parse_macro(Position at) {
-    Node n{Node::Kind::kMacro, at};
+    Node n = node(Node::Kind::kMacro, at);
     n.text = expect_name();
     expect_op("(");
     while (!at_op(")")) {
@@ -299,7 +307,7 @@ class Parser {
       ExprPtr otherwise;
       if (at_name("else")) {
         next();
-        otherwise = parse_or();
+        otherwise = parse_expression();  // `a if x else b if y else c` nests to the right
       }
       ExprPtr c = make(Expr::Kind::kCondition, at);
       c->args.push_back(std::move(e));

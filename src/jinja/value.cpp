@@ -118,7 +118,49 @@ void append_json(std::string& out, const Value& v, int indent, int level) {
   }
 }
 
+template <typename Json>
+Value value_from_json(const Json& j) {
+  switch (j.type()) {
+    case nlohmann::detail::value_t::null:
+      return Value(nullptr);
+    case nlohmann::detail::value_t::boolean:
+      return Value(j.template get<bool>());
+    case nlohmann::detail::value_t::number_integer:
+      return Value(j.template get<std::int64_t>());
+    case nlohmann::detail::value_t::number_unsigned: {
+      const auto u = j.template get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
+      return Value(static_cast<std::int64_t>(u));
+    }
+    case nlohmann::detail::value_t::number_float:
+      return Value(j.template get<double>());
+    case nlohmann::detail::value_t::string:
+      return Value(j.template get<std::string>());
+    case nlohmann::detail::value_t::array: {
+      List list;
+      list.reserve(j.size());
+      for (const auto& item : j) list.push_back(value_from_json(item));
+      return Value(std::move(list));
+    }
+    case nlohmann::detail::value_t::object: {
+      Map m;
+      for (const auto& [k, item] : j.items()) m.set(k, value_from_json(item));
+      return Value::map(std::move(m));
+    }
+    default:
+      return Value(nullptr);  // binary / discarded: not produced by the JSON parser
+  }
+}
+
 }  // namespace
+
+Value Value::from_json(const nlohmann::json& j) {
+  return value_from_json(j);
+}
+
+Value Value::from_json(const nlohmann::ordered_json& j) {
+  return value_from_json(j);
+}
 
 const Value* Map::find(const std::string& key) const {
   for (const auto& [k, v] : items_)
@@ -134,39 +176,6 @@ void Map::set(const std::string& key, Value value) {
     }
   }
   items_.emplace_back(key, std::move(value));
-}
-
-Value Value::from_json(const nlohmann::json& j) {
-  switch (j.type()) {
-    case nlohmann::json::value_t::null:
-      return Value(nullptr);
-    case nlohmann::json::value_t::boolean:
-      return Value(j.get<bool>());
-    case nlohmann::json::value_t::number_integer:
-      return Value(j.get<std::int64_t>());
-    case nlohmann::json::value_t::number_unsigned: {
-      const auto u = j.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
-      return Value(static_cast<std::int64_t>(u));
-    }
-    case nlohmann::json::value_t::number_float:
-      return Value(j.get<double>());
-    case nlohmann::json::value_t::string:
-      return Value(j.get<std::string>());
-    case nlohmann::json::value_t::array: {
-      List list;
-      list.reserve(j.size());
-      for (const auto& item : j) list.push_back(from_json(item));
-      return Value(std::move(list));
-    }
-    case nlohmann::json::value_t::object: {
-      Map m;
-      for (const auto& [k, item] : j.items()) m.set(k, from_json(item));
-      return map(std::move(m));
-    }
-    default:
-      return Value(nullptr);  // binary / discarded: not produced by the JSON parser
-  }
 }
 
 double Value::as_number() const {
@@ -217,19 +226,27 @@ std::string float_repr(double d) {
   std::string out = negative ? "-" : "";
   if (exponent >= -4 && exponent < 16) {
     if (exponent < 0) {
-      out += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+      out.append("0.");
+      out.append(static_cast<std::size_t>(-exponent - 1), '0');
+      out.append(digits);
     } else if (static_cast<int>(digits.size()) <= exponent + 1) {
-      out +=
-          digits + std::string(static_cast<std::size_t>(exponent + 1) - digits.size(), '0') + ".0";
+      out.append(digits);
+      out.append(static_cast<std::size_t>(exponent + 1) - digits.size(), '0');
+      out.append(".0");
     } else {
-      out += digits.substr(0, static_cast<std::size_t>(exponent + 1)) + "." +
-             digits.substr(static_cast<std::size_t>(exponent + 1));
+      const auto point = static_cast<std::size_t>(exponent + 1);
+      out.append(digits, 0, point);
+      out.push_back('.');
+      out.append(digits, point, std::string::npos);
     }
     return out;
   }
-  out += digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
-  out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
+  out.push_back(digits[0]);
+  if (digits.size() > 1) {
+    out.push_back('.');
+    out.append(digits, 1, std::string::npos);
+  }
+  out.append(fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent)));
   return out;
 }
 

@@ -56,8 +56,10 @@ class Value {
   Value(Function f) : v_(std::make_shared<const Function>(std::move(f))) {}
 
   static Value map(Map m) { return Value(std::make_shared<Map>(std::move(m))); }
-  // JSON (a request's messages) to Value: objects become maps in their key order.
+  // JSON to Value. nlohmann::json sorts object keys; ordered_json keeps them as written (as
+  // Python's json.loads does), so parse with ordered_json where key order shows in the output.
   static Value from_json(const nlohmann::json& j);
+  static Value from_json(const nlohmann::ordered_json& j);
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
   bool is_undefined() const { return kind() == Kind::kUndefined; }

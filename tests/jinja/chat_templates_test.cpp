@@ -14,7 +14,7 @@
 namespace huddle::jinja {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

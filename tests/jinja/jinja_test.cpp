@@ -142,7 +142,7 @@ const Case kCases[] = {
 };
 
 Map variables_of(const char* json_text) {
-  const Value v = Value::from_json(nlohmann::json::parse(json_text));
+  const Value v = Value::from_json(nlohmann::ordered_json::parse(json_text));
   Map m;
   for (const auto& [k, item] : v.as_map().items()) m.set(k, item);
   return m;
@@ -238,7 +238,7 @@ TEST(Jinja, ErrorsNameWhatAndWhere) {
 }
 
 TEST(Jinja, ValuesFromJsonKeepKeyOrderAndPrintAsPython) {
-  const Value v = Value::from_json(nlohmann::json::parse(
+  const Value v = Value::from_json(nlohmann::ordered_json::parse(
       R"({"z": 1, "a": [true, null, 1.5, "x"], "m": {"k": -2}, "big": 18446744073709551615})"));
   EXPECT_EQ(v.repr(),
             "{'z': 1, 'a': [True, None, 1.5, 'x'], 'm': {'k': -2}, 'big': 1.8446744073709552e+19}");
