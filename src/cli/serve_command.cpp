@@ -12,20 +12,19 @@
 #include "planner/strategies.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
+#include "serve/chat_template.h"
 #include "serve/dashboard.h"
 #include "serve/engine.h"
 #include "serve/server.h"
 #include "tokenizer/tokenizer.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -71,14 +70,17 @@ std::vector<double> parse_shares(const std::string& text) {
   return shares;
 }
 
-// Whether <dir>/tokenizer_config.json holds a chat_template (a string or a list of named ones).
-bool has_chat_template(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "tokenizer_config.json");
-  if (!in) return false;
-  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return false;
-  const auto it = config.find("chat_template");
-  return it != config.end() && !it->is_null();
+// The model's chat template, or none. A template that cannot be read or parsed does not stop the
+// server (completions still work): chat requests then get a 400 giving `error`.
+std::optional<serve::ChatTemplate> load_chat_template(const std::string& model_dir,
+                                                      std::string& error) {
+  try {
+    return serve::ChatTemplate::load(model_dir);
+  } catch (const Error& e) {
+    error = e.what();
+    std::fprintf(stderr, "huddle: warning: chat completions are off: %s\n", e.what());
+    return std::nullopt;
+  }
 }
 
 // The model and what runs it, alive as long as the server.
@@ -180,7 +182,10 @@ void serve(const ServeOptions& o) {
                          : o.model_id;
   if (server_options.model_id.empty())
     server_options.model_id = std::filesystem::path(o.model_dir).parent_path().filename().string();
-  server_options.has_chat_template = has_chat_template(o.model_dir);
+  const std::optional<serve::ChatTemplate> chat_template =
+      load_chat_template(o.model_dir, server_options.chat_template_error);
+  server_options.chat_template = chat_template ? &*chat_template : nullptr;
+  server_options.has_chat_template = chat_template || !server_options.chat_template_error.empty();
   // SIGINT and SIGTERM stop the server; the model, the cluster and any local workers are then
   // released in order (a killed server would leave its local workers running).
   StopSignals stop_signals;
@@ -226,6 +231,8 @@ void serve(const ServeOptions& o) {
                               loaded.model->config().eos_ids.end());
   stop.insert(loaded.tokenizer->eos_ids().begin(), loaded.tokenizer->eos_ids().end());
   engine_options.stop_ids.assign(stop.begin(), stop.end());
+  if (chat_template)
+    engine_options.chat_stop_ids = serve::end_of_turn_ids(*chat_template, *loaded.tokenizer);
   engine_options.vocab_size = static_cast<std::int32_t>(loaded.model->config().vocab_size);
   // Workers end a session whose primary is silent for their timeout: ping well within it.
   if (loaded.cluster) {
@@ -264,7 +271,8 @@ void serve(const ServeOptions& o) {
 void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions)");
+      "serve",
+      "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)");
   cmd->add_option("--model", o->model_dir, "Hugging Face model directory")->required();
   cmd->add_option("--model-id", o->model_id,
                   "Name reported by /v1/models (default: the directory's name)");

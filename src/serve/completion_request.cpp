@@ -66,7 +66,8 @@ void refuse_unsupported(const json& body) {
     throw bad_field(name, "this value is not supported by this server");
   };
   if (const json* v = field(body, "echo"); v && *v != false) refuse("echo");
-  if (const json* v = field(body, "logprobs"); v && *v != 0) refuse("logprobs");
+  // A number in completions, a boolean in chat completions.
+  if (const json* v = field(body, "logprobs"); v && *v != 0 && *v != false) refuse("logprobs");
   if (const json* v = field(body, "best_of"); v && *v != 1) refuse("best_of");
   if (const json* v = field(body, "suffix"); v && *v != "") refuse("suffix");
   if (const json* v = field(body, "presence_penalty"); v && *v != 0) refuse("presence_penalty");
@@ -87,6 +88,11 @@ json parse_json_body(const std::string& body) {
 CompletionRequest parse_completion_request(const json& body) {
   CompletionRequest r;
   parse_prompt(body, r);
+  parse_generation_fields(body, r);
+  return r;
+}
+
+void parse_generation_fields(const json& body, CompletionRequest& r) {
   if (const json* v = field(body, "model"); v && !v->is_string())
     throw bad_field("model", "expected a string");
   if (const json* v = field(body, "max_tokens"))
@@ -132,7 +138,6 @@ CompletionRequest parse_completion_request(const json& body) {
       r.include_usage = u->get<bool>();
     }
   }
-  return r;
 }
 
 }  // namespace huddle::serve

@@ -62,6 +62,11 @@ void Engine::keepalive_loop() {
 std::vector<std::int32_t> Engine::prompt_ids(const CompletionRequest& request) const {
   std::vector<std::int32_t> ids = request.prompt_ids;
   if (request.prompt_text) ids = tokenizer_.encode(*request.prompt_text);
+  // A chat template that writes bos_token itself, as Llama's do: the tokenizer's BOS is extra.
+  if (request.from_chat_template && ids.size() >= 2 && tokenizer_.bos_id() &&
+      ids[0] == *tokenizer_.bos_id() && ids[1] == ids[0]) {
+    ids.erase(ids.begin());
+  }
   if (ids.empty())
     throw RequestError(400, "the prompt has no tokens", "invalid_request_error", "prompt");
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -98,6 +103,9 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
   StreamDecoder decoder(tokenizer_, /*skip_special=*/true);
   StopMatcher matcher(request.stop);
   bool saw_stop_id = false;
+  std::vector<std::int32_t> stop_ids = options_.stop_ids;
+  if (request.from_chat_template)
+    stop_ids.insert(stop_ids.end(), options_.chat_stop_ids.begin(), options_.chat_stop_ids.end());
 
   auto deliver = [&](const std::string& text) {
     if (text.empty()) return;
@@ -109,14 +117,13 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
   };
   GenerationOptions options;
   options.n_predict = n_predict;
-  options.stop_ids = options_.stop_ids;
+  options.stop_ids = stop_ids;
   options.pick = [&sampler](std::span<const float> logits, std::span<const std::int32_t> history) {
     return sampler.pick(logits, history);
   };
   options.on_token = [&](std::int32_t id) {
     ++result.completion_tokens;
-    if (std::find(options_.stop_ids.begin(), options_.stop_ids.end(), id) !=
-        options_.stop_ids.end()) {
+    if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
       saw_stop_id = true;
       return;  // not part of the text (skip_special would drop it anyway)
     }

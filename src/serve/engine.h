@@ -32,11 +32,12 @@ struct CompletionResult {
 };
 
 struct EngineOptions {
-  std::int64_t context = 0;                // positions a request may use (prompt + generated)
-  std::vector<std::int32_t> stop_ids;      // end-of-sequence ids
-  std::int32_t vocab_size = 0;             // token-id prompts are checked against it
-  std::chrono::milliseconds keepalive{0};  // 0: no keep-alive
-  RequestObserver* observer = nullptr;     // told of each request's turn (the dashboard's log)
+  std::int64_t context = 0;                 // positions a request may use (prompt + generated)
+  std::vector<std::int32_t> stop_ids;       // end-of-sequence ids
+  std::vector<std::int32_t> chat_stop_ids;  // also end chat replies (the template's end of turn)
+  std::int32_t vocab_size = 0;              // token-id prompts are checked against it
+  std::chrono::milliseconds keepalive{0};   // 0: no keep-alive
+  RequestObserver* observer = nullptr;      // told of each request's turn (the dashboard's log)
 };
 
 class Engine {
@@ -47,7 +48,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // The prompt's ids: text through the tokenizer, or ids checked against the vocabulary.
+  // The prompt's ids: text through the tokenizer (a chat prompt that begins with the BOS token
+  // gets no second one), or ids checked against the vocabulary.
   // RequestError (400) when it is empty, has an unknown id, or leaves no room in the context.
   std::vector<std::int32_t> prompt_ids(const CompletionRequest& request) const;
 

@@ -2,6 +2,7 @@
 
 #include "serve/completion_request.h"
 #include "serve/dashboard_routes.h"
+#include "serve/http_helpers.h"
 #include "serve/openai_json.h"
 #include "serve/request_error.h"
 
@@ -17,25 +18,6 @@ namespace huddle::serve {
 namespace {
 
 using nlohmann::json;
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(dump(body), "application/json");
-}
-
-void send_error(httplib::Response& res, const RequestError& e) {
-  send_json(res, e.status(), error_json(e.what(), e.type(), e.param(), e.code()));
-}
-
-std::string sse(const json& chunk) {
-  return fmt::format("data: {}\n\n", dump(chunk));
-}
 
 // Streams one completion as Server-Sent Events; runs on the connection's thread.
 void stream_completion(httplib::Response& res, Engine& engine, CompletionRequest request,
@@ -166,25 +148,7 @@ void Server::add_routes() {
         engine->complete(request, [](std::string_view) { return true; });
     send_json(res, 200, completion_json(header, result));
   });
-  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response&) {
-    const json body = parse_json_body(req.body);
-    const auto messages = body.find("messages");
-    if (messages == body.end() || !messages->is_array() || messages->empty()) {
-      throw RequestError(400, "'messages': expected a non-empty list", "invalid_request_error",
-                         "messages");
-    }
-    if (!options_.has_chat_template) {
-      throw RequestError(400,
-                         fmt::format("{} has no chat template (tokenizer_config.json "
-                                     "chat_template); use /v1/completions",
-                                     options_.model_id),
-                         "invalid_request_error", "messages", "no_chat_template");
-    }
-    throw RequestError(400,
-                       "chat templates are not supported by this server yet; use "
-                       "/v1/completions",
-                       "invalid_request_error", "messages", "chat_template_unsupported");
-  });
+  add_chat_route();  // server_chat.cpp
 }
 
 }  // namespace huddle::serve

@@ -1,0 +1,57 @@
+#include "serve/chat_json.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+namespace huddle::serve {
+namespace {
+
+using nlohmann::json;
+
+json base(const ResponseHeader& h, const char* object) {
+  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+}
+
+json usage(const CompletionResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+}
+
+}  // namespace
+
+std::string new_chat_completion_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("chatcmpl-{:016x}", rng());
+}
+
+json chat_completion_json(const ResponseHeader& header, const CompletionResult& result) {
+  json j = base(header, "chat.completion");
+  j["choices"] = json::array({{{"index", 0},
+                               {"message", {{"role", "assistant"}, {"content", result.text}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", result.finish_reason}}});
+  j["usage"] = usage(result);
+  return j;
+}
+
+json chat_chunk_json(const ResponseHeader& header, const json& delta,
+                     const std::string& finish_reason) {
+  json j = base(header, "chat.completion.chunk");
+  j["choices"] = json::array(
+      {{{"index", 0},
+        {"delta", delta},
+        {"logprobs", nullptr},
+        {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}}});
+  return j;
+}
+
+json chat_usage_chunk_json(const ResponseHeader& header, const CompletionResult& result) {
+  json j = base(header, "chat.completion.chunk");
+  j["choices"] = json::array();
+  j["usage"] = usage(result);
+  return j;
+}
+
+}  // namespace huddle::serve
