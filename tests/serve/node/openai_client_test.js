@@ -1,8 +1,11 @@
 // The official `openai` npm client against `huddle serve` (gpt2-tiny, an API key set): models,
 // a greedy completion equal to `huddle run`'s text, a streamed completion that reassembles to
-// it, and the client's typed errors for a wrong key (401) and a bad field (400).
+// it, and the client's typed errors for a wrong key (401) and a bad field (400); and a chat,
+// streamed and not, with a chat-capable copy of llama-tiny.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { greedyText, HuddleServer, parseArgs, requirePackages } from './huddle_server.js';
@@ -97,10 +100,7 @@ test('a bad field raises BadRequestError (400) naming it', async () => {
     });
 });
 
-// TODO(chat, issue 16): gpt2-tiny has no chat template, so a chat request must be a clear 400.
-// Once /v1/chat/completions renders templates and a fixture model ships one, add a test here
-// that chats with that model (chat.completions.create, streamed and not) and compares the reply
-// with `huddle run` on the rendered prompt.
+// gpt2-tiny has no chat template: a chat request is a clear 400.
 test('a chat request to a model without a chat template is a 400 no_chat_template', async () => {
   await assert.rejects(
     client.chat.completions.create({
@@ -111,4 +111,50 @@ test('a chat request to a model without a chat template is a 400 no_chat_templat
       assert.equal(e.code, 'no_chat_template');
       return true;
     });
+});
+
+// A chat-capable copy of llama-tiny, made as tests/serve/chat_model.h makes it: its special
+// token <|pad|> renamed <|eot_id|> and the real Llama 3 chat template in tokenizer_config.json.
+function makeChatModel(dir) {
+  cpSync(join(args.fixtures, 'models', 'llama-tiny'), dir, { recursive: true });
+  const tokenizer = readFileSync(join(dir, 'tokenizer.json'), 'utf8');
+  writeFileSync(join(dir, 'tokenizer.json'), tokenizer.replaceAll('"<|pad|>"', '"<|eot_id|>"'));
+  const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
+  config.pad_token = '<|eot_id|>';
+  config.chat_template = readFileSync(join(args.fixtures, 'chat_templates', 'llama-3.jinja'), 'utf8');
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+}
+
+test('chat: a greedy reply, and the streamed deltas reassemble to it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'huddle-chat-'));
+  const chatModel = join(dir, 'llama-chat');
+  makeChatModel(chatModel);
+  const chatServer = await HuddleServer.start(args.huddle, chatModel, ['--api-key', apiKey]);
+  try {
+    const chat = new OpenAI({ apiKey, baseURL: `${chatServer.url}/v1`, maxRetries: 0 });
+    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi there' }];
+    const whole = await chat.chat.completions.create({
+      model: 'llama-chat', messages, max_tokens: maxTokens, temperature: 0,
+    });
+    assert.equal(whole.object, 'chat.completion');
+    assert.equal(whole.choices[0].message.role, 'assistant');
+    assert.ok(['stop', 'length'].includes(whole.choices[0].finish_reason));
+    assert.ok(whole.usage.prompt_tokens > 0);
+    const stream = await chat.chat.completions.create({
+      model: 'llama-chat', messages, max_tokens: maxTokens, temperature: 0, stream: true,
+    });
+    let text = '';
+    let finish = null;
+    for await (const chunk of stream) {
+      assert.equal(chunk.object, 'chat.completion.chunk');
+      if (chunk.choices.length === 0) continue;
+      text += chunk.choices[0].delta.content ?? '';
+      if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+    }
+    assert.equal(text, whole.choices[0].message.content);
+    assert.equal(finish, whole.choices[0].finish_reason);
+  } finally {
+    await chatServer.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
