@@ -175,6 +175,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"gpt2", "llama1b", "all"}));
   app.add_option("--runs", runs, "runs per point (>= 5)")->check(CLI::Range(5, 1000));
   CLI11_PARSE(app, argc, argv);
+  huddle::kernels::configure_blas_environment();  // before any thread or BLAS call
 
   std::vector<Shape> selected;
   if (shapes == "gpt2" || shapes == "all")

@@ -236,6 +236,7 @@ int main(int argc, char** argv) {
   app.add_option("--runs", o.runs, "Timed runs (median and min..max reported)");
   app.add_flag("--json", o.json, "Also print one JSON line with the results");
   CLI11_PARSE(app, argc, argv);
+  huddle::kernels::configure_blas_environment();  // before any thread or BLAS call
   try {
     return huddle::run(o);
   } catch (const std::exception& e) {

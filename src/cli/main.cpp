@@ -4,6 +4,7 @@
 #include "cli/plan_command.h"
 #include "cli/tokenize_command.h"
 #include "core/error.h"
+#include "kernels/blas.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +12,8 @@
 #include <exception>
 
 int main(int argc, char** argv) {
+  // Before any thread or BLAS call (kernels/blas.h).
+  huddle::kernels::configure_blas_environment();
   CLI::App app{"huddle: one inference request across the trusted devices nearby"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every command");

@@ -51,6 +51,7 @@ struct RunOptions {
   SamplingOptions sampling;
   std::string dump_logits;
   int threads = 0;
+  std::string weight_dtype;  // --weight-dtype: f32, f16, bf16, q8_0, q4_0; empty: as stored
   bool json = false;
   // Distribution.
   std::string workers;
@@ -392,7 +393,15 @@ void run(const RunOptions& o) {
   if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
 
   const auto load_start = std::chrono::steady_clock::now();
-  const Model model = Model::load(o.model_dir);
+  LoadOptions load_options;
+  if (!o.weight_dtype.empty()) {
+    load_options.weight_dtype = parse_weight_dtype(o.weight_dtype);
+    if (!load_options.weight_dtype) {
+      throw UsageError(
+          fmt::format("--weight-dtype {}: expected f32, f16, bf16, q8_0 or q4_0", o.weight_dtype));
+    }
+  }
+  const Model model = Model::load(o.model_dir, load_options);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count();
@@ -440,6 +449,9 @@ void run(const RunOptions& o) {
   Planned planned = choose_plan(o, model, static_cast<std::int64_t>(prompt.size()), workers,
                                 key ? &*key : nullptr);
   Plan& plan = planned.plan;
+  // Column cuts of block-quantised weights fall between blocks (a saved plan that cuts a block
+  // is refused when its weights are resolved, naming the tensor).
+  if (o.plan_file.empty()) plan = plan.aligned_to_blocks(model.weight_block());
   plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
   if (plan.op_assigned()) {
     plan.assignment->validate(model.graph(), o.plan_file.empty() ? "plan" : o.plan_file);
@@ -502,7 +514,8 @@ void run(const RunOptions& o) {
                         {"load_ms", load_ms},
                         {"prefill_ms", result.prefill_ms},
                         {"decode_ms_per_token", result.decode_ms_per_token()},
-                        {"threads", threads}};
+                        {"threads", threads},
+                        {"weight_bytes", model.weight_bytes()}};
     if (!outcome.exposed_comm_ms.empty()) j["exposed_comm_ms"] = outcome.exposed_comm_ms;
     if (outcome.predicted_ms) j["predicted_ms"] = *outcome.predicted_ms;
     if (!outcome.replans.empty()) j["replans"] = outcome.replans;
@@ -575,6 +588,9 @@ void add_run_command(CLI::App& app) {
       "Write the prompt's logits [T, vocab] (encoders: hidden states [T, hidden]) as .npy");
   cmd->add_option("--threads", options->threads, "Compute threads (default: all cores)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--weight-dtype", options->weight_dtype,
+                  "Keep matrix weights as f32, f16, bf16, q8_0 or q4_0 (converted at load; "
+                  "default: as stored)");
   cmd->add_flag("--json", options->json, "Print one JSON object with the results on stdout");
   cmd->add_option("--repeat", options->repeat,
                   "Run the request N times in one session (benchmarks; reports the last, lists "

@@ -47,6 +47,7 @@ struct ServeOptions {
   std::string api_key;
   std::int64_t ctx_size = 0;
   int threads = 0;
+  std::string weight_dtype;  // --weight-dtype; empty: as stored
   double timeout_s = 10;
   std::size_t max_body_bytes = 1 << 20;
 };
@@ -95,7 +96,15 @@ struct Loaded {
 };
 
 void load(const ServeOptions& o, int threads, Loaded& out) {
-  out.model.emplace(Model::load(o.model_dir));
+  LoadOptions load_options;
+  if (!o.weight_dtype.empty()) {
+    load_options.weight_dtype = parse_weight_dtype(o.weight_dtype);
+    if (!load_options.weight_dtype) {
+      throw UsageError(
+          fmt::format("--weight-dtype {}: expected f32, f16, bf16, q8_0 or q4_0", o.weight_dtype));
+    }
+  }
+  out.model.emplace(Model::load(o.model_dir, load_options));
   const Model& model = *out.model;
   if (!model.config().causal) {
     throw UsageError(fmt::format("{} is an encoder ({}); it does not generate text", o.model_dir,
@@ -123,6 +132,7 @@ void load(const ServeOptions& o, int threads, Loaded& out) {
   Plan plan = o.plan_file.empty() ? make_plan(o.strategy.empty() ? "galaxy" : o.strategy,
                                               model.config(), devices, parse_shares(o.shares))
                                   : Plan::load(o.plan_file);
+  if (o.plan_file.empty()) plan = plan.aligned_to_blocks(model.weight_block());
   plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
   if (plan.num_devices() != static_cast<int>(devices.size())) {
     throw UsageError(
@@ -284,6 +294,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--ctx-size", o->ctx_size,
                   "Positions per request, prompt and generated (default: the model's)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--weight-dtype", o->weight_dtype,
+                  "Keep matrix weights as f32, f16, bf16, q8_0 or q4_0 (default: as stored)");
   cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted")

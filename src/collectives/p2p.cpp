@@ -65,7 +65,12 @@ TensorHeader decode_header(net::Transport& t, int peer, const net::Message& m,
   TensorHeader h;
   h.dtype = static_cast<DType>(dtype);
   // Element count checked against the byte limit dimension by dimension, so nothing overflows.
-  const std::uint64_t max_elems = max_bytes / dtype_size(h.dtype);
+  // Block-quantised dtypes: bytes are counted per block of elements.
+  const auto block = static_cast<std::uint64_t>(dtype_block_elems(h.dtype));
+  const std::uint64_t max_blocks = max_bytes / dtype_block_bytes(h.dtype);
+  const std::uint64_t max_elems = max_blocks > std::numeric_limits<std::uint64_t>::max() / block
+                                      ? max_blocks
+                                      : max_blocks * block;
   std::uint64_t elems = 1;
   for (unsigned i = 0; i < ndim; ++i) {
     const auto d = net::wire::load_le<std::uint64_t>(m.payload.data() + 8 + 8 * i);
@@ -77,6 +82,10 @@ TensorHeader decode_header(net::Transport& t, int peer, const net::Message& m,
     }
     elems *= d;
     h.shape.push_back(static_cast<std::int64_t>(d));
+  }
+  if (block > 1 && (ndim == 0 || h.shape.back() % static_cast<std::int64_t>(block) != 0)) {
+    throw bad(fmt::format("a {} tensor of shape {} has rows that are not whole blocks of {}",
+                          dtype_name(h.dtype), shape_str(h.shape), block));
   }
   return h;
 }
@@ -141,12 +150,10 @@ void gather_rows(net::Transport& transport, Tensor data, const RowPartition& par
     Tensor target = rows.contiguous() ? rows : Tensor::empty(rows.dtype(), rows.shape());
     transport.recv_into(peer, collective_tag(CollectiveOp::kGather, peer), bytes_of(target));
     if (!rows.contiguous()) {
-      const std::size_t row_bytes =
-          static_cast<std::size_t>(rows.dim(1)) * dtype_size(rows.dtype());
+      const std::size_t row_bytes = dtype_bytes(rows.dtype(), rows.dim(1));
       for (std::int64_t i = 0; i < rows.dim(0); ++i) {
         std::memcpy(
-            static_cast<std::byte*>(rows.raw()) +
-                static_cast<std::size_t>(i * rows.row_stride()) * dtype_size(rows.dtype()),
+            static_cast<std::byte*>(rows.raw()) + dtype_bytes(rows.dtype(), i * rows.row_stride()),
             static_cast<const std::byte*>(target.raw()) + static_cast<std::size_t>(i) * row_bytes,
             row_bytes);
       }

@@ -27,9 +27,8 @@ struct Chunk {
 class RowIo {
  public:
   RowIo(Tensor data, std::size_t chunk_bytes) : data_(std::move(data)) {
-    elem_ = dtype_size(data_.dtype());
-    row_bytes_ = static_cast<std::size_t>(data_.dim(1)) * elem_;
-    stride_bytes_ = static_cast<std::size_t>(data_.row_stride()) * elem_;
+    row_bytes_ = dtype_bytes(data_.dtype(), data_.dim(1));
+    stride_bytes_ = dtype_bytes(data_.dtype(), data_.row_stride());
     rows_per_chunk_ = row_bytes_ == 0 ? std::max<std::int64_t>(1, data_.dim(0))
                                       : std::max<std::int64_t>(
                                             1, static_cast<std::int64_t>(chunk_bytes / row_bytes_));
@@ -103,7 +102,6 @@ class RowIo {
 
  private:
   Tensor data_;
-  std::size_t elem_ = 0;
   std::size_t row_bytes_ = 0;
   std::size_t stride_bytes_ = 0;
   std::int64_t rows_per_chunk_ = 1;

@@ -125,4 +125,42 @@ void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n) {
   HUDDLE_CHECK(false, "cannot convert {} to f32", dtype_name(dtype));
 }
 
+namespace {
+
+// Calls fn(row pointer, row index) for every row of t seen as [rows, last dim].
+template <typename Fn>
+void for_each_row(const Tensor& t, const Fn& fn) {
+  if (t.rank() == 0) return;
+  const std::int64_t cols = t.dim(-1);
+  const std::int64_t rows = cols == 0 ? 0 : t.numel() / cols;
+  const std::int64_t stride = t.rank() == 2 ? t.row_stride() : cols;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    fn(static_cast<const std::byte*>(t.raw()) + dtype_bytes(t.dtype(), r * stride), r);
+  }
+}
+
+}  // namespace
+
+Tensor dequantize(const Tensor& t) {
+  HUDDLE_CHECK(t.rank() >= 1, "dequantize of a scalar");
+  Tensor out = Tensor::empty(DType::F32, t.shape());
+  const std::int64_t cols = t.dim(-1);
+  for_each_row(t, [&](const std::byte* row, std::int64_t r) {
+    dequantize_row(t.dtype(), row, out.f32() + r * cols, cols);
+  });
+  return out;
+}
+
+Tensor quantize(const Tensor& t, DType dtype) {
+  HUDDLE_CHECK(t.dtype() == DType::F32 && t.rank() >= 1, "quantize needs an F32 tensor, got {}",
+               dtype_name(t.dtype()));
+  Tensor out = Tensor::empty(dtype, t.shape());
+  const std::int64_t cols = t.dim(-1);
+  for_each_row(t, [&](const std::byte* row, std::int64_t r) {
+    quantize_row(dtype, reinterpret_cast<const float*>(row),
+                 static_cast<std::byte*>(out.raw()) + dtype_bytes(dtype, r * cols), cols);
+  });
+  return out;
+}
+
 }  // namespace huddle

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/tensor.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,12 @@
 namespace huddle {
 
 inline constexpr std::int64_t kQuantBlock = 32;
+
+// Dtypes a matrix weight (linear weight, embedding table) may have: F32, F16, BF16, Q8_0, Q4_0.
+constexpr bool is_weight_dtype(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 ||
+         t == DType::Q4_0;
+}
 
 struct BlockQ8_0 {
   std::uint16_t d;  // f16 scale
@@ -35,5 +42,11 @@ void quantize_row(DType dtype, const float* x, void* out, std::int64_t n);
 
 // dtype_bytes(dtype, n) bytes at in -> x[n]; same dtypes as quantize_row.
 void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n);
+
+// Whole tensors, row by row (rank >= 1; strided 2-D views allowed), into new contiguous storage:
+// `t` in any of the dtypes above -> F32, and F32 -> `dtype` (the last dimension must be whole
+// blocks of it). Converting to the dtype a tensor already has returns a copy.
+Tensor dequantize(const Tensor& t);
+Tensor quantize(const Tensor& t, DType dtype);
 
 }  // namespace huddle

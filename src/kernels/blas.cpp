@@ -5,9 +5,10 @@
 // AVX-512 capable and falls back to Haswell/Zen kernels, which run sgemm about 2x slower
 // (measured: 117 vs 220 GFLOP/s at 128x768x2304 on one thread). The only override is the
 // environment variable OPENBLAS_CORETYPE, read by that constructor, so it must be set before the
-// library is loaded — too late if the executable links it. We therefore set it (unless the user
-// did) and load the library on first use. cblas.h is included for the prototypes only, so that the
-// function-pointer types below are checked against the real ABI.
+// library is loaded — too late if the executable links it. configure_blas_environment() sets it
+// (unless the user did) at the start of main(), and the library is loaded on first use. cblas.h is
+// included for the prototypes only, so that the function-pointer types below are checked against
+// the real ABI.
 #include "kernels/blas.h"
 
 #include "core/error.h"
@@ -26,13 +27,20 @@ namespace {
 
 constexpr const char* kLibraries[] = {"libopenblas.so.0", "libopenblas.so"};
 
-// Only when the user has not chosen, and only on CPUs that can run the AVX-512 kernels.
+// Only when the user has not chosen, and only on x86 CPUs that can run the AVX-512 kernels.
 const char* choose_coretype() {
+#if defined(__x86_64__)
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return nullptr;
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512f")) return nullptr;
   return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+#else
+  return nullptr;
+#endif
 }
+
+// What configure_blas_environment() set (null: nothing, or it was not called).
+std::atomic<const char*> g_coretype_set{nullptr};
 
 class Blas {
  public:
@@ -49,7 +57,7 @@ class Blas {
 
  private:
   Blas() {
-    const char* coretype = choose_coretype();
+    const char* coretype = g_coretype_set.load();
     bool preloaded = false;
     for (const char* name : kLibraries) {
       if (void* h = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
@@ -57,11 +65,6 @@ class Blas {
         dlclose(h);
       }
     }
-    // Before any BLAS thread exists; setenv() is not safe against concurrent getenv(), so this
-    // runs once, on the first BLAS call.
-
-    if (coretype != nullptr) setenv("OPENBLAS_CORETYPE", coretype, /*overwrite=*/0);
-
     std::string errors;
     for (const char* name : kLibraries) {
       handle_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -164,6 +167,16 @@ CBLAS_TRANSPOSE to_cblas(Trans t) {
 }
 
 }  // namespace
+
+const char* configure_blas_environment() {
+  static const char* const chosen = [] {
+    const char* coretype = choose_coretype();
+    if (coretype != nullptr) setenv("OPENBLAS_CORETYPE", coretype, /*overwrite=*/0);
+    g_coretype_set.store(coretype);
+    return coretype;
+  }();
+  return chosen;
+}
 
 void raw_sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,

@@ -13,6 +13,13 @@ namespace huddle::kernels {
 
 enum class Trans : std::uint8_t { No, Yes };
 
+// Chooses OpenBLAS's kernels for this CPU (see blas.cpp): on x86-64 CPUs with AVX-512 that
+// Debian's OpenBLAS does not recognise, sets OPENBLAS_CORETYPE unless the user has. Call it first
+// thing in main(), before any thread exists or BLAS is used: setenv() races with getenv() on
+// other threads. Elsewhere, and where it is not called, OpenBLAS picks its kernels itself.
+// Idempotent; returns the value it set, or null.
+const char* configure_blas_environment();
+
 // C[m,n] = alpha · op(A)[m,k] · op(B)[k,n] + beta · C. A is stored [m,k] (Trans::No) or [k,m]
 // (Trans::Yes); likewise B is stored [k,n] or [n,k]. Dimensions must fit in int (BLAS ABI).
 void raw_sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,

@@ -1,3 +1,4 @@
+#include "core/quant.h"
 #include "kernels/kernels.h"
 #include "kernels/rows_parallel.h"
 #include "kernels/shapes.h"
@@ -44,11 +45,13 @@ void softmax_rows(Tensor& x) {
 
 void embedding(std::span<const std::int32_t> ids, const Tensor& table, Tensor& y) {
   detail::check_embedding(ids, table, y);
-  const detail::ConstMat tm = detail::as_mat(table);
   const detail::Mat ym = detail::as_mat(y);
-  const std::size_t row_bytes = static_cast<std::size_t>(tm.cols) * sizeof(float);
+  const auto* base = static_cast<const std::byte*>(table.raw());
+  const std::int64_t cols = table.dim(1);
   for (std::size_t t = 0; t < ids.size(); ++t) {
-    std::memcpy(ym.row(static_cast<std::int64_t>(t)), tm.row(ids[t]), row_bytes);
+    // F32 rows are copied; other dtypes widened (same bytes for F32).
+    dequantize_row(table.dtype(), base + dtype_bytes(table.dtype(), ids[t] * table.row_stride()),
+                   ym.row(static_cast<std::int64_t>(t)), cols);
   }
 }
 

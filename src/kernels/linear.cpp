@@ -1,6 +1,7 @@
 #include "kernels/blas.h"
 #include "kernels/gemv.h"
 #include "kernels/kernels.h"
+#include "kernels/linear_lowp.h"
 #include "kernels/shapes.h"
 #include "kernels/thread_pool.h"
 
@@ -11,6 +12,10 @@ namespace huddle::kernels {
 void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor* bias, Tensor& y) {
   const auto [t, k, n] = detail::check_linear(x, w, layout, bias, y);
   if (t == 0 || n == 0) return;
+  if (w.dtype() != DType::F32) {
+    detail::linear_lowp(x, w, layout, bias != nullptr ? bias->f32() : nullptr, y);
+    return;
+  }
   const detail::ConstMat xm = detail::as_mat(x);
   const detail::ConstMat wm = detail::as_mat(w);
   const detail::Mat ym = detail::as_mat(y);

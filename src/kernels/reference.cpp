@@ -1,6 +1,8 @@
 // Plain reference kernels: one loop nest per definition, double accumulation, no threads.
 #include "kernels/reference.h"
 
+#include "core/quant.h"
+
 #include "kernels/mat_view.h"
 #include "kernels/shapes.h"
 
@@ -16,8 +18,10 @@ using detail::as_mat;
 
 void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor* bias, Tensor& y) {
   const auto [t_count, k_count, n_count] = detail::check_linear(x, w, layout, bias, y);
+  // Weights in other dtypes: the values they hold, widened to F32.
+  const Tensor wf = w.dtype() == DType::F32 ? w : dequantize(w);
   const auto xm = as_mat(x);
-  const auto wm = as_mat(w);
+  const auto wm = as_mat(wf);
   const auto ym = as_mat(y);
   for (std::int64_t t = 0; t < t_count; ++t) {
     for (std::int64_t n = 0; n < n_count; ++n) {
@@ -136,7 +140,8 @@ void softmax_rows(Tensor& x) {
 
 void embedding(std::span<const std::int32_t> ids, const Tensor& table, Tensor& y) {
   detail::check_embedding(ids, table, y);
-  const auto tm = as_mat(table);
+  const Tensor tf = table.dtype() == DType::F32 ? table : dequantize(table);
+  const auto tm = as_mat(tf);
   const auto ym = as_mat(y);
   for (std::size_t t = 0; t < ids.size(); ++t) {
     for (std::int64_t c = 0; c < tm.cols; ++c) {

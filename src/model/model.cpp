@@ -3,6 +3,8 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 
+#include <map>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +25,17 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
                                 ref.begin, ref.end, ref.axis, ref.tensor,
                                 shape_str(whole.shape())));
   }
+  const auto check_blocks = [&](int axis, std::int64_t begin, std::int64_t end) {
+    if (axis == whole.rank() - 1 &&
+        (!dtype_fits(whole.dtype(), begin) || !dtype_fits(whole.dtype(), end))) {
+      throw PlanError(fmt::format(
+          "slice [{}:{}] on axis {} of tensor '{}' ({} {}) cuts a block of {}: columns of a "
+          "block-quantised weight split at multiples of {}",
+          begin, end, axis, ref.tensor, dtype_name(whole.dtype()), shape_str(whole.shape()),
+          dtype_block_elems(whole.dtype()), dtype_block_elems(whole.dtype())));
+    }
+  };
+  check_blocks(ref.axis, ref.begin, ref.end);
   Tensor first;
   if (ref.axis == 0) {
     first = whole.rows(ref.begin, ref.end);
@@ -39,10 +52,11 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
                                 ref.begin2, ref.end2, ref.axis2, ref.tensor,
                                 shape_str(whole.shape())));
   }
+  check_blocks(ref.axis2, ref.begin2, ref.end2);
   return ref.axis2 == 0 ? first.rows(ref.begin2, ref.end2) : first.cols(ref.begin2, ref.end2);
 }
 
-Model Model::load(const std::filesystem::path& dir) {
+Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     throw LoadError(
@@ -50,6 +64,7 @@ Model Model::load(const std::filesystem::path& dir) {
   }
   Model m;
   m.dir_ = dir;
+  m.options_ = options;
   const std::filesystem::path config_path = dir / "config.json";
   m.config_text_ = read_json_file(config_path).dump();
 
@@ -76,6 +91,7 @@ Model Model::load(const std::filesystem::path& dir) {
   m.config_ = description.config;
   m.graph_ = std::move(description.graph);
 
+  const std::map<std::string, WeightUse> uses = weight_uses(m.graph_);
   for (const Value& v : m.graph_.values()) {
     if (v.kind != ValueKind::Weight || m.weights_.contains(v.weight.tensor)) continue;
     const auto it = stored_name.find(v.weight.tensor);
@@ -89,7 +105,12 @@ Model Model::load(const std::filesystem::path& dir) {
                                   info.file.string(), it->second, shape_str(info.shape),
                                   shape_str(v.weight.tensor_shape)));
     }
-    m.weights_.emplace(v.weight.tensor, checkpoint.load_f32(it->second));
+    const DType kept = kept_dtype(info.dtype, info.shape, uses.at(v.weight.tensor), options);
+    if (info.dtype == DType::I32) {
+      throw LoadError(fmt::format("{}: tensor '{}' is I32, not a floating-point type",
+                                  info.file.string(), it->second));
+    }
+    m.weights_.emplace(v.weight.tensor, convert_weight(checkpoint.view(it->second), kept));
   }
   return m;
 }
@@ -111,6 +132,14 @@ ModelDescription describe_model(const std::string& config_text,
   d.graph = d.architecture->build_graph(d.config,
                                         [&](const std::string& n) { return names.contains(n); });
   return d;
+}
+
+std::int64_t Model::weight_block() const {
+  std::int64_t block = 1;
+  for (const auto& [name, tensor] : weights_) {
+    block = std::max(block, dtype_block_elems(tensor.dtype()));
+  }
+  return block;
 }
 
 std::size_t Model::weight_bytes() const {

@@ -1,10 +1,13 @@
 // Model: a Hugging Face model directory loaded for inference: its config, its forward Graph and
-// its weights (F32 views of the memory-mapped checkpoint; half-precision tensors are widened once).
+// its weights. Matrix weights (linear weights, embedding tables) are kept in their stored dtype
+// as views of the memory-mapped checkpoint, or converted at load when LoadOptions ask (e.g. to
+// Q8_0); norm scales and biases are F32 (model/weight_dtype.h).
 #pragma once
 
 #include "graph/graph.h"
 #include "model/architecture.h"
 #include "model/model_config.h"
+#include "model/weight_dtype.h"
 
 #include <filesystem>
 #include <string>
@@ -13,27 +16,32 @@
 
 namespace huddle {
 
-// Canonical checkpoint tensor name -> whole F32 tensor. Graph weight values refer to these names
-// (plus an optional slice, see WeightRef).
+// Canonical checkpoint tensor name -> whole tensor (F32, or a weight dtype for matrices). Graph
+// weight values refer to these names (plus an optional slice, see WeightRef).
 using WeightMap = std::unordered_map<std::string, Tensor>;
 
 // Returns the tensor a weight value refers to: the named tensor, sliced when the ref says so.
-// PlanError if the tensor is absent or the slice does not fit.
+// PlanError if the tensor is absent or the slice does not fit (a block-quantised tensor's last
+// axis may only be cut at multiples of its block).
 Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref);
 
 class Model {
  public:
   // Loads DIR/config.json and the checkpoint (model.safetensors or a sharded index).
   // LoadError naming the file, tensor or field on any problem.
-  static Model load(const std::filesystem::path& dir);
+  static Model load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
   const std::filesystem::path& dir() const { return dir_; }
   const Architecture& architecture() const { return *architecture_; }
   const ModelConfig& config() const { return config_; }
   const Graph& graph() const { return graph_; }
   const WeightMap& weights() const { return weights_; }
-  // Bytes of F32 weight data the graph uses.
+  const LoadOptions& load_options() const { return options_; }
+  // Bytes of weight data the graph uses, in the dtypes kept.
   std::size_t weight_bytes() const;
+  // Elements per block of the model's block-quantised weights (32), 1 when it has none: tensor
+  // parallel plans cut their columns at multiples of it (Plan::aligned_to_blocks).
+  std::int64_t weight_block() const;
   // config.json as read (so another device can rebuild the same graph).
   const std::string& config_text() const { return config_text_; }
   // Canonical names of every tensor the checkpoint provides (whether the graph uses it or not).
@@ -45,6 +53,7 @@ class Model {
   ModelConfig config_;
   Graph graph_;
   WeightMap weights_;
+  LoadOptions options_;
   std::string config_text_;
   std::vector<std::string> tensor_names_;
 };

@@ -233,6 +233,14 @@ void localize_weights(Program& program) {
   }
 }
 
+std::size_t program_weight_bytes(const Program& program, const WeightMap& weights) {
+  std::size_t bytes = 0;
+  for (const Value& v : program.graph.values()) {
+    if (v.kind == ValueKind::Weight) bytes += resolve_weight(weights, v.weight).nbytes();
+  }
+  return bytes;
+}
+
 std::size_t program_weight_bytes(const Program& program) {
   std::size_t bytes = 0;
   for (const Value& v : program.graph.values()) {

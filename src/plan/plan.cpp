@@ -375,4 +375,28 @@ void Plan::validate(const ModelConfig& config, const std::string& source) const 
   }
 }
 
+Plan Plan::aligned_to_blocks(std::int64_t granule) const {
+  Plan out = *this;
+  if (granule <= 1) return out;
+  const auto align = [&](std::vector<Range>& ranges, std::size_t layer, const char* what) {
+    const std::vector<Range> aligned = align_ranges(ranges, granule);
+    for (std::size_t d = 0; d < ranges.size(); ++d) {
+      if (ranges[d].second > ranges[d].first && aligned[d].second <= aligned[d].first) {
+        throw PlanError(fmt::format(
+            "layers[{}].{}[{}] ({} of them) is less than a block of {} once cuts fall on block "
+            "boundaries (block-quantised weights); use fewer devices or F16 weights",
+            layer, what, d, ranges[d].second - ranges[d].first, granule));
+      }
+    }
+    ranges = aligned;
+  };
+  for (std::size_t i = 0; i < out.layers.size(); ++i) {
+    LayerPlan& l = out.layers[i];
+    if (l.mlp == BlockSplit::Columns || l.mlp == BlockSplit::Tiled2D)
+      align(l.columns, i, "columns");
+    if (l.attention == BlockSplit::Tiled2D) align(l.hidden, i, "hidden");
+  }
+  return out;
+}
+
 }  // namespace huddle

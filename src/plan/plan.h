@@ -123,6 +123,12 @@ struct Plan {
   void validate(const ModelConfig& config, const std::string& source) const;
   // The same for a row-split plan against an imported CNN's row layers.
   void validate(const rows::RowGraph& graph, const std::string& source) const;
+
+  // This plan with its MLP-column and hidden ranges cut at multiples of `granule` — 32 for a
+  // model with Q8_0/Q4_0 weights, whose columns split only between blocks (Model::weight_block);
+  // head ranges are left (whole heads of a head_dim that is a multiple of 32 are whole blocks).
+  // PlanError naming the layer when a device's share becomes empty (the model is too narrow).
+  Plan aligned_to_blocks(std::int64_t granule) const;
 };
 
 }  // namespace huddle

@@ -41,6 +41,24 @@ std::vector<Range> ranges_from_counts(const std::vector<std::int64_t>& counts) {
   return ranges;
 }
 
+std::vector<Range> align_ranges(const std::vector<Range>& ranges, std::int64_t granule) {
+  HUDDLE_CHECK(granule >= 1, "granule {}", granule);
+  std::vector<Range> out = ranges;
+  if (out.empty()) return out;
+  const std::int64_t total = out.back().second;
+  std::int64_t prev = out.front().first;
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) {
+    const std::int64_t cut = out[i].second;
+    const std::int64_t down = cut / granule * granule;
+    std::int64_t aligned = cut - down <= down + granule - cut ? down : down + granule;
+    aligned = std::clamp(aligned, prev, total);
+    out[i].second = aligned;
+    out[i + 1].first = aligned;
+    prev = aligned;
+  }
+  return out;
+}
+
 std::vector<Range> split_ranges(std::int64_t total, const std::vector<double>& shares) {
   return ranges_from_counts(split_proportional(total, shares));
 }

@@ -20,4 +20,9 @@ std::vector<Range> split_ranges(std::int64_t total, const std::vector<double>& s
 // Ranges from counts.
 std::vector<Range> ranges_from_counts(const std::vector<std::int64_t>& counts);
 
+// Contiguous ranges covering [0, total) with every interior boundary moved to the nearest
+// multiple of `granule` (ties down), kept in order: the cuts a block-quantised weight allows.
+// A range may become empty; the first and last boundaries stay 0 and total.
+std::vector<Range> align_ranges(const std::vector<Range>& ranges, std::int64_t granule);
+
 }  // namespace huddle

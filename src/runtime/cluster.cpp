@@ -26,8 +26,13 @@ std::string payload_text(const net::Message& m) {
 
 Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     : model_(&model), plan_(plan), options_(std::move(options)) {
-  start({{"config", model.config_text()}, {"tensors", model.tensor_names()}},
-        model_fingerprint(model));
+  nlohmann::json fields = {{"config", model.config_text()}, {"tensors", model.tensor_names()}};
+  // A worker with its own copy of the model loads it as the primary did (the fingerprint covers
+  // the dtypes, so a copy loaded otherwise is not used).
+  if (const auto& dtype = model.load_options().weight_dtype) {
+    fields["weight_dtype"] = std::string(dtype_name(*dtype));
+  }
+  start(fields, model_fingerprint(model));
 }
 
 Cluster::Cluster(const onnx_import::OnnxModel& model, const Plan& plan, ClusterOptions options)
@@ -116,7 +121,9 @@ void Cluster::start(const nlohmann::json& model_fields, const std::string& finge
   program_ = onnx_ ? lower_rows(onnx_->graph(), plan_, 0)
                    : lower(model_->graph(), model_->config(), plan_, 0);
   devices_.push_back(
-      {plan_.devices.front(), program_weight_bytes(program_), resident_bytes(), true});
+      {plan_.devices.front(),
+       onnx_ ? program_weight_bytes(program_) : program_weight_bytes(program_, model_->weights()),
+       resident_bytes(), true});
   for (int r = 1; r < world; ++r) {
     const net::Message m = transport_->recv(r);
     if (m.tag != kReadyTag) {

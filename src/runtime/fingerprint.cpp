@@ -34,11 +34,16 @@ std::string model_fingerprint(const Model& model) {
   for (const auto& [name, t] : sorted) {
     feed(name.data(), name.size() + 1);
     feed(t.shape().data(), t.shape().size() * sizeof(std::int64_t));
-    // Samples of the values: 64 floats at the start, the middle and the end.
-    const std::int64_t n = t.numel();
-    for (const std::int64_t at : {std::int64_t{0}, n / 2, std::max<std::int64_t>(0, n - 64)}) {
-      const std::int64_t count = std::min<std::int64_t>(64, n - at);
-      if (count > 0) feed(t.f32() + at, static_cast<std::size_t>(count) * sizeof(float));
+    const auto dtype = static_cast<std::uint8_t>(t.dtype());  // Q8_0 weights differ from F32 ones
+    feed(&dtype, 1);
+    // Samples of the stored bytes: 256 at the start, the middle and the end.
+    const Tensor c = t.contiguous() ? t : t.clone();
+    const auto n = static_cast<std::int64_t>(c.nbytes());
+    for (const std::int64_t at : {std::int64_t{0}, n / 2, std::max<std::int64_t>(0, n - 256)}) {
+      const std::int64_t count = std::min<std::int64_t>(256, n - at);
+      if (count > 0) {
+        feed(static_cast<const std::byte*>(c.raw()) + at, static_cast<std::size_t>(count));
+      }
     }
   }
   return hex_digest(state);

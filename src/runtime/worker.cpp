@@ -3,6 +3,7 @@
 #include "collectives/p2p.h"
 #include "core/error.h"
 #include "core/process_memory.h"
+#include "core/quant.h"
 #include "net/session.h"
 #include "net/tcp_transport.h"
 #include "onnx/onnx_model.h"
@@ -33,6 +34,7 @@ struct Setup {
   std::vector<std::string> endpoints;
   std::string config;
   std::vector<std::string> tensors;
+  LoadOptions load;  // how the primary loaded the model ("weight_dtype")
   nlohmann::json plan;
   int timeout_ms = 0;
   std::string fingerprint;
@@ -56,6 +58,11 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
     if (!s.onnx) {
       s.config = j.at("config").get<std::string>();
       s.tensors = j.at("tensors").get<std::vector<std::string>>();
+      if (j.contains("weight_dtype")) {
+        const auto name = j.at("weight_dtype").get<std::string>();
+        s.load.weight_dtype = parse_weight_dtype(name);
+        if (!s.load.weight_dtype) throw TransportError("unknown weight_dtype '" + name + "'");
+      }
     }
     s.plan = j.at("plan");
     s.timeout_ms = j.at("timeout_ms").get<int>();
@@ -85,14 +92,15 @@ void serve_program(net::TcpTransport& transport, const Program& program, const W
   StepMeter meter;
   executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}));
   const std::string ready = nlohmann::json{
-      {"weight_bytes", program_weight_bytes(program)},
+      {"weight_bytes", program_weight_bytes(program, weights)},
       {"rss_bytes",
        resident_bytes()}}.dump();
   transport.send(0, kReadyTag, std::as_bytes(std::span(ready)));
   if (options.log) {
-    options.log(fmt::format(
-        "session {}: device {} of {}, {:.1f} MB of weights, {} ops", s.session_id, s.rank, s.world,
-        static_cast<double>(program_weight_bytes(program)) / 1e6, program.graph.ops().size()));
+    options.log(fmt::format("session {}: device {} of {}, {:.1f} MB of weights, {} ops",
+                            s.session_id, s.rank, s.world,
+                            static_cast<double>(program_weight_bytes(program, weights)) / 1e6,
+                            program.graph.ops().size()));
   }
   follow_primary(transport, executor, &meter, plan.pipeline ? &*plan.pipeline : nullptr);
   if (s.trace) {
@@ -175,7 +183,7 @@ void serve_session(net::SecureChannel& control, const net::Message& setup,
   WeightMap weights;
   std::optional<Model> local;
   if (options.model_dir) {
-    local = Model::load(*options.model_dir);
+    local = Model::load(*options.model_dir, s.load);
     if (model_fingerprint(*local) != s.fingerprint) {
       if (options.log) {
         options.log(
@@ -193,8 +201,16 @@ void serve_session(net::SecureChannel& control, const net::Message& setup,
   } else {
     for (const Value& v : program.graph.values()) {
       if (v.kind != ValueKind::Weight) continue;
-      Tensor t = Tensor::empty(DType::F32, v.shape);
-      collectives::recv_tensor_into(*transport, 0, t);
+      // In the dtype the primary keeps it in (F32, 16-bit or block-quantised); never more bytes
+      // than an F32 tensor of the expected shape.
+      Tensor t =
+          collectives::recv_tensor(*transport, 0, dtype_bytes(DType::F32, shape_numel(v.shape)));
+      if (t.shape() != v.shape || !is_weight_dtype(t.dtype()) ||
+          (t.dtype() != DType::F32 && v.shape.size() != 2)) {
+        throw TransportError(fmt::format("{}: sent weight '{}' as {} {}, expected shape {}",
+                                         transport->peer_name(0), v.name, dtype_name(t.dtype()),
+                                         shape_str(t.shape()), shape_str(v.shape)));
+      }
       weights.emplace(v.name, std::move(t));
     }
   }

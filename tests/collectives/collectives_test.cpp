@@ -4,6 +4,7 @@
 #include "collectives/p2p.h"
 #include "collectives/ring.h"
 #include "collectives/tags.h"
+#include "core/quant.h"
 #include "net/test_cluster.h"
 
 #include <gmock/gmock.h>
@@ -271,6 +272,9 @@ TEST_P(CollectivesTest, TensorsTravelWithDtypeAndShape) {
       send_tensor(t, 1, a.cols(1, 3));  // strided view
       send_tensor(t, 1, Tensor::from_i32({3}, std::vector<std::int32_t>{7, -8, 9}));
       send_tensor(t, 1, Tensor::zeros(DType::BF16, {0, 5}));
+      std::vector<float> v(2 * 96);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.25f;
+      send_tensor(t, 1, quantize(Tensor::from_f32({2, 96}, v), DType::Q8_0).cols(32, 96));
       send_tensor(t, 1, Tensor::from_f32({2}, std::vector<float>{1, 2}));
     } else {
       const Tensor a = recv_tensor(t, 0);
@@ -282,6 +286,11 @@ TEST_P(CollectivesTest, TensorsTravelWithDtypeAndShape) {
       const Tensor c = recv_tensor(t, 0);
       EXPECT_EQ(c.dtype(), DType::BF16);
       EXPECT_EQ(c.shape(), (Shape{0, 5}));
+      const Tensor q = recv_tensor(t, 0);
+      ASSERT_EQ(q.dtype(), DType::Q8_0);
+      ASSERT_EQ(q.shape(), (Shape{2, 64}));
+      const std::vector<float> got = dequantize(q).to_vector();
+      EXPECT_NEAR(got[64], (96 + 32) * 0.25f, 0.25f);  // row 1, column 32 of the original
       Tensor wrong = Tensor::zeros(DType::F32, {3});
       try {
         recv_tensor_into(t, 0, wrong);
@@ -380,6 +389,10 @@ TEST_P(CollectiveFailureTest, MalformedTensorHeadersAreRefused) {
       {header(0, 2, {4}), "16 bytes for rank 2"},
       {header(0, 2, {1ull << 40, 1ull << 40}), "exceeds the limit"},
       {header(0, 1, {~0ull}), "dimension 0 is"},
+      // Block-quantised (4: Q8_0, 5: Q4_0): rows of whole blocks of 32, bytes counted per block.
+      {header(4, 2, {2, 33}), "not whole blocks of 32"},
+      {header(5, 0, {}), "not whole blocks of 32"},
+      {header(4, 2, {1ull << 40, 1ull << 40}), "exceeds the limit"},
       {{std::byte{0}}, "1 bytes"},
   };
   for (const Bad& bad : cases) {

@@ -1,0 +1,20 @@
+// Internal: linear() for weights in F16, BF16, Q8_0 or Q4_0 (kernels/lowp.h).
+#pragma once
+
+#include "core/tensor.h"
+#include "kernels/kernels.h"
+
+namespace huddle::kernels::detail {
+
+// Tokens from which a [T, K] x [K, N] product with an OutIn weight goes through sgemm on
+// dequantised weight panels instead of one dot product per output element.
+inline constexpr std::int64_t kLowpGemmTokens = 8;
+// The threshold in use (kLowpGemmTokens unless a benchmark sets another; process-wide).
+std::int64_t lowp_gemm_tokens();
+void set_lowp_gemm_tokens(std::int64_t t);
+
+// Same contract as linear(); shapes already checked, T, N > 0; bias F32 or null.
+void linear_lowp(const Tensor& x, const Tensor& w, WeightLayout layout, const float* bias,
+                 Tensor& y);
+
+}  // namespace huddle::kernels::detail

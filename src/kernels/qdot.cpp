@@ -1,0 +1,211 @@
+// Path selection (kernels/lowp.h), activation quantisation and the scalar dot products: the
+// portable path and the reference the vector paths are tested against.
+#include "kernels/qdot.h"
+
+#include "core/error.h"
+#include "core/quant.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+namespace huddle::kernels {
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+#define HUDDLE_ISA_NAME(e, name) \
+  case Isa::e:                   \
+    return name;
+    HUDDLE_ISAS(HUDDLE_ISA_NAME)
+#undef HUDDLE_ISA_NAME
+  }
+  return "?";
+}
+
+std::optional<Isa> parse_isa(std::string_view name) {
+  for (Isa isa : kAllIsas) {
+    if (isa_name(isa) == name) return isa;
+  }
+  return std::nullopt;
+}
+
+bool isa_supported(Isa isa) {
+  if (isa == Isa::Scalar) return true;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  switch (isa) {
+    case Isa::Avx2:
+      return avx2;
+    case Isa::Avx512:
+      return avx512;
+    case Isa::Avx512Vnni:
+      return avx512 && __builtin_cpu_supports("avx512vnni");
+    case Isa::Scalar:
+      break;
+  }
+#endif
+  return false;
+}
+
+Isa best_isa() {
+  static const Isa best = [] {
+    Isa b = Isa::Scalar;
+    for (Isa isa : kAllIsas) {
+      if (isa_supported(isa)) b = isa;
+    }
+    return b;
+  }();
+  return best;
+}
+
+namespace {
+// -1: not forced.
+std::atomic<int> g_forced{-1};
+}  // namespace
+
+Isa active_isa() {
+  const int forced = g_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? static_cast<Isa>(forced) : best_isa();
+}
+
+void force_isa(std::optional<Isa> isa) {
+  HUDDLE_CHECK(!isa || isa_supported(*isa), "path {} is not supported on this CPU", isa_name(*isa));
+  g_forced.store(isa ? static_cast<int>(*isa) : -1, std::memory_order_relaxed);
+}
+
+namespace detail {
+
+void quantize_activation(const float* x, BlockQ8A* out, std::int64_t k) {
+  HUDDLE_CHECK(k % kQBlock == 0, "activation of {} elements is not whole blocks", k);
+  for (std::int64_t b = 0; b < k / kQBlock; ++b, x += kQBlock) {
+    float amax = 0.0f;
+    for (std::int64_t i = 0; i < kQBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out[b].d = d;
+    for (std::int64_t i = 0; i < kQBlock; ++i) {
+      out[b].q[i] = static_cast<std::int8_t>(std::nearbyint(x[i] * id));
+    }
+  }
+}
+
+void dequantize_activation(const BlockQ8A* in, float* x, std::int64_t k) {
+  for (std::int64_t b = 0; b < k / kQBlock; ++b, x += kQBlock) {
+    for (std::int64_t i = 0; i < kQBlock; ++i) x[i] = in[b].d * static_cast<float>(in[b].q[i]);
+  }
+}
+
+namespace {
+
+float dot_f16(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  const auto* xf = static_cast<const float*>(x);
+  float acc = 0.0f;
+  for (std::int64_t i = 0; i < k; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, wb + 2 * i, 2);  // rows of a safetensors view may be unaligned
+    acc += f16_to_f32(h) * xf[i];
+  }
+  return acc;
+}
+
+float dot_bf16(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  const auto* xf = static_cast<const float*>(x);
+  float acc = 0.0f;
+  for (std::int64_t i = 0; i < k; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, wb + 2 * i, 2);
+    acc += bf16_to_f32(h) * xf[i];
+  }
+  return acc;
+}
+
+float dot_q8_0(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const BlockQ8_0*>(w);
+  const auto* xb = static_cast<const BlockQ8A*>(x);
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < k / kQBlock; ++b) {
+    std::int32_t sum = 0;
+    for (std::int64_t i = 0; i < kQBlock; ++i) sum += wb[b].q[i] * xb[b].q[i];
+    acc += f16_to_f32(wb[b].d) * xb[b].d * static_cast<float>(sum);
+  }
+  return acc;
+}
+
+float dot_q4_0(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const BlockQ4_0*>(w);
+  const auto* xb = static_cast<const BlockQ8A*>(x);
+  constexpr std::int64_t half = kQBlock / 2;
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < k / kQBlock; ++b) {
+    std::int32_t sum = 0;
+    for (std::int64_t i = 0; i < half; ++i) {
+      sum += ((wb[b].q[i] & 15) - 8) * xb[b].q[i];
+      sum += ((wb[b].q[i] >> 4) - 8) * xb[b].q[i + half];
+    }
+    acc += f16_to_f32(wb[b].d) * xb[b].d * static_cast<float>(sum);
+  }
+  return acc;
+}
+
+}  // namespace
+
+DotFn scalar_dot(DType dtype) {
+  switch (dtype) {
+    case DType::F16:
+      return &dot_f16;
+    case DType::BF16:
+      return &dot_bf16;
+    case DType::Q8_0:
+      return &dot_q8_0;
+    case DType::Q4_0:
+      return &dot_q4_0;
+    default:
+      return nullptr;
+  }
+}
+
+#if !defined(__x86_64__)
+DotFn avx2_dot(DType) {
+  return nullptr;
+}
+DotFn avx512_dot(DType) {
+  return nullptr;
+}
+DotFn avx512vnni_dot(DType) {
+  return nullptr;
+}
+#endif
+
+DotFn dot_fn(DType dtype, Isa isa) {
+  HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
+  DotFn fn = nullptr;
+  switch (isa) {
+    case Isa::Avx512Vnni:
+      fn = avx512vnni_dot(dtype);
+      if (fn != nullptr) break;
+      [[fallthrough]];
+    case Isa::Avx512:
+      fn = avx512_dot(dtype);
+      if (fn != nullptr) break;
+      [[fallthrough]];
+    case Isa::Avx2:
+      fn = avx2_dot(dtype);
+      if (fn != nullptr) break;
+      [[fallthrough]];
+    case Isa::Scalar:
+      fn = scalar_dot(dtype);
+      break;
+  }
+  HUDDLE_CHECK(fn != nullptr, "no dot product for {} weights", dtype_name(dtype));
+  return fn;
+}
+
+}  // namespace detail
+}  // namespace huddle::kernels

@@ -1,0 +1,47 @@
+// Internal: dot products of one weight row in a non-F32 dtype with one F32 activation row, per
+// instruction set (kernels/lowp.h). linear_lowp.cpp builds linear() on them.
+#pragma once
+
+#include "core/dtype.h"
+#include "kernels/lowp.h"
+
+#include <cstdint>
+
+namespace huddle::kernels::detail {
+
+inline constexpr std::int64_t kQBlock = 32;
+
+// An activation block: x[i] ≈ d · q[i], d = max|x| / 127, q[i] = round(x[i] / d) in [-127, 127].
+struct BlockQ8A {
+  float d;
+  std::int8_t q[kQBlock];
+};
+static_assert(sizeof(BlockQ8A) == 36);
+
+// x[k] -> k / 32 blocks (k a multiple of 32). The same rounding on every path.
+void quantize_activation(const float* x, BlockQ8A* out, std::int64_t k);
+// The values those blocks hold (d · q), as f32: what the GEMM path multiplies.
+void dequantize_activation(const BlockQ8A* in, float* x, std::int64_t k);
+
+// Σ_i w[i] · x[i] over k elements (a multiple of the weight dtype's block). `w` points at the row
+// in its stored dtype; `x` is `const float*` for F16 and BF16 weights and `const BlockQ8A*` for
+// Q8_0 and Q4_0 weights (the activation quantised by quantize_activation).
+using DotFn = float (*)(const void* w, const void* x, std::int64_t k);
+
+// The dot product for weights of `dtype` on path `isa`; dtype is F16, BF16, Q8_0 or Q4_0 and
+// isa_supported(isa).
+DotFn dot_fn(DType dtype, Isa isa);
+
+// Whether activations for a `dtype` weight are quantised (Q8_0, Q4_0) or stay F32 (F16, BF16).
+constexpr bool quantizes_activation(DType dtype) {
+  return dtype == DType::Q8_0 || dtype == DType::Q4_0;
+}
+
+// Per-path tables, defined in qdot_scalar.cpp and qdot_x86.cpp (null where a dtype has no
+// special code on that path: the caller falls back to the next lower path).
+DotFn scalar_dot(DType dtype);
+DotFn avx2_dot(DType dtype);
+DotFn avx512_dot(DType dtype);
+DotFn avx512vnni_dot(DType dtype);
+
+}  // namespace huddle::kernels::detail
