@@ -30,6 +30,22 @@ elseif(NOT HUDDLE_SANITIZE STREQUAL "")
   message(FATAL_ERROR "HUDDLE_SANITIZE must be empty, 'address' or 'thread', not '${HUDDLE_SANITIZE}'")
 endif()
 
+# libFuzzer builds (tests/fuzz, scripts/fuzz): every library is instrumented for coverage and
+# built with AddressSanitizer+UBSan, so that the fuzz targets can link against them.
+option(HUDDLE_FUZZ "Build the libFuzzer targets in tests/fuzz (needs clang)" OFF)
+if(HUDDLE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "HUDDLE_FUZZ=ON needs clang (CMAKE_CXX_COMPILER=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  if(NOT HUDDLE_SANITIZE STREQUAL "")
+    message(FATAL_ERROR "HUDDLE_FUZZ=ON brings its own sanitizers; leave HUDDLE_SANITIZE empty")
+  endif()
+  target_compile_options(huddle_flags INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                                               -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(huddle_flags INTERFACE -fsanitize=address,undefined)
+  target_compile_definitions(huddle_flags INTERFACE HUDDLE_SANITIZER_BUILD=1)
+endif()
+
 # huddle_module(NAME SOURCES... DEPS ...): one static library per src/ module.
 function(huddle_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})

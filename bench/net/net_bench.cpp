@@ -156,10 +156,10 @@ void measure_all_gather(int runs, std::size_t total) {
     threads.emplace_back([&, r] {
       net::MeshConfig cfg;
       cfg.rank = r;
-      cfg.endpoints = endpoints;
+      cfg.endpoints.assign(endpoints.begin(), endpoints.end());
       cfg.timeout = net::Duration(30000);
       net::ListenerAcceptor acceptor(listeners[static_cast<std::size_t>(r)], key, cfg.channel);
-      mesh[static_cast<std::size_t>(r)] = net::connect_mesh(cfg, key, acceptor);
+      mesh[static_cast<std::size_t>(r)] = net::connect_mesh(cfg, key, &acceptor);
     });
   }
   for (auto& t : threads) t.join();

@@ -8,14 +8,20 @@
 
 namespace huddle::io {
 
-nlohmann::json parse_strict_json(std::string_view text, std::string_view origin) {
+nlohmann::json parse_strict_json(std::string_view text, std::string_view origin, int max_depth) {
   using Event = nlohmann::json::parse_event_t;
   std::vector<std::set<std::string>> open_objects;
   std::optional<std::string> duplicate;
-  auto callback = [&](int /*depth*/, Event event, nlohmann::json& parsed) {
+  // `depth` counts the arrays and objects around the event's value.
+  auto callback = [&](int depth, Event event, nlohmann::json& parsed) {
     switch (event) {
       case Event::object_start:
-        open_objects.emplace_back();
+      case Event::array_start:
+        if (depth >= max_depth) {
+          throw LoadError(
+              fmt::format("{}: JSON nested deeper than {} arrays and objects", origin, max_depth));
+        }
+        if (event == Event::object_start) open_objects.emplace_back();
         break;
       case Event::object_end:
         if (!open_objects.empty()) open_objects.pop_back();

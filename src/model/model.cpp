@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/strict_json.h"
 
 #include <map>
 
@@ -118,12 +119,8 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
 ModelDescription describe_model(const std::string& config_text,
                                 const std::vector<std::string>& tensor_names,
                                 const std::string& source) {
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(config_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw LoadError(fmt::format("{}: config is not valid JSON: {}", source, e.what()));
-  }
+  // The config may come from a peer (a worker's session setup): parsed with bounded nesting.
+  const nlohmann::json config = io::parse_strict_json(config_text, source + ": config");
   ModelDescription d;
   d.architecture = &architecture_for_config(config, source);
   d.config = d.architecture->parse_config(ConfigReader(config, source));

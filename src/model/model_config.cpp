@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include "core/error.h"
+#include "io/strict_json.h"
 #include "io/text_file.h"
 
 #include <fmt/format.h>
@@ -11,11 +12,7 @@ namespace huddle {
 nlohmann::json read_json_file(const std::filesystem::path& path) {
   const std::optional<std::string> text = io::read_text_file(path);
   if (!text) throw LoadError(fmt::format("{}: cannot open (missing or unreadable)", path.string()));
-  try {
-    return nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw LoadError(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
-  }
+  return io::parse_strict_json(*text, path.string());
 }
 
 ConfigReader::ConfigReader(const nlohmann::json& json, std::string source, std::string prefix)

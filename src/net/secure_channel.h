@@ -65,6 +65,11 @@ class SecureChannel {
   void set_name(std::string name);
   Duration io_timeout() const { return Duration(io_timeout_ms_.load()); }
   void set_io_timeout(Duration timeout) { io_timeout_ms_.store(timeout.count()); }
+  // Every later send and receive also fails once `deadline` passes; Clock::time_point::max() (the
+  // default) lifts it. A worker bounds a connection's handshake and OPEN with one deadline.
+  void set_deadline(Clock::time_point deadline) {
+    deadline_.store(deadline.time_since_epoch().count());
+  }
 
   // Sends one message (split into frames as needed).
   void send(std::uint32_t tag, std::span<const std::byte> payload);
@@ -93,7 +98,9 @@ class SecureChannel {
 
   [[noreturn]] void fail(const std::string& what);
   void check_usable() const;
-  Wait io_wait() const { return Wait::idle_for(io_timeout()); }
+  Wait io_wait() const {
+    return Wait{io_timeout(), Clock::time_point(Clock::duration(deadline_.load()))};
+  }
   // Reads one frame header and checks every field (length against the limit, kind, flags).
   FrameIn read_header(std::string_view expecting);
   // Reads the frame's ciphertext and tag into out (out.size() == frame.length) and decrypts it.
@@ -106,6 +113,7 @@ class SecureChannel {
   Socket socket_;
   ChannelOptions options_;
   std::atomic<std::int64_t> io_timeout_ms_;
+  std::atomic<Clock::rep> deadline_{Clock::time_point::max().time_since_epoch().count()};
   mutable std::mutex name_mutex_;
   std::string name_;
   std::atomic<bool> broken_{false};

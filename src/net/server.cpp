@@ -11,7 +11,9 @@ Server::Server(Listener listener, const PresharedKey& key, ServerOptions options
     : listener_(std::move(listener)),
       key_(key),
       options_(std::move(options)),
-      handler_(std::move(handler)) {}
+      handler_(std::move(handler)) {
+  HUDDLE_CHECK(options_.max_handshakes > 0, "max_handshakes must be positive");
+}
 
 Server::~Server() {
   stop();
@@ -33,12 +35,26 @@ void Server::start() {
 void Server::stop() {
   stopping_.store(true);
   listener_.interrupt();
-  if (accept_thread_.joinable()) accept_thread_.join();
   {
     std::lock_guard lock(mutex_);
-    if (session_channel_ != nullptr) session_channel_->shutdown();
-    links_cv_.notify_all();
+    handshakes_cv_.notify_all();
   }
+  if (accept_thread_.joinable()) accept_thread_.join();
+  // No handshake starts from here on. Wake those in flight and whatever the session waits on.
+  std::list<Handshake> handshakes;
+  {
+    std::lock_guard lock(mutex_);
+    for (Handshake& h : handshakes_) h.socket.shutdown();
+    if (session_channel_ != nullptr) session_channel_->shutdown();
+    for (auto& [rank, link] : pending_links_) link->shutdown();
+    links_cv_.notify_all();
+    handshakes.splice(handshakes.end(), handshakes_);  // the nodes (and their threads) stay put
+  }
+  // A handshake that gets this far refuses its connection: it sees stopping_ under the lock.
+  for (Handshake& h : handshakes) {
+    if (h.thread.joinable()) h.thread.join();
+  }
+  // Only handshake threads assign session_thread_, and they are all joined.
   if (session_thread_.joinable()) session_thread_.join();
 }
 
@@ -47,8 +63,37 @@ Server::Stats Server::stats() const {
   return stats_;
 }
 
+std::size_t Server::handshakes_in_flight_locked() const {
+  std::size_t n = 0;
+  for (const Handshake& h : handshakes_) n += h.done ? 0 : 1;
+  return n;
+}
+
+void Server::reap_handshakes_locked() {
+  // A done handshake thread has left its last critical section: joining it is immediate.
+  for (auto it = handshakes_.begin(); it != handshakes_.end();) {
+    if (it->done) {
+      it->thread.join();
+      it = handshakes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void Server::accept_loop() {
   while (!stopping_.load()) {
+    {
+      std::unique_lock lock(mutex_);
+      reap_handshakes_locked();
+      if (handshakes_in_flight_locked() >= options_.max_handshakes) {
+        // Leave new connections in the backlog until a handshake ends.
+        handshakes_cv_.wait_for(lock, Duration(1000), [&] {
+          return stopping_.load() || handshakes_in_flight_locked() < options_.max_handshakes;
+        });
+        continue;
+      }
+    }
     std::optional<Socket> socket;
     try {
       socket = listener_.accept(Duration(1000));
@@ -57,59 +102,75 @@ void Server::accept_loop() {
       std::this_thread::sleep_for(Duration(100));
       continue;
     }
-    if (socket) handle(std::move(*socket));
+    if (socket) start_handshake(std::move(*socket));
   }
 }
 
-void Server::reap_finished_session() {
-  // Called with mutex_ held. A finished session thread has left its last critical section.
-  if (!session_active_ && session_thread_.joinable()) session_thread_.join();
+void Server::start_handshake(Socket socket) {
+  const std::string peer = socket.peer();
+  std::string error;
+  {
+    std::lock_guard lock(mutex_);
+    Handshake& h = handshakes_.emplace_back();
+    try {
+      h.socket = ShutdownHandle(socket);
+      h.thread = std::thread(
+          [this, &h, s = std::move(socket)]() mutable { serve_connection(h, std::move(s)); });
+    } catch (const std::exception& e) {  // no descriptor or thread left: drop this connection
+      handshakes_.pop_back();
+      ++stats_.connections_refused;
+      error = e.what();
+    }
+  }
+  if (!error.empty()) log(fmt::format("refused {}: {}", peer, error));
+}
+
+void Server::serve_connection(Handshake& self, Socket socket) {
+  handle(std::move(socket));
+  std::lock_guard lock(mutex_);
+  self.socket = ShutdownHandle();  // lets the connection close if nobody else holds it
+  self.done = true;
+  handshakes_cv_.notify_all();
 }
 
 void Server::handle(Socket socket) {
   const std::string peer = socket.peer();
+  const Duration limit = options_.channel.handshake_timeout;
+  const auto deadline = Clock::now() + limit;
   try {
     auto channel = SecureChannel::respond(std::move(socket), key_, options_.channel);
-    const OpenRequest open = read_open(*channel);
+    channel->set_deadline(deadline);
+    OpenRequest open;
+    try {
+      open = read_open(*channel);
+    } catch (const TransportError&) {
+      if (Clock::now() < deadline) throw;
+      // The socket's own message would name the idle timeout, not this deadline.
+      throw TransportError(fmt::format("{}: no OPEN within the handshake deadline of {}",
+                                       channel->name(), format_duration(limit)));
+    }
     std::unique_lock lock(mutex_);
-    reap_finished_session();
     std::string refusal;
-    if (open.kind == wire::OpenKind::kSession) {
-      if (session_active_) {
-        refusal = fmt::format("busy: this worker is serving session {}", session_id_);
-      } else {
-        session_active_ = true;
-        session_id_ = open.session_id;
-        session_world_ = 0;
-        pending_links_.clear();
-        session_channel_ = channel.get();
-        ++stats_.sessions_started;
-        lock.unlock();
-        ack_open(*channel);
-        lock.lock();
-        session_thread_ = std::thread(
-            [this, ch = std::move(channel), open]() mutable { run_session(std::move(ch), open); });
+    if (stopping_.load()) {
+      refusal = "the worker is stopping";
+    } else if (open.kind == wire::OpenKind::kSession) {
+      if (!session_active_) {
+        start_session(std::move(channel), open, lock);
         return;
       }
+      refusal = fmt::format("busy: this worker is serving session {}", session_id_);
     } else if (!session_active_ || open.session_id != session_id_) {
       refusal = fmt::format("no session {} on this worker", open.session_id);
     } else if (session_world_ != 0 && open.world != session_world_) {
       refusal =
           fmt::format("world size {} does not match the session's {}", open.world, session_world_);
-    } else if (pending_links_.contains(open.rank)) {
+    } else if (pending_links_.contains(open.rank) ||
+               links_acking_.contains({open.session_id, open.rank})) {
       refusal = fmt::format("duplicate link from rank {}", open.rank);
-    } else if (pending_links_.size() >= options_.max_pending_links) {
+    } else if (pending_links_.size() + links_acking_.size() >= options_.max_pending_links) {
       refusal = "too many pending links";
     } else {
-      session_world_ = open.world;
-      lock.unlock();
-      ack_open(*channel);
-      lock.lock();
-      // The session may have ended while we acknowledged; then the link is dropped.
-      if (session_active_ && session_id_ == open.session_id) {
-        pending_links_.emplace(open.rank, std::move(channel));
-        links_cv_.notify_all();
-      }
+      add_link(std::move(channel), open, lock);
       return;
     }
     ++stats_.connections_refused;
@@ -127,6 +188,69 @@ void Server::handle(Socket socket) {
   }
 }
 
+void Server::start_session(std::unique_ptr<SecureChannel> channel, const OpenRequest& open,
+                           std::unique_lock<std::mutex>& lock) {
+  // Claim the worker, so that other connections see it busy while this one is acknowledged.
+  session_active_ = true;
+  session_id_ = open.session_id;
+  session_world_ = 0;
+  pending_links_.clear();
+  session_channel_ = channel.get();  // stop() may shut it down from here on
+  std::thread previous = std::move(session_thread_);
+  lock.unlock();
+  try {
+    // The last session's thread has ended its session and only closes its channel.
+    if (previous.joinable()) previous.join();
+    ack_open(*channel);
+    channel->set_deadline(Clock::time_point::max());
+    lock.lock();
+    if (stopping_.load()) throw TransportError("the worker is stopping");
+    session_thread_ = std::thread(
+        [this, ch = std::move(channel), open]() mutable { run_session(std::move(ch), open); });
+    ++stats_.sessions_started;
+    lock.unlock();
+  } catch (...) {
+    // Free the worker before the channel goes (it is destroyed with this frame, or with the
+    // thread's closure): nobody may see the session, or a pointer to its channel, after that.
+    if (!lock.owns_lock()) lock.lock();
+    end_session_locked();
+    lock.unlock();
+    throw;
+  }
+}
+
+void Server::add_link(std::unique_ptr<SecureChannel> channel, const OpenRequest& open,
+                      std::unique_lock<std::mutex>& lock) {
+  const std::pair<std::uint64_t, int> key{open.session_id, open.rank};
+  session_world_ = open.world;
+  links_acking_.insert(key);
+  lock.unlock();
+  try {
+    ack_open(*channel);
+    channel->set_deadline(Clock::time_point::max());
+  } catch (...) {
+    lock.lock();
+    links_acking_.erase(key);
+    lock.unlock();
+    throw;
+  }
+  lock.lock();
+  links_acking_.erase(key);
+  // The session may have ended (or the server begun to stop) meanwhile: then the link is dropped.
+  if (session_active_ && session_id_ == open.session_id && !stopping_.load()) {
+    pending_links_.emplace(open.rank, std::move(channel));
+    links_cv_.notify_all();
+  }
+  lock.unlock();
+}
+
+void Server::end_session_locked() {
+  session_channel_ = nullptr;
+  pending_links_.clear();
+  session_active_ = false;
+  links_cv_.notify_all();
+}
+
 void Server::run_session(std::unique_ptr<SecureChannel> channel, OpenRequest open) {
   std::string outcome = "session ended";
   try {
@@ -142,10 +266,7 @@ void Server::run_session(std::unique_ptr<SecureChannel> channel, OpenRequest ope
     // take new sessions from here on: a primary that sees the control channel close may open the
     // next session at once (a new session first joins this thread, which only closes it).
     std::lock_guard lock(mutex_);
-    session_channel_ = nullptr;
-    pending_links_.clear();
-    session_active_ = false;
-    links_cv_.notify_all();
+    end_session_locked();
   }
   channel->close(outcome);
   channel.reset();

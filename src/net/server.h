@@ -1,13 +1,20 @@
 // Server: the accept loop of a worker. It serves one session at a time, refuses a second one
 // with "busy", hands mesh links of the active session to it, and survives bad clients: any
 // failure of a connection (wrong key, garbage, timeout, a handler that throws) is logged and the
-// loop goes on.
+// server goes on.
 //
 // Order the runtime must follow: the primary opens the session (open_session) before any rank
 // opens mesh links to this worker; links for any other session are refused.
 //
-// A connection is authenticated in the accept thread, so a client that stalls its handshake
-// delays the next accept by at most ChannelOptions::handshake_timeout.
+// Each accepted connection is authenticated on a thread of its own, and its handshake and OPEN
+// together must finish within one deadline (ChannelOptions::handshake_timeout), so a client that
+// stalls (slowloris) delays nobody else. At most ServerOptions::max_handshakes connections are
+// authenticated at once; more wait in the listen backlog until one of those ends.
+//
+// A session's start is all or nothing: when its acknowledgement or its thread fails, the worker
+// takes sessions again at once. stop() wakes what the server waits on (handshakes in flight, the
+// session's control channel, links not yet taken) and joins every thread; a handler blocked on a
+// mesh link it has taken returns when that link fails or times out.
 #pragma once
 
 #include "net/session.h"
@@ -15,10 +22,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
+#include <utility>
 
 namespace huddle::net {
 
@@ -27,6 +37,7 @@ struct ServerOptions {
   // Receives one line per event (refusals, handler errors). Default: stderr.
   std::function<void(const std::string&)> log;
   std::size_t max_pending_links = 64;
+  std::size_t max_handshakes = 16;  // connections being authenticated at once
 };
 
 class Server final : public LinkAcceptor {
@@ -44,7 +55,7 @@ class Server final : public LinkAcceptor {
 
   // Starts the accept loop in a background thread.
   void start();
-  // Stops accepting, shuts the active session's channel down, joins every thread. Idempotent.
+  // Stops accepting, wakes and joins every thread (see above). Idempotent; one caller at a time.
   void stop();
 
   std::uint16_t port() const { return listener_.port(); }
@@ -53,7 +64,7 @@ class Server final : public LinkAcceptor {
   struct Stats {
     std::uint64_t sessions_started = 0;
     std::uint64_t sessions_failed = 0;      // handler threw
-    std::uint64_t connections_refused = 0;  // handshake/OPEN failures and busy refusals
+    std::uint64_t connections_refused = 0;  // handshake/OPEN failures, busy, failed starts
   };
   Stats stats() const;
 
@@ -62,11 +73,29 @@ class Server final : public LinkAcceptor {
                                            Duration timeout) override;
 
  private:
+  // One connection being authenticated, on its own thread.
+  struct Handshake {
+    std::thread thread;
+    ShutdownHandle socket;  // stop() wakes the handshake with it; released when it ends
+    bool done = false;
+  };
+
   void accept_loop();
+  void start_handshake(Socket socket);
+  void serve_connection(Handshake& self, Socket socket);
   void handle(Socket socket);
+  // With mutex_ held by `lock`; returns with it released. Throws, with the worker free again,
+  // when the session cannot start.
+  void start_session(std::unique_ptr<SecureChannel> channel, const OpenRequest& open,
+                     std::unique_lock<std::mutex>& lock);
+  // With mutex_ held by `lock`; returns with it released.
+  void add_link(std::unique_ptr<SecureChannel> channel, const OpenRequest& open,
+                std::unique_lock<std::mutex>& lock);
   void run_session(std::unique_ptr<SecureChannel> channel, OpenRequest open);
+  void end_session_locked();
+  void reap_handshakes_locked();
+  std::size_t handshakes_in_flight_locked() const;
   void log(const std::string& line);
-  void reap_finished_session();
 
   Listener listener_;
   PresharedKey key_;
@@ -77,11 +106,14 @@ class Server final : public LinkAcceptor {
 
   mutable std::mutex mutex_;
   std::condition_variable links_cv_;
+  std::condition_variable handshakes_cv_;  // a handshake ended, or stop()
+  std::list<Handshake> handshakes_;        // nodes stay put while their threads run
   std::thread session_thread_;
   bool session_active_ = false;
   std::uint64_t session_id_ = 0;
-  SecureChannel* session_channel_ = nullptr;
+  SecureChannel* session_channel_ = nullptr;  // owned by the session thread (or its starter)
   std::map<int, std::unique_ptr<SecureChannel>> pending_links_;  // by rank, of the active session
+  std::set<std::pair<std::uint64_t, int>> links_acking_;  // (session, rank) being acknowledged
   int session_world_ = 0;
   Stats stats_;
 };

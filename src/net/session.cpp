@@ -2,6 +2,9 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+#include <thread>
+
 namespace huddle::net {
 
 namespace {
@@ -47,6 +50,45 @@ std::unique_ptr<SecureChannel> open_link(const Endpoint& peer, const PresharedKe
   request.world = static_cast<std::uint32_t>(world);
   request.session_id = session_id;
   return open(peer, key, options, request);
+}
+
+namespace {
+
+// Retrying cannot fix a key or version mismatch; anything else may pass.
+bool is_permanent(const std::string& error) {
+  return error.find("bad key") != std::string::npos ||
+         error.find("protocol version") != std::string::npos;
+}
+
+}  // namespace
+
+std::unique_ptr<SecureChannel> dial_with_retry(
+    const std::function<std::unique_ptr<SecureChannel>(const ChannelOptions&)>& attempt,
+    const ChannelOptions& options, Clock::time_point deadline, std::string_view what) {
+  const auto start = Clock::now();
+  std::string last_error;
+  Duration backoff{20};
+  int attempts = 0;
+  for (;;) {
+    ++attempts;
+    try {
+      ChannelOptions o = options;
+      const auto left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
+      o.handshake_timeout = std::max(Duration(1), std::min(o.handshake_timeout, left));
+      return attempt(o);
+    } catch (const TransportError& e) {
+      last_error = e.what();
+      if (is_permanent(last_error)) break;
+    }
+    const auto left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    std::this_thread::sleep_for(std::min(backoff, left));
+    backoff = std::min(backoff * 2, Duration(1000));
+    if (Clock::now() >= deadline) break;
+  }
+  const auto spent = std::chrono::duration_cast<Duration>(Clock::now() - start);
+  throw TransportError(fmt::format("cannot {}: {} ({} attempt{} in {})", what, last_error, attempts,
+                                   attempts == 1 ? "" : "s", format_duration(spent)));
 }
 
 OpenRequest read_open(SecureChannel& channel) {

@@ -8,8 +8,10 @@
 
 #include "net/secure_channel.h"
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <utility>
 
 namespace huddle::net {
@@ -31,6 +33,16 @@ std::unique_ptr<SecureChannel> open_session(const Endpoint& worker, const Presha
 std::unique_ptr<SecureChannel> open_link(const Endpoint& peer, const PresharedKey& key,
                                          const ChannelOptions& options, std::uint64_t session_id,
                                          int from_rank, int world);
+
+// Dials until it works: calls `attempt` with `options` (handshake_timeout capped by the time
+// left) and retries a failure with exponential backoff (20 ms, doubling, at most 1 s between
+// tries) until `deadline`, because peers start at different times and a worker may still be
+// ending an earlier session ("busy") or not yet know this one ("no session"). A refusal no retry
+// can fix (bad key, another protocol version) is not retried. Throws TransportError "cannot
+// <what>: <last error> (<n> attempts in <time>)".
+std::unique_ptr<SecureChannel> dial_with_retry(
+    const std::function<std::unique_ptr<SecureChannel>(const ChannelOptions&)>& attempt,
+    const ChannelOptions& options, Clock::time_point deadline, std::string_view what);
 
 // Acceptor side: reads and validates the OPEN message (every field checked).
 OpenRequest read_open(SecureChannel& channel);

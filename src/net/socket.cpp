@@ -66,7 +66,8 @@ int poll_ms(const Wait& wait, bool* hit_deadline) {
   auto ms = wait.idle.count();
   *hit_deadline = false;
   if (wait.deadline != Clock::time_point::max()) {
-    const auto left = std::chrono::duration_cast<Duration>(wait.deadline - Clock::now()).count();
+    // Rounded up: poll() must not wake before the deadline has passed.
+    const auto left = std::chrono::ceil<Duration>(wait.deadline - Clock::now()).count();
     if (left <= ms) {
       ms = std::max<std::int64_t>(left, 0);
       *hit_deadline = true;
@@ -276,6 +277,38 @@ void Socket::recv_exact(std::span<std::byte> data, const Wait& wait, std::string
     throw TransportError(
         fmt::format("peer {}: connection lost receiving {}: {}", peer_, what, errno_str(errno)));
   }
+}
+
+// ---- ShutdownHandle ----
+
+ShutdownHandle::ShutdownHandle(const Socket& socket) {
+  if (!socket.valid()) return;
+  fd_ = ::fcntl(socket.fd(), F_DUPFD_CLOEXEC, 0);
+  if (fd_ < 0) {
+    throw TransportError(
+        fmt::format("peer {}: cannot duplicate the socket: {}", socket.peer(), errno_str(errno)));
+  }
+}
+
+ShutdownHandle::ShutdownHandle(ShutdownHandle&& other) noexcept : fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+ShutdownHandle& ShutdownHandle::operator=(ShutdownHandle&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+ShutdownHandle::~ShutdownHandle() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ShutdownHandle::shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
 // ---- Listener ----

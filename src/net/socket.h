@@ -74,6 +74,28 @@ class Socket {
   std::string peer_;
 };
 
+// Shuts a Socket down from another thread although its owner may move or close it meanwhile: the
+// handle holds its own duplicate of the descriptor, so it never acts on a descriptor number that
+// was closed and reused. While a handle lives the connection stays open (no FIN is sent when the
+// Socket alone closes), so drop handles as soon as their owner is done with the socket.
+class ShutdownHandle {
+ public:
+  ShutdownHandle() = default;
+  // TransportError naming the peer when no descriptor is left to duplicate.
+  explicit ShutdownHandle(const Socket& socket);
+  ShutdownHandle(ShutdownHandle&& other) noexcept;
+  ShutdownHandle& operator=(ShutdownHandle&& other) noexcept;
+  ShutdownHandle(const ShutdownHandle&) = delete;
+  ShutdownHandle& operator=(const ShutdownHandle&) = delete;
+  ~ShutdownHandle();
+
+  // Wakes every thread blocked on the socket (they throw); idempotent, any thread.
+  void shutdown();
+
+ private:
+  int fd_ = -1;
+};
+
 class Listener {
  public:
   Listener() = default;

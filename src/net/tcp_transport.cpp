@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 
+#include <algorithm>
 #include <exception>
 #include <thread>
 
@@ -65,57 +66,43 @@ void TcpTransport::close() {
   }
 }
 
-namespace {
-
-// Retrying cannot fix a key or version mismatch; anything else (not listening yet, busy, no
-// such session yet) may pass, so it is retried until the deadline.
-bool is_permanent(const std::string& error) {
-  return error.find("bad key") != std::string::npos ||
-         error.find("protocol version") != std::string::npos;
+bool dials(const MeshConfig& cfg, int from, int to) {
+  const auto& ends = cfg.endpoints;
+  const bool from_accepts = ends[static_cast<std::size_t>(from)].has_value();
+  const bool to_accepts = ends[static_cast<std::size_t>(to)].has_value();
+  if (from_accepts != to_accepts) return !from_accepts;
+  return from > to;
 }
-
-std::unique_ptr<SecureChannel> open_with_retry(const MeshConfig& cfg, const PresharedKey& key,
-                                               int peer, Clock::time_point deadline) {
-  const Endpoint& ep = cfg.endpoints[static_cast<std::size_t>(peer)];
-  std::string last_error;
-  Duration backoff{20};
-  for (;;) {
-    try {
-      ChannelOptions options = cfg.channel;
-      const auto left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
-      options.handshake_timeout = std::max(Duration(1), std::min(options.handshake_timeout, left));
-      return open_link(ep, key, options, cfg.session_id, cfg.rank,
-                       static_cast<int>(cfg.endpoints.size()));
-    } catch (const TransportError& e) {
-      last_error = e.what();
-      if (is_permanent(last_error)) break;
-    }
-    if (Clock::now() + backoff >= deadline) break;
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, Duration(500));
-  }
-  throw TransportError(fmt::format("rank {}: cannot open a link to rank {} at {}: {}", cfg.rank,
-                                   peer, ep.str(), last_error));
-}
-
-}  // namespace
 
 std::unique_ptr<TcpTransport> connect_mesh(const MeshConfig& cfg, const PresharedKey& key,
-                                           LinkAcceptor& acceptor) {
+                                           LinkAcceptor* acceptor) {
   const int world = static_cast<int>(cfg.endpoints.size());
   HUDDLE_CHECK(cfg.rank >= 0 && cfg.rank < world, "rank {} of {}", cfg.rank, world);
   const auto deadline = Clock::now() + cfg.connect_timeout;
+  std::vector<int> to_dial, to_take;
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == cfg.rank) continue;
+    if (!cfg.endpoints[static_cast<std::size_t>(cfg.rank)] &&
+        !cfg.endpoints[static_cast<std::size_t>(peer)]) {
+      throw TransportError(
+          fmt::format("rank {}: neither it nor rank {} accepts links, so nobody can open theirs",
+                      cfg.rank, peer));
+    }
+    (dials(cfg, cfg.rank, peer) ? to_dial : to_take).push_back(peer);
+  }
+  HUDDLE_CHECK(to_take.empty() || acceptor != nullptr, "rank {} takes links without an acceptor",
+               cfg.rank);
   std::vector<std::unique_ptr<SecureChannel>> links(static_cast<std::size_t>(world));
 
-  // Higher ranks connect to us: take their links in a second thread while we connect down.
+  // Take the links dialled to us in a second thread while we dial ours.
   std::exception_ptr accept_error;
   std::thread acceptor_thread([&] {
     try {
-      for (int peer = cfg.rank + 1; peer < world; ++peer) {
+      for (int peer : to_take) {
         const auto left =
             std::max(Duration(0), std::chrono::duration_cast<Duration>(deadline - Clock::now()));
         links[static_cast<std::size_t>(peer)] =
-            acceptor.take_link(cfg.session_id, peer, world, left);
+            acceptor->take_link(cfg.session_id, peer, world, left);
       }
     } catch (...) {
       accept_error = std::current_exception();
@@ -123,8 +110,14 @@ std::unique_ptr<TcpTransport> connect_mesh(const MeshConfig& cfg, const Preshare
   });
   std::exception_ptr connect_error;
   try {
-    for (int peer = 0; peer < cfg.rank; ++peer) {
-      links[static_cast<std::size_t>(peer)] = open_with_retry(cfg, key, peer, deadline);
+    for (int peer : to_dial) {
+      const Endpoint& ep = *cfg.endpoints[static_cast<std::size_t>(peer)];
+      links[static_cast<std::size_t>(peer)] = dial_with_retry(
+          [&](const ChannelOptions& o) {
+            return open_link(ep, key, o, cfg.session_id, cfg.rank, world);
+          },
+          cfg.channel, deadline,
+          fmt::format("open a link from rank {} to rank {} at {}", cfg.rank, peer, ep.str()));
     }
   } catch (...) {
     connect_error = std::current_exception();
@@ -132,10 +125,11 @@ std::unique_ptr<TcpTransport> connect_mesh(const MeshConfig& cfg, const Preshare
   acceptor_thread.join();
   if (connect_error) std::rethrow_exception(connect_error);
   if (accept_error) std::rethrow_exception(accept_error);
+  // Ranks go by the addresses they accept on (an accepted link's socket shows an ephemeral
+  // port), so errors name a peer the way the user gave it.
   for (int peer = 0; peer < world; ++peer) {
-    if (peer != cfg.rank)
-      links[static_cast<std::size_t>(peer)]->set_name(
-          cfg.endpoints[static_cast<std::size_t>(peer)].str());
+    const auto& ep = cfg.endpoints[static_cast<std::size_t>(peer)];
+    if (peer != cfg.rank && ep) links[static_cast<std::size_t>(peer)]->set_name(ep->str());
   }
   return std::make_unique<TcpTransport>(cfg.rank, std::move(links), cfg.timeout, cfg.link);
 }

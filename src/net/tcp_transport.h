@@ -1,15 +1,19 @@
 // TcpTransport: a Transport over one persistent SecureChannel per pair of ranks (full mesh).
 //
-// Build one from channels the caller already opened, or with connect_mesh(): rank i opens a
-// link to every rank j < i (retrying until the deadline, since processes start at different
-// times) and takes the links of ranks j > i from a LinkAcceptor, concurrently. A link refused
-// for a bad key or protocol version is not retried; other failures are, until the deadline.
+// Build one from channels the caller already opened, or with connect_mesh(), the one mesh
+// builder (tests, benchmarks, and the runtime's primary and workers, runtime/mesh.h): of each
+// pair of ranks the one that accepts no links (a primary without a listener) dials the other,
+// else the higher rank dials the lower. Each rank dials its links (dial_with_retry: exponential
+// backoff until the deadline, since processes start at different times) while it takes the
+// others from its LinkAcceptor, concurrently. A link refused for a bad key or protocol version is
+// not retried; other failures are, until the deadline.
 #pragma once
 
 #include "net/session.h"
 #include "net/transport.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace huddle::net {
@@ -45,7 +49,9 @@ class TcpTransport final : public Transport {
 
 struct MeshConfig {
   int rank = 0;
-  std::vector<Endpoint> endpoints;  // where each rank accepts links; size() ranks
+  // Where each rank accepts links, size() ranks; nullopt for a rank that accepts none (it dials
+  // every other rank, which must all accept).
+  std::vector<std::optional<Endpoint>> endpoints;
   std::uint64_t session_id = 0;
   ChannelOptions channel;
   Duration connect_timeout{10000};  // to build the whole mesh
@@ -53,9 +59,12 @@ struct MeshConfig {
   LinkEmulation link;
 };
 
-// Builds the full mesh described above. Throws TransportError naming the rank that could not
-// be reached or did not connect in time.
+// Whether rank `from` opens the link between ranks `from` and `to` (the rule above).
+bool dials(const MeshConfig& config, int from, int to);
+
+// Builds the full mesh described above; `acceptor` may be null only when no rank dials this one.
+// Throws TransportError naming the rank that could not be reached or did not connect in time.
 std::unique_ptr<TcpTransport> connect_mesh(const MeshConfig& config, const PresharedKey& key,
-                                           LinkAcceptor& acceptor);
+                                           LinkAcceptor* acceptor);
 
 }  // namespace huddle::net

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "io/json_field.h"
+#include "io/strict_json.h"
 #include "io/text_file.h"
 
 #include <fmt/format.h>
@@ -288,9 +289,9 @@ Plan Plan::load(const std::string& path) {
   if (!text) throw PlanError(fmt::format("{}: cannot open plan file", path));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw PlanError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+    j = io::parse_strict_json(*text, path);  // nesting bounded, no duplicate keys
+  } catch (const LoadError& e) {
+    throw PlanError(e.what());
   }
   return from_json(j, path);
 }

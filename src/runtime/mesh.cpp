@@ -4,9 +4,6 @@
 
 #include <sodium.h>
 
-#include <exception>
-#include <thread>
-
 namespace huddle {
 
 OpenedSession open_sessions(const std::vector<std::string>& workers, const net::PresharedKey& key,
@@ -17,10 +14,14 @@ OpenedSession open_sessions(const std::vector<std::string>& workers, const net::
   s.channel.io_timeout = timeout;
   s.channel.handshake_timeout = timeout;
   s.endpoints = {"primary"};
+  const auto deadline = net::Clock::now() + timeout;
   for (const std::string& w : workers) {
-    s.workers.push_back(net::parse_endpoint(w));
-    s.endpoints.push_back(s.workers.back().str());
-    s.controls.push_back(net::open_session(s.workers.back(), key, s.channel, s.id));
+    const net::Endpoint worker = net::parse_endpoint(w);
+    s.workers.push_back(worker);
+    s.endpoints.push_back(worker.str());
+    s.controls.push_back(net::dial_with_retry(
+        [&](const net::ChannelOptions& o) { return net::open_session(worker, key, o, s.id); },
+        s.channel, deadline, fmt::format("open a session on worker {}", worker.str())));
   }
   return s;
 }
@@ -31,52 +32,33 @@ std::unique_ptr<net::TcpTransport> open_primary_mesh(const std::vector<net::Endp
                                                      std::uint64_t session_id,
                                                      net::Duration timeout,
                                                      const net::LinkEmulation& link) {
-  const int world = static_cast<int>(workers.size()) + 1;
-  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(world));
-  for (int r = 1; r < world; ++r) {
-    links[static_cast<std::size_t>(r)] = net::open_link(workers[static_cast<std::size_t>(r - 1)],
-                                                        key, channel, session_id, 0, world);
-  }
-  return std::make_unique<net::TcpTransport>(0, std::move(links), timeout, link);
+  net::MeshConfig cfg;
+  cfg.rank = 0;
+  cfg.endpoints.emplace_back();  // the primary accepts no links: it dials every worker
+  for (const net::Endpoint& w : workers) cfg.endpoints.emplace_back(w);
+  cfg.session_id = session_id;
+  cfg.channel = channel;
+  cfg.connect_timeout = timeout;
+  cfg.timeout = timeout;
+  cfg.link = link;
+  return net::connect_mesh(cfg, key, nullptr);
 }
 
 std::unique_ptr<net::TcpTransport> join_mesh(const MeshPlace& s, net::LinkAcceptor& acceptor,
                                              const net::PresharedKey& key,
                                              const net::ChannelOptions& channel,
                                              const net::LinkEmulation& link) {
-  std::vector<std::unique_ptr<net::SecureChannel>> links(static_cast<std::size_t>(s.world));
-  std::exception_ptr accept_error;
-  std::thread taker([&] {
-    try {
-      links[0] = acceptor.take_link(s.session_id, 0, s.world, s.timeout);
-      for (int p = s.rank + 1; p < s.world; ++p) {
-        links[static_cast<std::size_t>(p)] =
-            acceptor.take_link(s.session_id, p, s.world, s.timeout);
-      }
-    } catch (...) {
-      accept_error = std::current_exception();
-    }
-  });
-  std::exception_ptr open_error;
-  try {
-    for (int p = 1; p < s.rank; ++p) {
-      links[static_cast<std::size_t>(p)] =
-          net::open_link(net::parse_endpoint(s.endpoints[static_cast<std::size_t>(p)]), key,
-                         channel, s.session_id, s.rank, s.world);
-    }
-  } catch (...) {
-    open_error = std::current_exception();
-  }
-  taker.join();
-  if (open_error) std::rethrow_exception(open_error);
-  if (accept_error) std::rethrow_exception(accept_error);
-  // Workers go by the addresses they listen on (an accepted link's socket shows an ephemeral
-  // port), so errors name a peer the way the user gave it.
-  for (int p = 1; p < s.world; ++p) {
-    if (p != s.rank)
-      links[static_cast<std::size_t>(p)]->set_name(s.endpoints[static_cast<std::size_t>(p)]);
-  }
-  return std::make_unique<net::TcpTransport>(s.rank, std::move(links), s.timeout, link);
+  net::MeshConfig cfg;
+  cfg.rank = s.rank;
+  cfg.endpoints.emplace_back();  // rank 0, the primary, dials us
+  for (std::size_t p = 1; p < s.endpoints.size(); ++p)
+    cfg.endpoints.emplace_back(net::parse_endpoint(s.endpoints[p]));
+  cfg.session_id = s.session_id;
+  cfg.channel = channel;
+  cfg.connect_timeout = s.timeout;
+  cfg.timeout = s.timeout;
+  cfg.link = link;
+  return net::connect_mesh(cfg, key, &acceptor);
 }
 
 void await_session_end(std::vector<std::unique_ptr<net::SecureChannel>>& controls) {

@@ -1,7 +1,8 @@
 // The session mesh: one authenticated channel per pair of devices, opened after the primary has
 // described the session to every worker (runtime/cluster_protocol.h, step 2). Rank 0 (the
-// primary) opens a link to every worker; each worker opens links to the workers of lower rank
-// and takes those of higher rank.
+// primary, which has no listener) opens a link to every worker; each worker opens links to the
+// workers of lower rank and takes those of higher rank. Both sides are net::connect_mesh, the one
+// mesh builder: every dial is retried with exponential backoff until the session's timeout.
 #pragma once
 
 #include "net/key.h"
@@ -26,8 +27,10 @@ struct MeshPlace {
 };
 
 // The primary's side of a session's start: a fresh random session id and a control channel to
-// each worker (net::open_session), with `timeout` for handshakes and I/O. TransportError naming
-// a worker that cannot be reached, refuses the key or is busy.
+// each worker (net::open_session), with `timeout` for handshakes and I/O. A worker that is not
+// up yet or busy is retried with backoff (net::dial_with_retry) until `timeout` has passed since
+// the call. TransportError naming a worker that still cannot be reached or is busy then, or that
+// refuses the key.
 struct OpenedSession {
   std::uint64_t id = 0;
   net::ChannelOptions channel;

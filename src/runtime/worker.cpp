@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "core/quant.h"
+#include "io/strict_json.h"
 #include "net/session.h"
 #include "net/tcp_transport.h"
 #include "onnx/onnx_model.h"
@@ -47,8 +48,9 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
     throw TransportError(fmt::format("{}: expected the session setup, got tag {:#x}", peer, m.tag));
   }
   try {
-    const nlohmann::json j = nlohmann::json::parse(
-        std::string_view(reinterpret_cast<const char*>(m.payload.data()), m.payload.size()));
+    const nlohmann::json j = io::parse_strict_json(
+        std::string_view(reinterpret_cast<const char*>(m.payload.data()), m.payload.size()),
+        peer + ": session setup");
     Setup s;
     s.rank = j.at("rank").get<int>();
     s.world = j.at("world").get<int>();
@@ -76,6 +78,8 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw TransportError(fmt::format("{}: malformed session setup: {}", peer, e.what()));
+  } catch (const LoadError& e) {
+    throw TransportError(e.what());
   } catch (const TransportError& e) {
     throw TransportError(fmt::format("{}: bad session setup: {}", peer, e.what()));
   }

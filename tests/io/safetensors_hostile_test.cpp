@@ -151,5 +151,24 @@ TEST_F(SafetensorsHostile, BadMetadata) {
                         {"\"__metadata__\" field 'format'", "must be a string"});
 }
 
+// `depth` arrays nested inside one another: [[[...]]].
+std::string nested_arrays(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+// Before the bound, a value nested this deep crashed the loader: printing it into an error
+// message (json::dump, which recurses) overflowed the stack.
+TEST_F(SafetensorsHostile, DeeplyNestedHeaderIsRefusedNamingTheFile) {
+  const std::string deep = nested_arrays(1'000'000);
+  expect_header_refused(R"({"w":{"dtype":)" + deep + R"(,"shape":[1],"data_offsets":[0,4]}})", 4,
+                        {"header", "nested deeper than 64"});
+  expect_header_refused(R"({"__metadata__":{"format":)" + deep + "}}", 0,
+                        {"header", "nested deeper than 64"});
+  expect_header_refused(deep, 0, {"header", "nested deeper than 64"});
+  // Within the bound, nesting is only a type error.
+  expect_header_refused(R"({"w":{"dtype":)" + nested_arrays(60) + "}}", 0,
+                        {"tensor 'w'", "\"dtype\" must be a string"});
+}
+
 }  // namespace
 }  // namespace huddle::io

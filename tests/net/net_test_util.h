@@ -40,9 +40,11 @@ inline std::string string_of(std::span<const std::byte> b) {
 // lines for assertions.
 class EchoServer {
  public:
-  explicit EchoServer(const PresharedKey& key, ChannelOptions options = fast_options()) {
+  explicit EchoServer(const PresharedKey& key, ChannelOptions options = fast_options(),
+                      std::size_t max_handshakes = ServerOptions{}.max_handshakes) {
     ServerOptions so;
     so.channel = options;
+    so.max_handshakes = max_handshakes;
     so.log = [this](const std::string& line) {
       std::lock_guard lock(mutex_);
       log_.push_back(line);

@@ -63,14 +63,14 @@ class TestCluster {
     run_ranks(n, [&](int r) {
       MeshConfig cfg;
       cfg.rank = r;
-      cfg.endpoints = endpoints;
+      cfg.endpoints.assign(endpoints.begin(), endpoints.end());
       cfg.session_id = 77;
       cfg.channel.handshake_timeout = Duration(5000);
       cfg.connect_timeout = Duration(10000);
       cfg.timeout = timeout;
       cfg.link = link;
       ListenerAcceptor acceptor(listeners[static_cast<std::size_t>(r)], key, cfg.channel);
-      tcp_[static_cast<std::size_t>(r)] = connect_mesh(cfg, key, acceptor);
+      tcp_[static_cast<std::size_t>(r)] = connect_mesh(cfg, key, &acceptor);
     });
   }
 

@@ -177,10 +177,10 @@ TEST(TcpMesh, WorkersBuildTheirMeshThroughTheirServers) {
           const Message plan = control.recv();  // "<rank>": the rank this worker has
           MeshConfig cfg;
           cfg.rank = std::stoi(string_of(plan.payload));
-          cfg.endpoints = endpoints;
+          cfg.endpoints.assign(endpoints.begin(), endpoints.end());
           cfg.session_id = open.session_id;
           cfg.channel = testing::fast_options();
-          auto mesh = connect_mesh(cfg, key, links);
+          auto mesh = connect_mesh(cfg, key, &links);
           const int peer = 1 - cfg.rank;
           mesh->send(peer, 1, bytes_of(fmt::format("from worker {}", w)));
           const Message m = mesh->recv(peer);
@@ -205,6 +205,88 @@ TEST(TcpMesh, WorkersBuildTheirMeshThroughTheirServers) {
   EXPECT_THAT(error_of([&] { open_link(endpoints[0], key, testing::fast_options(), 999, 1, 2); }),
               HasSubstr("no session 999"));
   for (auto& c : controls) c->close("done");
+}
+
+// The runtime's shape of mesh: rank 0 has no listener and dials everyone; the others take its
+// link and dial the lower ranks. Rank 2 starts late (its port is not even listening at first):
+// the others' dials are refused and retried with backoff until it is up.
+TEST(TcpMesh, ARankWithoutAListenerDialsEveryoneAndALateRankIsWaitedFor) {
+  const PresharedKey key = PresharedKey::random();
+  std::vector<std::optional<Listener>> listeners(3);
+  listeners[1] = Listener::bind(testing::loopback());
+  std::uint16_t late_port = 0;
+  {
+    const Listener probe = Listener::bind(testing::loopback());  // a port free a moment ago
+    late_port = probe.port();
+  }
+  std::vector<std::optional<Endpoint>> endpoints = {
+      std::nullopt, testing::loopback(listeners[1]->port()), testing::loopback(late_port)};
+  std::vector<std::unique_ptr<TcpTransport>> mesh(3);
+  std::atomic<bool> late_started{false};
+  run_ranks(3, [&](int r) {
+    MeshConfig cfg;
+    cfg.rank = r;
+    cfg.endpoints = endpoints;
+    cfg.session_id = 5;
+    cfg.channel = testing::fast_options();
+    cfg.connect_timeout = Duration(20000);
+    if (r == 0) {
+      mesh[0] = connect_mesh(cfg, key, nullptr);
+      return;
+    }
+    if (r == 2) {
+      std::this_thread::sleep_for(Duration(300));
+      listeners[2] = Listener::bind(testing::loopback(late_port));
+      late_started.store(true);
+    }
+    ListenerAcceptor acceptor(*listeners[static_cast<std::size_t>(r)], key, cfg.channel);
+    mesh[static_cast<std::size_t>(r)] = connect_mesh(cfg, key, &acceptor);
+  });
+  EXPECT_TRUE(late_started.load());
+  run_ranks(3, [&](int r) {
+    for (int p = 0; p < 3; ++p) {
+      if (p != r) mesh[static_cast<std::size_t>(r)]->send(p, 3, bytes_of(std::to_string(r)));
+    }
+    for (int p = 0; p < 3; ++p) {
+      if (p == r) continue;
+      EXPECT_EQ(string_of(mesh[static_cast<std::size_t>(r)]->recv(p).payload), std::to_string(p));
+    }
+  });
+  MeshConfig shape;
+  shape.endpoints = endpoints;
+  EXPECT_TRUE(dials(shape, 0, 2));
+  EXPECT_TRUE(dials(shape, 2, 1));
+  EXPECT_FALSE(dials(shape, 1, 2));
+}
+
+// A peer that never comes up: the dial gives up at the deadline, naming the peer and how often
+// it tried; a bad key is not retried.
+TEST(TcpMesh, DialGivesUpAtTheDeadlineAndNeverRetriesABadKey) {
+  std::uint16_t dead_port = 0;
+  {
+    const Listener probe = Listener::bind(testing::loopback());
+    dead_port = probe.port();
+  }
+  const PresharedKey key = PresharedKey::random();
+  const std::string dead = error_of([&] {
+    dial_with_retry(
+        [&](const ChannelOptions& o) {
+          return open_session(testing::loopback(dead_port), key, o, 1);
+        },
+        testing::fast_options(), Clock::now() + Duration(400), "open a session on the dead one");
+  });
+  EXPECT_THAT(dead, HasSubstr("cannot open a session on the dead one"));
+  EXPECT_THAT(dead, HasSubstr("attempts in"));
+  testing::EchoServer es(key);
+  const std::string bad = error_of([&] {
+    dial_with_retry(
+        [&](const ChannelOptions& o) {
+          return open_session(es.endpoint(), PresharedKey::random(), o, 1);
+        },
+        testing::fast_options(), Clock::now() + Duration(20000), "open a session");
+  });
+  EXPECT_THAT(bad, HasSubstr("bad key"));
+  EXPECT_THAT(bad, HasSubstr("(1 attempt in"));
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // Cluster files: the minimal and rich forms, and clear errors for wrong or missing fields.
 #include "planner/cluster.h"
 #include "core/error.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <fstream>
 
 namespace huddle {
 namespace {
@@ -98,6 +101,25 @@ TEST(ClusterFile, MissingLinkWithoutDefaultIsAPlanError) {
     FAIL();
   } catch (const PlanError& e) {
     EXPECT_NE(std::string(e.what()).find("from 'M' to 'S'"), std::string::npos) << e.what();
+  }
+}
+
+// A cluster file nested deep enough used to crash the reader (a recursive dump() into the error
+// message); the parser now refuses it before anything recurses.
+TEST(ClusterFile, DeeplyNestedFileIsRefused) {
+  const std::size_t depth = 1'000'000;
+  const std::string text =
+      R"({"devices": )" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  testing::TempDir dir;
+  const std::string path = (dir / "deep.json").string();
+  std::ofstream(path) << text;
+  try {
+    ClusterSpec::load(path);
+    FAIL() << "accepted a cluster nested a million deep";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("deep.json: JSON nested deeper than 64"),
+              std::string::npos)
+        << e.what();
   }
 }
 
