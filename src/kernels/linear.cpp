@@ -40,15 +40,16 @@ void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor*
             std::max<std::int64_t>(wm.stride, 1), 0.0f, ym.data,
             std::max<std::int64_t>(ym.stride, 1));
   if (b != nullptr) {
+    const std::int64_t cols = n;  // clang 14 cannot capture a structured binding in a lambda
     parallel_for(
         0, t,
         [&](std::int64_t r0, std::int64_t r1) {
           for (std::int64_t r = r0; r < r1; ++r) {
             float* __restrict row = ym.row(r);
-            for (std::int64_t c = 0; c < n; ++c) row[c] += b[c];
+            for (std::int64_t c = 0; c < cols; ++c) row[c] += b[c];
           }
         },
-        std::max<std::int64_t>(1, 16384 / n));
+        std::max<std::int64_t>(1, 16384 / cols));
   }
 }
 
