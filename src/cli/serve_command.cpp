@@ -5,6 +5,7 @@
 #include "cli/local_workers.h"
 #include "cli/stop_signals.h"
 #include "core/error.h"
+#include "io/gguf.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "net/key.h"
@@ -69,8 +70,12 @@ std::vector<double> parse_shares(const std::string& text) {
   return shares;
 }
 
-// Whether <dir>/tokenizer_config.json holds a chat_template (a string or a list of named ones).
+// Whether <dir>/tokenizer_config.json holds a chat_template (a string or a list of named ones),
+// or a GGUF file the tokenizer.chat_template key.
 bool has_chat_template(const std::filesystem::path& dir) {
+  if (io::is_gguf_path(dir)) {
+    return io::GgufFile::open(dir).find("tokenizer.chat_template") != nullptr;
+  }
   std::ifstream in(dir / "tokenizer_config.json");
   if (!in) return false;
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -222,7 +227,7 @@ void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions)");
-  cmd->add_option("--model", o->model_dir, "Hugging Face model directory")->required();
+  cmd->add_option("--model", o->model_dir, "Hugging Face model directory or GGUF file")->required();
   cmd->add_option("--model-id", o->model_id,
                   "Name reported by /v1/models (default: the directory's name)");
   cmd->add_option("--host", o->host, "Address to listen on (default 127.0.0.1)");

@@ -1,5 +1,6 @@
-// Model: a Hugging Face model directory loaded for inference: its config, its forward Graph and
-// its weights (F32 views of the memory-mapped checkpoint; half-precision tensors are widened once).
+// Model: a Hugging Face model directory or a GGUF file (model/gguf_model.h) loaded for inference:
+// its config, its forward Graph and its weights (F32 views of the memory-mapped checkpoint;
+// half-precision and quantised tensors are widened once).
 #pragma once
 
 #include "graph/graph.h"
@@ -23,10 +24,11 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref);
 
 class Model {
  public:
-  // Loads DIR/config.json and the checkpoint (model.safetensors or a sharded index).
-  // LoadError naming the file, tensor or field on any problem.
-  static Model load(const std::filesystem::path& dir);
+  // Loads DIR/config.json and the checkpoint (model.safetensors or a sharded index), or a GGUF
+  // file (model/gguf_model.h). LoadError naming the file, tensor or field on any problem.
+  static Model load(const std::filesystem::path& path);
 
+  // The directory or GGUF file loaded.
   const std::filesystem::path& dir() const { return dir_; }
   const Architecture& architecture() const { return *architecture_; }
   const ModelConfig& config() const { return config_; }
@@ -34,7 +36,8 @@ class Model {
   const WeightMap& weights() const { return weights_; }
   // Bytes of F32 weight data the graph uses.
   std::size_t weight_bytes() const;
-  // config.json as read (so another device can rebuild the same graph).
+  // config.json as read, or as built from GGUF metadata (so another device can rebuild the same
+  // graph).
   const std::string& config_text() const { return config_text_; }
   // Canonical names of every tensor the checkpoint provides (whether the graph uses it or not).
   const std::vector<std::string>& tensor_names() const { return tensor_names_; }
