@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,6 +49,11 @@ def main():
     src = os.path.join(a.work, "llama-1b")
     if not os.path.exists(os.path.join(src, "config.json")):
         run([a.huddle, "synth", "--arch", "llama", "--preset", "llama-1b", "-o", src])
+        # node-llama-cpp tokenizes while loading, so the file needs a vocabulary: llama-tiny's
+        # byte-level BPE, padded to the 32000 embeddings by `huddle quantize`.
+        fixture = os.path.join(HERE, "..", "..", "tests", "fixtures", "models", "llama-tiny")
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(fixture, name), src)
     ids = ",".join(str((i * 7919) % 31000 + 100) for i in range(a.prompt))
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if
                 l.startswith("model name")), platform.processor())

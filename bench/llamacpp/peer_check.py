@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """llama.cpp loads `huddle quantize` output and decodes what Huddle decodes.
 
-For llama-tiny (byte-level BPE tokenizer in the file) and qwen2-tiny (no tokenizer: ids only) at
-f32, f16, q8_0 and q4_0: `huddle quantize`, then 16 greedy tokens from the fixture's prompt with
+For llama-tiny (byte-level BPE tokenizer in the file) at f32, f16, q8_0 and q4_0: `huddle quantize`, then 16 greedy tokens from the fixture's prompt with
 `huddle run --model X.gguf` and with llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU binary,
 bench/llamacpp/greedy.mjs) on the same file. The ids must be equal at f32, f16 and q8_0. At q4_0
 llama.cpp multiplies Q4_0 weights by Q8_0-quantised activations while Huddle widens the weights
 to f32, so a near-tie may flip late in the sequence: q4_0 must agree on the first 8 tokens and is
-reported in full.
+reported in full. qwen2-tiny is left out: it has no tokenizer, and node-llama-cpp 3.21.1 tokenizes
+while loading, which aborts on a vocabulary of type "none" (GGML_ASSERT "Tokenizer not
+initialized" in llama-vocab.cpp); llama.cpp itself loads such files.
 
 Usage: peer_check.py HUDDLE_BINARY FIXTURES_DIR. Exit 77 (skipped) when node or the npm install
 (`cd bench/llamacpp && npm ci`) is missing, 1 on a mismatch.
@@ -32,7 +33,7 @@ def main():
         return 77
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for model in ("llama-tiny", "qwen2-tiny"):
+        for model in ("llama-tiny",):
             prompt = json.load(open(os.path.join(fixtures, "references", model + ".generate.json")))[
                 "prompt"]
             ids = ",".join(map(str, prompt))

@@ -149,7 +149,7 @@ GgufValue read_value(Cursor& c, GgufType type, int depth, const std::string& wha
       const auto count = c.read<std::uint64_t>(what);
       if (count > c.left() / min_value_bytes(v.elem_type)) {
         throw LoadError(fmt::format(
-            "{}: {} claims {} {} items, more than the {} bytes left in the file can hold",
+            "{}: {} claims {} {} items; they would run past the end of the file ({} bytes left)",
             c.origin(), what, count, gguf_type_name(v.elem_type), c.left()));
       }
       v.items.reserve(static_cast<std::size_t>(count));
@@ -386,13 +386,13 @@ GgufLayout parse_gguf(std::span<const std::byte> file, std::string_view origin) 
   // (name length, n_dims, one dimension, type, offset).
   if (kv_count > c.left() / 12) {
     throw LoadError(
-        fmt::format("{}: the header claims {} metadata entries, more than the {} bytes "
-                    "left in the file can hold",
+        fmt::format("{}: the header claims {} metadata entries; they would run past the end "
+                    "of the file ({} bytes left)",
                     origin, kv_count, c.left()));
   }
   if (tensor_count > c.left() / 32) {
     throw LoadError(fmt::format(
-        "{}: the header claims {} tensors, more than the {} bytes left in the file can hold",
+        "{}: the header claims {} tensors; they would run past the end of the file ({} bytes left)",
         origin, tensor_count, c.left()));
   }
 

@@ -17,7 +17,10 @@ std::string prompt_ids(const std::string& model) {
   std::ifstream in(testing::fixture("references/" + model + ".generate.json"));
   const nlohmann::json ref = nlohmann::json::parse(in);
   std::string ids;
-  for (int id : ref["prompt"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  for (int id : ref["prompt"]) {
+    if (!ids.empty()) ids.push_back(',');
+    ids.append(std::to_string(id));
+  }
   return ids;
 }
 

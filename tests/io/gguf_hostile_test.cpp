@@ -56,12 +56,12 @@ TEST_F(GgufHostile, TruncatedHeader) {
 }
 
 TEST_F(GgufHostile, CountsThatOverflowTheFile) {
-  expect_refused(gguf_header(3, 0, UINT64_MAX), {"metadata entries", "bytes left"});
-  expect_refused(gguf_header(3, 1ull << 60, 0), {"tensors", "bytes left"});
+  expect_refused(gguf_header(3, 0, UINT64_MAX), {"metadata entries", "past the end"});
+  expect_refused(gguf_header(3, 1ull << 60, 0), {"tensors", "past the end"});
 }
 
 TEST_F(GgufHostile, StringLengthPastTheEnd) {
-  expect_refused(gguf_header(3, 0, 1) + le64(UINT64_MAX) + "key",
+  expect_refused(gguf_header(3, 0, 1) + le64(UINT64_MAX) + "key" + std::string(20, '\0'),
                  {"metadata entry #0", "past the end"});
   expect_refused(gguf_header(3, 0, 1) + gstr("k") + le32(8) + le64(1000) + "short",
                  {"metadata 'k'", "past the end"});

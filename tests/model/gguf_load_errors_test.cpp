@@ -1,5 +1,6 @@
 // GGUF files that are valid GGUF but not a model Huddle can build: refused with a LoadError naming
 // the file and the key or tensor, never a crash or a silently different model.
+#include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"

@@ -1,5 +1,6 @@
 // The tokenizer a GGUF file carries (tokenizer/gguf_vocab.h), written from a tokenizer.json and
 // read back, gives the ids and text of the tokenizer.json itself.
+#include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/gguf_export.h"
