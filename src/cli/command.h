@@ -17,6 +17,7 @@ void add_synth_command(CLI::App& app);
 void add_worker_command(CLI::App& app);  // also `keygen`
 void add_profile_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 // "a,b,,c" -> {"a", "b", "c"} (empty items dropped).
 std::vector<std::string> split_list(const std::string& text);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show help for every command");
   huddle::cli::add_run_command(app);
   huddle::cli::add_synth_command(app);
+  huddle::cli::add_quantize_command(app);
   huddle::cli::add_worker_command(app);
   huddle::cli::add_tokenize_commands(app);
   huddle::cli::add_plan_command(app);

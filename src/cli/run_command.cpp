@@ -546,8 +546,9 @@ void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd =
       app.add_subcommand("run", "Run a prompt through a model (prefill, then greedy generation)");
-  cmd->add_option("--model", options->model_dir,
-                  "Hugging Face model directory, or an ONNX file (MODEL.onnx)")
+  cmd->add_option(
+         "--model", options->model_dir,
+         "Hugging Face model directory, a GGUF file (MODEL.gguf), or an ONNX file (MODEL.onnx)")
       ->required();
   cmd->add_option("--input", options->onnx.inputs,
                   "ONNX: input tensor FILE.npy (single-input models) or NAME=FILE.npy; repeat");

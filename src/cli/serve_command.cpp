@@ -283,7 +283,7 @@ void add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)");
-  cmd->add_option("--model", o->model_dir, "Hugging Face model directory")->required();
+  cmd->add_option("--model", o->model_dir, "Hugging Face model directory or GGUF file")->required();
   cmd->add_option("--model-id", o->model_id,
                   "Name reported by /v1/models (default: the directory's name)");
   cmd->add_option("--host", o->host, "Address to listen on (default 127.0.0.1)");

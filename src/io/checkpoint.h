@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "io/safetensors.h"
+#include "io/weight_source.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -22,36 +23,29 @@ namespace huddle::io {
 inline constexpr const char* kSafetensorsFileName = "model.safetensors";
 inline constexpr const char* kSafetensorsIndexName = "model.safetensors.index.json";
 
-struct TensorInfo {
-  DType dtype = DType::F32;
-  Shape shape;
-  std::filesystem::path file;  // the shard holding it
-  std::uint64_t offset = 0;    // absolute byte offset in `file`
-  std::uint64_t nbytes = 0;
-};
-
-class Checkpoint {
+class Checkpoint final : public WeightSource {
  public:
   // Throws LoadError naming the directory, file, shard or tensor at fault (see the tests in
   // tests/io/checkpoint_test.cpp for every case).
   static Checkpoint open(const std::filesystem::path& dir);
 
   const std::filesystem::path& dir() const { return dir_; }
+  std::string origin() const override { return dir_.string(); }
   // Files mapped, in the order opened (one for a single-file checkpoint).
   const std::vector<SafetensorsFile>& files() const { return files_; }
 
   // Names of the tensors Huddle can load, sorted. Tensors in unsupported dtypes (I64 buffers,
   // FP8, ...) are left out; loading one gives an error naming its dtype.
-  std::vector<std::string> names() const;
+  std::vector<std::string> names() const override;
   bool has(std::string_view name) const;
   // Throws LoadError naming the tensor and the directory when absent.
-  TensorInfo info(std::string_view name) const;
+  TensorInfo info(std::string_view name) const override;
 
   // Stored dtype and shape; zero-copy unless unaligned (see SafetensorsFile::view).
-  Tensor view(std::string_view name) const;
+  Tensor view(std::string_view name) const override;
   // F32 data: a zero-copy view of the mapping when stored as aligned F32, otherwise an owned
   // copy widened from F16 / BF16. Integer tensors are refused with a LoadError.
-  Tensor load_f32(std::string_view name) const;
+  Tensor load_f32(std::string_view name) const override;
 
   // Sum of the stored byte sizes of the tensors in names().
   std::uint64_t total_bytes() const;

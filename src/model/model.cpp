@@ -1,8 +1,8 @@
 #include "model/model.h"
 
 #include "core/error.h"
-#include "io/checkpoint.h"
 #include "io/strict_json.h"
+#include "model/model_source.h"
 
 #include <map>
 
@@ -57,22 +57,20 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
   return ref.axis2 == 0 ? first.rows(ref.begin2, ref.end2) : first.cols(ref.begin2, ref.end2);
 }
 
-Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw LoadError(
-        fmt::format("{}: model directory does not exist or is not a directory", dir.string()));
-  }
+Model Model::load(const std::filesystem::path& path, const LoadOptions& options) {
+  // config.json text + tensors under Hugging Face names, from a directory or a GGUF file.
+  const ModelSource source = open_model_source(path);
   Model m;
-  m.dir_ = dir;
+  m.dir_ = path;
   m.options_ = options;
-  const std::filesystem::path config_path = dir / "config.json";
-  m.config_text_ = read_json_file(config_path).dump();
+  m.config_text_ = source.config_text;
+  const std::string& config_origin = source.config_origin;
+  const std::string origin = source.tensors->origin();
 
   // The architecture is needed to map names; describe_model() below checks the config fully.
   const Architecture& arch =
-      architecture_for_config(nlohmann::json::parse(m.config_text_), config_path.string());
-  const io::Checkpoint checkpoint = io::Checkpoint::open(dir);
+      architecture_for_config(nlohmann::json::parse(m.config_text_), config_origin);
+  const io::WeightSource& checkpoint = *source.tensors;
   // Canonical name -> name in the checkpoint ("transformer.h.0..." -> "h.0...").
   std::unordered_map<std::string, std::string> stored_name;
   for (const std::string& name : checkpoint.names()) {
@@ -80,14 +78,13 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
     if (!canonical) continue;
     const auto [it, inserted] = stored_name.emplace(*canonical, name);
     if (!inserted) {
-      throw LoadError(fmt::format("{}: tensors '{}' and '{}' both provide '{}'", dir.string(),
-                                  it->second, name, *canonical));
+      throw LoadError(fmt::format("{}: tensors '{}' and '{}' both provide '{}'", origin, it->second,
+                                  name, *canonical));
     }
     m.tensor_names_.push_back(*canonical);
   }
   std::sort(m.tensor_names_.begin(), m.tensor_names_.end());
-  ModelDescription description =
-      describe_model(m.config_text_, m.tensor_names_, config_path.string());
+  ModelDescription description = describe_model(m.config_text_, m.tensor_names_, config_origin);
   m.architecture_ = description.architecture;
   m.config_ = description.config;
   m.graph_ = std::move(description.graph);
@@ -98,11 +95,11 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
     const auto it = stored_name.find(v.weight.tensor);
     if (it == stored_name.end()) {
       throw LoadError(fmt::format("{}: tensor '{}' is missing from the checkpoint ({} needs it)",
-                                  dir.string(), v.weight.tensor, m.architecture_->name));
+                                  origin, v.weight.tensor, m.architecture_->name));
     }
     const io::TensorInfo info = checkpoint.info(it->second);
     if (info.shape != v.weight.tensor_shape) {
-      throw LoadError(fmt::format("{}: tensor '{}' has shape {} but config.json implies {}",
+      throw LoadError(fmt::format("{}: tensor '{}' has shape {} but the config implies {}",
                                   info.file.string(), it->second, shape_str(info.shape),
                                   shape_str(v.weight.tensor_shape)));
     }

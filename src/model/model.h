@@ -1,7 +1,7 @@
-// Model: a Hugging Face model directory loaded for inference: its config, its forward Graph and
-// its weights. Matrix weights (linear weights, embedding tables) are kept in their stored dtype
-// as views of the memory-mapped checkpoint, or converted at load when LoadOptions ask (e.g. to
-// Q8_0); norm scales and biases are F32 (model/weight_dtype.h).
+// Model: a Hugging Face model directory or a GGUF file (model/gguf_model.h) loaded for inference:
+// its config, its forward Graph and its weights. Matrix weights (linear weights, embedding tables)
+// are kept in their stored dtype as views of the memory-mapped checkpoint, or converted at load
+// when LoadOptions ask (e.g. to Q8_0); norm scales and biases are F32 (model/weight_dtype.h).
 #pragma once
 
 #include "graph/graph.h"
@@ -27,10 +27,11 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref);
 
 class Model {
  public:
-  // Loads DIR/config.json and the checkpoint (model.safetensors or a sharded index).
-  // LoadError naming the file, tensor or field on any problem.
-  static Model load(const std::filesystem::path& dir, const LoadOptions& options = {});
+  // Loads DIR/config.json and the checkpoint (model.safetensors or a sharded index), or a GGUF
+  // file (model/gguf_model.h). LoadError naming the file, tensor or field on any problem.
+  static Model load(const std::filesystem::path& path, const LoadOptions& options = {});
 
+  // The directory or GGUF file loaded.
   const std::filesystem::path& dir() const { return dir_; }
   const Architecture& architecture() const { return *architecture_; }
   const ModelConfig& config() const { return config_; }
@@ -42,7 +43,8 @@ class Model {
   // Elements per block of the model's block-quantised weights (32), 1 when it has none: tensor
   // parallel plans cut their columns at multiples of it (Plan::aligned_to_blocks).
   std::int64_t weight_block() const;
-  // config.json as read (so another device can rebuild the same graph).
+  // config.json as read, or as built from GGUF metadata (so another device can rebuild the same
+  // graph).
   const std::string& config_text() const { return config_text_; }
   // Canonical names of every tensor the checkpoint provides (whether the graph uses it or not).
   const std::vector<std::string>& tensor_names() const { return tensor_names_; }

@@ -3,6 +3,8 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "io/gguf.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/model_info.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
@@ -35,6 +37,7 @@ tok::SentencePieceOptions read_sentencepiece_options(const std::filesystem::path
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& model_dir) {
+  if (io::is_gguf_path(model_dir)) return tok::load_gguf_tokenizer(model_dir);
   std::error_code ec;
   if (!std::filesystem::is_directory(model_dir, ec)) {
     throw LoadError(fmt::format("model directory '{}' does not exist or is not a directory",

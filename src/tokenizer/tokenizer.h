@@ -43,7 +43,8 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Loads <model_dir>/tokenizer.json, else <model_dir>/tokenizer.model (SentencePiece). Throws
+  // Loads <model_dir>/tokenizer.json, else <model_dir>/tokenizer.model (SentencePiece); given a
+  // GGUF file, its tokenizer.ggml.* metadata (tokenizer/gguf_vocab.h). Throws
   // LoadError naming the directory and both files when neither exists, and naming the file and
   // field (or the unsupported component type) when one is malformed.
   static std::unique_ptr<Tokenizer> load(const std::filesystem::path& model_dir);

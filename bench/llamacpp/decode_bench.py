@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""Decode (and prefill) speed of Huddle against llama.cpp on the same GGUF files.
+
+Makes the llama-1b synth preset (`huddle synth --arch llama --preset llama-1b`, F32 random
+weights), writes it with `huddle quantize` at each --types, then for each thread count runs the
+same prompt ids and greedy decode `--repeats` times in both engines, one after the other:
+- Huddle: `huddle run --model X.gguf --ids ... --n-predict N --ignore-eos --threads T --json`
+  (decode_ms_per_token, prefill_ms);
+- llama.cpp: node-llama-cpp 3.21.1's prebuilt CPU binary (greedy.mjs: decode_tok_s over the tokens
+  after the first, prefill_ms).
+Prints median and min..max per cell, the machine and the commands; a benchmark, not a test.
+
+Usage: decode_bench.py --huddle build/huddle [--work /tmp/huddle-llamacpp] [--types f16,q8_0,q4_0]
+       [--threads 1,2] [--prompt 32] [-n 32] [--repeats 3]
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def cell(values):
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.2f} ({min(values):.2f}..{max(values):.2f})"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--huddle", required=True)
+    p.add_argument("--work", default="/tmp/huddle-llamacpp")
+    p.add_argument("--types", default="f16,q8_0,q4_0")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--prompt", type=int, default=32)
+    p.add_argument("-n", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=3)
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    src = os.path.join(a.work, "llama-1b")
+    if not os.path.exists(os.path.join(src, "config.json")):
+        run([a.huddle, "synth", "--arch", "llama", "--preset", "llama-1b", "-o", src])
+        # node-llama-cpp tokenizes while loading, so the file needs a vocabulary: llama-tiny's
+        # byte-level BPE, padded to the 32000 embeddings by `huddle quantize`.
+        fixture = os.path.join(HERE, "..", "..", "tests", "fixtures", "models", "llama-tiny")
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(fixture, name), src)
+    ids = ",".join(str((i * 7919) % 31000 + 100) for i in range(a.prompt))
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if
+                l.startswith("model name")), platform.processor())
+    print(f"machine: {cpu}, {os.cpu_count()} cpus; model llama-1b synth; prompt {a.prompt} ids, "
+          f"{a.n} greedy tokens, {a.repeats} runs per cell (median (min..max))")
+    rows = []
+    for t in a.types.split(","):
+        gguf = os.path.join(a.work, f"llama-1b.{t}.gguf")
+        if not os.path.exists(gguf):
+            run([a.huddle, "quantize", "--type", t, src, gguf])
+        for threads in map(int, a.threads.split(",")):
+            h_dec, h_pre, l_dec, l_pre = [], [], [], []
+            for _ in range(a.repeats):
+                out = json.loads(run([a.huddle, "run", "--model", gguf, "--ids", ids,
+                                      "--n-predict", str(a.n), "--ignore-eos", "--threads",
+                                      str(threads), "--json"]).stdout.splitlines()[0])
+                h_dec.append(1000.0 / out["decode_ms_per_token"])
+                h_pre.append(out["prefill_ms"])
+                peer = json.loads(run(["node", os.path.join(HERE, "greedy.mjs"), "--model", gguf,
+                                       "--ids", ids, "-n", str(a.n), "--threads", str(threads)],
+                                      cwd=HERE).stdout.strip().splitlines()[-1])
+                l_dec.append(peer["decode_tok_s"])
+                l_pre.append(peer["prefill_ms"])
+            rows.append((t, threads, cell(h_dec), cell(l_dec), cell(h_pre), cell(l_pre)))
+            print(f"{t} x{threads}: huddle {cell(h_dec)} tok/s, llama.cpp {cell(l_dec)} tok/s; "
+                  f"prefill huddle {cell(h_pre)} ms, llama.cpp {cell(l_pre)} ms", flush=True)
+    print("\n| weights | threads | Huddle decode tok/s | llama.cpp decode tok/s | Huddle prefill ms "
+          "| llama.cpp prefill ms |\n|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(map(str, r)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
