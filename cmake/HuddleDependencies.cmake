@@ -21,3 +21,4 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # ONNX_NAMESPACE=onnx, ONNX_ML=1) over libprotobuf.
 find_package(Protobuf REQUIRED)
 find_package(ONNX REQUIRED)
+
