@@ -60,6 +60,20 @@ Tensor requantized(const Tensor& w, DType type) {
   return out;
 }
 
+// Any weight (F32, F16, BF16, Q8_0, Q4_0; the loader keeps the stored dtype) widened to F32.
+Tensor widened(const Tensor& w) {
+  const Tensor src = w.clone();
+  const std::int64_t cols = w.shape().back();
+  const std::int64_t rows = w.numel() / cols;
+  Tensor out = Tensor::empty(DType::F32, w.shape());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    dequantize_row(src.dtype(),
+                   static_cast<const std::byte*>(src.raw()) + dtype_bytes(src.dtype(), r * cols),
+                   out.f32() + r * cols, cols);
+  }
+  return out;
+}
+
 class GgufRoundTrip : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
@@ -91,26 +105,29 @@ TEST_P(GgufRoundTrip, ConfigAndTensorNamesMatchTheDirectory) {
 }
 
 TEST_P(GgufRoundTrip, WeightsEqualTheDirectoryQuantisedTheSameWay) {
-  const Model hf = Model::load(testing::fixture_model(GetParam().model));
+  const Model hf =
+      Model::load(testing::fixture_model(GetParam().model), {.weight_dtype = DType::F32});
   const Model gg = Model::load(gguf_);
   ASSERT_EQ(gg.weights().size(), hf.weights().size());
   for (const auto& [name, w] : hf.weights()) {
     const Tensor expected = requantized(w, GetParam().type);
-    const Tensor& got = gg.weights().at(name);
+    const Tensor got = widened(gg.weights().at(name));
     ASSERT_EQ(got.shape(), expected.shape()) << name;
-    EXPECT_EQ(std::memcmp(got.clone().raw(), expected.raw(), expected.nbytes()), 0) << name;
+    EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), expected.nbytes()), 0) << name;
   }
 }
 
 TEST_P(GgufRoundTrip, LogitsEqualTheDirectoryOnTheSameWeightsAndStayNearF32) {
-  const Model hf = Model::load(testing::fixture_model(GetParam().model));
+  const Model hf =
+      Model::load(testing::fixture_model(GetParam().model), {.weight_dtype = DType::F32});
+  // The directory quantised at load the way the GGUF stores it: the same weights, the same kernels.
+  const Model hf_same =
+      Model::load(testing::fixture_model(GetParam().model), {.weight_dtype = GetParam().type});
   const Model gg = Model::load(gguf_);
   const std::vector<std::int32_t> ids = prompt_of(GetParam().model);
-  WeightMap requant;
-  for (const auto& [name, w] : hf.weights()) requant.emplace(name, requantized(w, GetParam().type));
 
   Executor on_hf(hf.graph(), hf.weights(), hf.config().max_positions);
-  Executor on_requant(hf.graph(), requant, hf.config().max_positions);
+  Executor on_requant(hf_same.graph(), hf_same.weights(), hf_same.config().max_positions);
   Executor on_gguf(gg.graph(), gg.weights(), gg.config().max_positions);
   const Tensor f32 = on_hf.forward(ids, true);
   const Tensor same = on_requant.forward(ids, true);
@@ -149,10 +166,13 @@ TEST_P(GgufRoundTrip, StoresEachTensorAsLlamaCppWould) {
 // Tolerances: F32 is the same arithmetic; Q8_0/Q4_0 were measured on these random-weight fixtures
 // (max error / max|f32|: Q8_0 0.022 llama, 0.036 qwen2; Q4_0 0.33 / 0.35 with 31/64 argmax
 // agreement on llama) and given ~2x headroom; they only bound drift, exactness is checked above.
+// Since the Q8_0/Q4_0 kernels also round the activations to int8 blocks (as llama.cpp does), 60 of
+// the 64 llama-tiny positions keep the F32 argmax at Q8_0: the other 4 are near-ties of these
+// random weights; the bound is 0.9.
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufRoundTrip,
                          ::testing::Values(Case{"llama-tiny", DType::F32, 1e-6, 1.0},
                                            Case{"llama-tiny", DType::F16, 2e-3, 1.0},
-                                           Case{"llama-tiny", DType::Q8_0, 7e-2, 0.95},
+                                           Case{"llama-tiny", DType::Q8_0, 7e-2, 0.9},
                                            Case{"llama-tiny", DType::Q4_0, 7e-1, 0.4},
                                            Case{"qwen2-tiny", DType::F32, 1e-6, 1.0},
                                            Case{"qwen2-tiny", DType::F16, 2e-3, 1.0},
