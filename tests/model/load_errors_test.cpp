@@ -82,8 +82,7 @@ TEST(LoadErrors, ShapeDisagreesWithConfig) {
   TempDir dir;
   testing::copy_model(testing::fixture_model("gpt2-tiny"), dir.path());
   edit_config(dir.path(), [](nlohmann::json& j) { j["n_positions"] = 256; });
-  expect_load_error(dir.path(),
-                    {"transformer.wpe.weight", "[128, 128]", "[256, 128]", "config"});
+  expect_load_error(dir.path(), {"transformer.wpe.weight", "[128, 128]", "[256, 128]", "config"});
 }
 
 TEST(LoadErrors, TruncatedCheckpoint) {
