@@ -86,14 +86,42 @@ struct GgufValue {
 
 // ggml tensor types, by id. X(enum name, id): every type a llama.cpp file may hold, so that a
 // refused one is named. Huddle reads F32, F16, BF16, Q8_0 and Q4_0 (ggml_dtype).
-#define HUDDLE_GGML_TYPES(X)                                                                      \
-  X(F32, 0)                                                                                       \
-  X(F16, 1)                                                                                       \
-  X(Q4_0, 2) X(Q4_1, 3) X(Q5_0, 6) X(Q5_1, 7) X(Q8_0, 8) X(Q8_1, 9) X(Q2_K, 10) X(Q3_K, 11)       \
-      X(Q4_K, 12) X(Q5_K, 13) X(Q6_K, 14) X(Q8_K, 15) X(IQ2_XXS, 16) X(IQ2_XS, 17) X(IQ3_XXS, 18) \
-          X(IQ1_S, 19) X(IQ4_NL, 20) X(IQ3_S, 21) X(IQ2_S, 22) X(IQ4_XS, 23) X(I8, 24) X(I16, 25) \
-              X(I32, 26) X(I64, 27) X(F64, 28) X(IQ1_M, 29) X(BF16, 30) X(TQ1_0, 34) X(TQ2_0, 35) \
-                  X(MXFP4, 39)
+// One type per line: clang-format folds this list differently on each run.
+// clang-format off
+#define HUDDLE_GGML_TYPES(X) \
+  X(F32, 0) \
+  X(F16, 1) \
+  X(Q4_0, 2) \
+  X(Q4_1, 3) \
+  X(Q5_0, 6) \
+  X(Q5_1, 7) \
+  X(Q8_0, 8) \
+  X(Q8_1, 9) \
+  X(Q2_K, 10) \
+  X(Q3_K, 11) \
+  X(Q4_K, 12) \
+  X(Q5_K, 13) \
+  X(Q6_K, 14) \
+  X(Q8_K, 15) \
+  X(IQ2_XXS, 16) \
+  X(IQ2_XS, 17) \
+  X(IQ3_XXS, 18) \
+  X(IQ1_S, 19) \
+  X(IQ4_NL, 20) \
+  X(IQ3_S, 21) \
+  X(IQ2_S, 22) \
+  X(IQ4_XS, 23) \
+  X(I8, 24) \
+  X(I16, 25) \
+  X(I32, 26) \
+  X(I64, 27) \
+  X(F64, 28) \
+  X(IQ1_M, 29) \
+  X(BF16, 30) \
+  X(TQ1_0, 34) \
+  X(TQ2_0, 35) \
+  X(MXFP4, 39)
+// clang-format on
 
 // The ggml type's name ("Q4_K"), or nullopt for an id ggml does not define.
 std::optional<std::string_view> ggml_type_name(std::uint32_t id);

@@ -1,6 +1,8 @@
 // Small helpers the HTTP routes share: the clock, JSON and error responses, SSE framing.
 #pragma once
 
+#include "serve/completion_request.h"
+#include "serve/engine.h"
 #include "serve/openai_json.h"
 #include "serve/request_error.h"
 
@@ -10,6 +12,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace huddle::serve {
@@ -33,5 +37,19 @@ inline void send_error(httplib::Response& res, const RequestError& e) {
 inline std::string sse(const nlohmann::json& chunk) {
   return fmt::format("data: {}\n\n", dump(chunk));
 }
+
+// How one streamed response spells its events; completions and chat differ only in these.
+struct StreamEvents {
+  std::optional<nlohmann::json> first;                       // sent before any text (chat's role)
+  std::function<nlohmann::json(const std::string&)> piece;   // a piece of generated text
+  std::function<nlohmann::json(const std::string&)> finish;  // the finish reason
+  std::function<nlohmann::json(const CompletionResult&)> usage;  // with include_usage
+};
+
+// Streams one request as Server-Sent Events on the connection's thread: `first`, each piece as
+// it is generated, the finish, the usage when asked, then [DONE]; an error becomes an error
+// event before [DONE]; a client that leaves cancels the request.
+void stream_events(httplib::Response& res, Engine& engine, CompletionRequest request,
+                   StreamEvents events);
 
 }  // namespace huddle::serve

@@ -19,21 +19,38 @@ namespace {
 
 using nlohmann::json;
 
-// Streams one completion as Server-Sent Events; runs on the connection's thread.
+// Streams one completion as Server-Sent Events.
 void stream_completion(httplib::Response& res, Engine& engine, CompletionRequest request,
-                       ResponseHeader header) {
+                       const ResponseHeader& header) {
+  stream_events(
+      res, engine, std::move(request),
+      {.first = std::nullopt,
+       .piece =
+           [header](const std::string& text) { return completion_chunk_json(header, text, ""); },
+       .finish =
+           [header](const std::string& reason) {
+             return completion_chunk_json(header, "", reason);
+           },
+       .usage = [header](const CompletionResult& r) { return usage_chunk_json(header, r); }});
+}
+
+}  // namespace
+
+void stream_events(httplib::Response& res, Engine& engine, CompletionRequest request,
+                   StreamEvents events) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream", [&engine, request = std::move(request), header = std::move(header)](
+      "text/event-stream", [&engine, request = std::move(request), events = std::move(events)](
                                std::size_t, httplib::DataSink& sink) {
         auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
         try {
+          if (events.first && !write(sse(*events.first))) return false;
           const CompletionResult result = engine.complete(request, [&](std::string_view text) {
-            return write(sse(completion_chunk_json(header, std::string(text), "")));
+            return write(sse(events.piece(std::string(text))));
           });
           if (result.cancelled) return false;
-          write(sse(completion_chunk_json(header, "", result.finish_reason)));
-          if (request.include_usage) write(sse(usage_chunk_json(header, result)));
+          write(sse(events.finish(result.finish_reason)));
+          if (request.include_usage) write(sse(events.usage(result)));
         } catch (const RequestError& e) {
           write(sse(error_json(e.what(), e.type(), e.param(), e.code())));
         } catch (const std::exception& e) {
@@ -44,8 +61,6 @@ void stream_completion(httplib::Response& res, Engine& engine, CompletionRequest
         return true;
       });
 }
-
-}  // namespace
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),

@@ -30,30 +30,19 @@ std::string render_prompt(const ChatTemplate& chat, const std::vector<ChatMessag
 // Streams one chat reply as Server-Sent Events: the role, the content as it comes, the finish
 // reason, the usage (when asked), [DONE].
 void stream_chat(httplib::Response& res, Engine& engine, CompletionRequest request,
-                 ResponseHeader header) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [&engine, request = std::move(request), header = std::move(header)](
-                               std::size_t, httplib::DataSink& sink) {
-        auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
-        try {
-          if (!write(sse(chat_chunk_json(header, {{"role", "assistant"}, {"content", ""}}, ""))))
-            return false;
-          const CompletionResult result = engine.complete(request, [&](std::string_view text) {
-            return write(sse(chat_chunk_json(header, {{"content", std::string(text)}}, "")));
-          });
-          if (result.cancelled) return false;
-          write(sse(chat_chunk_json(header, json::object(), result.finish_reason)));
-          if (request.include_usage) write(sse(chat_usage_chunk_json(header, result)));
-        } catch (const RequestError& e) {
-          write(sse(error_json(e.what(), e.type(), e.param(), e.code())));
-        } catch (const std::exception& e) {
-          write(sse(error_json(e.what(), "server_error")));
-        }
-        write("data: [DONE]\n\n");
-        sink.done();
-        return true;
-      });
+                 const ResponseHeader& header) {
+  stream_events(
+      res, engine, std::move(request),
+      {.first = chat_chunk_json(header, {{"role", "assistant"}, {"content", ""}}, ""),
+       .piece =
+           [header](const std::string& text) {
+             return chat_chunk_json(header, {{"content", text}}, "");
+           },
+       .finish =
+           [header](const std::string& reason) {
+             return chat_chunk_json(header, json::object(), reason);
+           },
+       .usage = [header](const CompletionResult& r) { return chat_usage_chunk_json(header, r); }});
 }
 
 }  // namespace
