@@ -127,9 +127,12 @@ TEST(ProfileCli, RunReplansWhenMeasuredSpeedsContradictTheClusterFile) {
   const auto r =
       run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", ids_arg(ids),
                   "--local-devices", "2", "--cluster", dir / "c.json", "--strategy", "galaxy",
-                  "--repeat", "6", "--threads", "1", "--dump-logits", dir / "out.npy", "--json"});
+                  "--repeat", "6", "--replan-threshold", "0.02", "--threads", "1", "--dump-logits",
+                  dir / "out.npy", "--json"});
   // (Six requests: the estimate needs a few steps to settle on a loaded machine, and each
-  // request but the last may re-plan.)
+  // request but the last may re-plan. The threshold is low because on a model this small each
+  // op's fixed overhead makes the device with 10x the work look faster than it is, so the
+  // measured contradiction, and the predicted gain of re-planning, can be as small as 3-9%.)
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "re-planning")) << r.err;
   EXPECT_TRUE(contains(r.err, "its profiled speed")) << r.err;
