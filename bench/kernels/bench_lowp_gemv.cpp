@@ -1,13 +1,15 @@
 // linear() with 16-bit and block-quantised weights at decode shapes (one token: GEMV) and at a
 // prompt (GEMM), per weight dtype and per instruction-set path (kernels/lowp.h).
 //
-//   build/bench/kernels/bench_lowp_gemv [--threads 1,2] [--runs 7] [--prefill 128]
+//   build/bench/kernels/bench_lowp_gemv [--threads 1,2] [--runs 7] [--prefill 128] [--cpu-time]
 //
 // For each [N, K] OutIn weight of a ~1B Llama it prints, as median [min, max] over --runs runs:
 //   - decode GB/s = weight bytes (in the dtype) / time of linear() at T = 1, streaming rotating
-//     weight copies of >= 256 MB in all so weights come from DRAM as in real decoding;
-//   - prefill GFLOP/s = 2·T·K·N / time at T = --prefill, both ways a quantised product can go:
-//     sgemm on dequantised weight panels (what linear() does) and int8 dot products per output.
+//     weight copies of >= 256 MB in all so weights come from DRAM as in real decoding; per path,
+//     and for Q8_0/Q4_0 on paths with tile kernels both with tiles (what linear() does) and with
+//     one dot product per output;
+//   - prefill GFLOP/s = 2·T·K·N / time at T = --prefill, every way a quantised product can go:
+//     tiles (qtile.h), sgemm on dequantised weight panels, and int8 dot products per output.
 #include "core/error.h"
 #include "core/quant.h"
 #include "core/tensor.h"
@@ -15,8 +17,11 @@
 #include "kernels/kernels.h"
 #include "kernels/linear_lowp.h"
 #include "kernels/lowp.h"
+#include "kernels/qtile.h"
 
 #include <CLI/CLI.hpp>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +42,18 @@ using huddle::kernels::Isa;
 using huddle::kernels::WeightLayout;
 using Clock = std::chrono::steady_clock;
 
+// --cpu-time: time by this process's CPU time instead of the wall clock, so that other programs
+// taking the cores (a shared machine) do not count; only meaningful with one thread.
+bool g_cpu_time = false;
+double now_s() {
+  if (g_cpu_time) {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
 struct Shape {
   const char* name;
   std::int64_t n, k;
@@ -54,16 +71,16 @@ struct Stats {
 // Times fn (one unit of `work` per call) over `runs` runs of >= min_run_s each.
 Stats measure(const std::function<void(int)>& fn, double work, int runs, double min_run_s) {
   fn(0);
-  const auto t0 = Clock::now();
+  const double t0 = now_s();
   fn(1);
-  const double single = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double single = now_s() - t0;
   const int reps = std::max(1, static_cast<int>(min_run_s / std::max(single, 1e-9)));
   std::vector<double> rates;
   int call = 2;
   for (int r = 0; r < runs; ++r) {
-    const auto start = Clock::now();
+    const double start = now_s();
     for (int i = 0; i < reps; ++i) fn(call++);
-    rates.push_back(work * reps / std::chrono::duration<double>(Clock::now() - start).count());
+    rates.push_back(work * reps / (now_s() - start));
   }
   std::sort(rates.begin(), rates.end());
   return {rates[rates.size() / 2], rates.front(), rates.back()};
@@ -118,18 +135,24 @@ void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
   }
   for (Isa isa : isas) {
     huddle::kernels::force_isa(isa);
-    const Stats decode = measure(
-        [&](int call) {
-          huddle::kernels::linear(x, ws[static_cast<std::size_t>(call % copies)],
-                                  WeightLayout::OutIn, nullptr, y);
-        },
-        bytes * 1e-9, runs, 0.05);
-    std::printf(
-        "%-20s %-5s %-10s | decode %s GB/s\n", s.name,
-        std::string(huddle::dtype_name(dtype)).c_str(),
-        dtype == DType::F32 ? "f32 loops" : std::string(huddle::kernels::isa_name(isa)).c_str(),
-        fmt_stats(decode).c_str());
-    std::fflush(stdout);
+    const bool tiled = huddle::kernels::detail::qtile_fn(dtype, isa) != nullptr;
+    for (const bool tiles : tiled ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+      huddle::kernels::detail::set_qtiles_enabled(tiles);
+      const Stats decode = measure(
+          [&](int call) {
+            huddle::kernels::linear(x, ws[static_cast<std::size_t>(call % copies)],
+                                    WeightLayout::OutIn, nullptr, y);
+          },
+          bytes * 1e-9, runs, 0.05);
+      const std::string path = dtype == DType::F32 ? "f32 loops"
+                                                   : std::string(huddle::kernels::isa_name(isa)) +
+                                                         (tiles ? " tiles" : "");
+      std::printf("%-20s %-5s %-16s | decode %s GB/s\n", s.name,
+                  std::string(huddle::dtype_name(dtype)).c_str(), path.c_str(),
+                  fmt_stats(decode).c_str());
+      std::fflush(stdout);
+    }
+    huddle::kernels::detail::set_qtiles_enabled(true);
   }
   huddle::kernels::force_isa(std::nullopt);
   if (prefill <= 1) return;
@@ -137,8 +160,12 @@ void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
   Tensor ys = Tensor::empty(DType::F32, {prefill, s.n});
   const double flop = 2.0 * static_cast<double>(prefill * s.k * s.n) * 1e-9;
   const auto run = [&](int) { huddle::kernels::linear(xs, w, WeightLayout::OutIn, nullptr, ys); };
-  const Stats gemm = measure(run, flop, runs, 0.05);
-  std::string line = "sgemm " + fmt_stats(gemm);
+  std::string line;
+  const bool tiled =
+      huddle::kernels::detail::qtile_fn(dtype, huddle::kernels::best_isa()) != nullptr;
+  if (tiled) line = "tiles " + fmt_stats(measure(run, flop, runs, 0.05)) + "  ";
+  huddle::kernels::detail::set_qtiles_enabled(false);
+  line += "sgemm " + fmt_stats(measure(run, flop, runs, 0.05));
   if (dtype != DType::F32) {
     huddle::kernels::detail::set_lowp_gemm_tokens(prefill + 1);  // dot products at every T
     const Stats dots = measure(run, flop, runs, 0.05);
@@ -146,6 +173,7 @@ void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
     line += "  dots(" + std::string(huddle::kernels::isa_name(huddle::kernels::best_isa())) + ") " +
             fmt_stats(dots);
   }
+  huddle::kernels::detail::set_qtiles_enabled(true);
   std::printf("%-20s %-5s T=%-8lld | prefill GFLOP/s: %s\n", s.name,
               std::string(huddle::dtype_name(dtype)).c_str(), static_cast<long long>(prefill),
               line.c_str());
@@ -164,6 +192,7 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "runs per point (>= 5)")->check(CLI::Range(5, 1000));
   app.add_option("--prefill", prefill, "prompt tokens for the GEMM figures (<= 1: none)");
   app.add_option("--dtypes", dtypes, "weight dtypes")->delimiter(',');
+  app.add_flag("--cpu-time", g_cpu_time, "time by process CPU time (one thread; a busy machine)");
   CLI11_PARSE(app, argc, argv);
   huddle::kernels::configure_blas_environment();  // before any thread or BLAS call
 

@@ -1,15 +1,18 @@
 // linear() with 16-bit or block-quantised weights; activations F32.
 //
 // OutIn [N, K] weights, the layout of every decoder's projections:
-//   T < kLowpGemmTokens (decode): one dot product per output element on the active path
-//     (qdot.h), threaded over output rows like the F32 GEMV; a weight row is read once per call
-//     and reused from cache by every token.
-//   T >= kLowpGemmTokens (prefill): panels of weight rows are widened to F32 and multiplied by
-//     OpenBLAS sgemm.
-// For Q8_0/Q4_0 weights both read the activation quantised to int8 blocks (the GEMM path
+//   Q8_0/Q4_0 where the active path has tile kernels (qtile.h: AVX2, AVX-512 VNNI): the
+//     activation is quantised to int8 blocks and tiles of weight rows x tokens multiply blocks
+//     as integers, at every T; each output gets the bits the path's dot product gives it, so
+//     a plan that splits tokens differently from one device gives exactly its answer.
+//   otherwise, T < kLowpGemmTokens (decode): one dot product per output element on the active
+//     path (qdot.h), threaded over output rows like the F32 GEMV; a weight row is read once per
+//     call and reused from cache by every token;
+//   otherwise, T >= kLowpGemmTokens (prefill): panels of weight rows are widened to F32 and
+//     multiplied by OpenBLAS sgemm.
+// For Q8_0/Q4_0 weights all of them read the activation quantised to int8 blocks (the GEMM path
 // multiplies the values those blocks hold), so every T rounds the same way and results differ
-// between the two only by float reassociation: a plan that splits tokens differently from one
-// device still gives its answer.
+// between them only by float reassociation.
 // InOut [K, N] weights (GPT-2's Conv1D): panels of weight rows widened to F32 and accumulated by
 // sgemm, activations unrounded, at every T.
 #include "kernels/linear_lowp.h"
@@ -18,6 +21,7 @@
 #include "core/quant.h"
 #include "kernels/blas.h"
 #include "kernels/qdot.h"
+#include "kernels/qtile.h"
 #include "kernels/thread_pool.h"
 
 #include <algorithm>
@@ -33,6 +37,7 @@ constexpr std::int64_t kMinChunkBytes = 1 << 19;
 constexpr std::int64_t kPanelBytes = 4 << 20;
 
 std::atomic<std::int64_t> g_gemm_tokens{kLowpGemmTokens};
+std::atomic<bool> g_qtiles{true};
 
 // A 2-D weight in any dtype, row by row.
 struct WeightRows {
@@ -71,6 +76,44 @@ void add_bias(const float* bias, std::int64_t t, std::int64_t n, float* y, std::
   }
 }
 
+// y[T, N] from Q8_0/Q4_0 rows on tile kernels (qtile.h), at every T. Threads take chunks of
+// kChunkRows weight rows (about 150 KB of Q8_0 at K = 2048, kept in L2); within a chunk each
+// tile of tokens is reused, from L1, by every tile of rows. One token (decode) goes one row a
+// tile: the weights then stream from DRAM in one sequential pass (measured: tiles of four rows
+// reach half the bandwidth there, though they are faster on weights in cache).
+void linear_tiled(QTileFn tile, const WeightRows& w, const BlockQ8A* xq, std::int64_t t,
+                  std::int64_t blocks, const float* bias, float* y, std::int64_t ldy) {
+  constexpr std::int64_t kChunkRows = 16 * kTileRows;
+  const std::int64_t n = w.rows;
+  const auto row_bytes = static_cast<std::int64_t>(dtype_bytes(w.dtype, w.stride));
+  const std::int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
+  const std::int64_t tile_rows = t == 1 ? 1 : kTileRows;
+  const std::int64_t chunk_bytes = std::max<std::int64_t>(1, kChunkRows * row_bytes);
+  parallel_for(
+      0, chunks,
+      [&](std::int64_t cb, std::int64_t ce) {
+        for (std::int64_t c = cb; c < ce; ++c) {
+          const std::int64_t r_end = std::min(n, (c + 1) * kChunkRows);
+          for (std::int64_t t0 = 0; t0 < t; t0 += kTileTokens) {
+            const int tokens = static_cast<int>(std::min<std::int64_t>(kTileTokens, t - t0));
+            for (std::int64_t r0 = c * kChunkRows; r0 < r_end; r0 += tile_rows) {
+              const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, r_end - r0));
+              tile(w.row(r0), row_bytes, rows, xq + t0 * blocks, blocks, tokens, blocks,
+                   y + t0 * ldy + r0, ldy);
+            }
+          }
+          if (bias != nullptr) {
+            for (std::int64_t r = 0; r < t; ++r) {
+              for (std::int64_t col = c * kChunkRows; col < r_end; ++col) {
+                y[r * ldy + col] += bias[col];
+              }
+            }
+          }
+        }
+      },
+      std::max<std::int64_t>(1, kMinChunkBytes / chunk_bytes));
+}
+
 void linear_out_in(const Tensor& x, const WeightRows& w, const float* bias, Tensor& y) {
   const std::int64_t t = x.dim(0), k = x.dim(1), n = w.rows;
   const bool quantized = quantizes_activation(w.dtype);
@@ -85,6 +128,11 @@ void linear_out_in(const Tensor& x, const WeightRows& w, const float* bias, Tens
   float* yd = y.f32();
   const std::int64_t ldy = y.row_stride();
 
+  if (const QTileFn tile =
+          quantized && qtiles_enabled() ? qtile_fn(w.dtype, active_isa()) : nullptr) {
+    linear_tiled(tile, w, xq.data(), t, k / kQBlock, bias, yd, ldy);
+    return;
+  }
   if (t < lowp_gemm_tokens()) {
     const DotFn dot = dot_fn(w.dtype, active_isa());
     const std::int64_t blocks = k / kQBlock;
@@ -152,6 +200,12 @@ void linear_in_out(const Tensor& x, const WeightRows& w, const float* bias, Tens
 
 std::int64_t lowp_gemm_tokens() {
   return g_gemm_tokens.load(std::memory_order_relaxed);
+}
+bool qtiles_enabled() {
+  return g_qtiles.load(std::memory_order_relaxed);
+}
+void set_qtiles_enabled(bool enabled) {
+  g_qtiles.store(enabled, std::memory_order_relaxed);
 }
 void set_lowp_gemm_tokens(std::int64_t t) {
   g_gemm_tokens.store(std::max<std::int64_t>(1, t), std::memory_order_relaxed);

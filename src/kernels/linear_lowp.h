@@ -13,6 +13,11 @@ inline constexpr std::int64_t kLowpGemmTokens = 8;
 std::int64_t lowp_gemm_tokens();
 void set_lowp_gemm_tokens(std::int64_t t);
 
+// Whether Q8_0/Q4_0 products use the tile kernels where the active path has them (qtile.h; on
+// unless a test or benchmark compares them with the dot products and sgemm; process-wide).
+bool qtiles_enabled();
+void set_qtiles_enabled(bool enabled);
+
 // Same contract as linear(); shapes already checked, T, N > 0; bias F32 or null.
 void linear_lowp(const Tensor& x, const Tensor& w, WeightLayout layout, const float* bias,
                  Tensor& y);

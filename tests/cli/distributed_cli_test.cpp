@@ -104,10 +104,22 @@ TEST(DistributedCli, QuantisedWeightsMatchOneDevice) {
       ASSERT_EQ(b.exit_code, 0) << b.err;
       const nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
       EXPECT_EQ(jb["generated"], ja["generated"]) << model << " " << dtype;
-      EXPECT_LE(
-          testing::relative_error(io::read_npy(dir / "three.npy"), io::read_npy(dir / "one.npy")),
-          1e-4)
-          << model << " " << dtype;
+      // Row-parallel linears sum their K range in pieces, so a device's activation differs from
+      // one device's by float reassociation; the next linear rounds it to int8 blocks, and where
+      // a value sits on a rounding boundary that difference becomes one step of 1/127 of its
+      // block. Most positions match to reassociation; a flip moves a position's logits by up to
+      // about 1e-3 of their largest (measured: one of 16 positions, 9.1e-4, on llama-tiny Q4_0).
+      const Tensor one_logits = io::read_npy(dir / "one.npy");
+      const Tensor three_logits = io::read_npy(dir / "three.npy");
+      EXPECT_LE(testing::relative_error(three_logits, one_logits), 3e-3) << model << " " << dtype;
+      int exact_rows = 0;
+      for (std::int64_t r = 0; r < one_logits.dim(0); ++r) {
+        if (testing::relative_error(three_logits.rows(r, r + 1), one_logits.rows(r, r + 1)) <=
+            1e-4) {
+          ++exact_rows;
+        }
+      }
+      EXPECT_GE(exact_rows, one_logits.dim(0) - 2) << model << " " << dtype;
       // The quantised model is about a quarter (Q8_0) or a seventh (Q4_0) of the F32 one, and each
       // worker holds a share of it.
       EXPECT_LT(ja["weight_bytes"].get<double>(), 0.35 * 2.7e6) << model << " " << dtype;

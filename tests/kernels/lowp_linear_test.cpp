@@ -8,6 +8,7 @@
 #include "kernels/linear_lowp.h"
 #include "kernels/lowp.h"
 #include "kernels/qdot.h"
+#include "kernels/qtile.h"
 #include "kernels/reference.h"
 #include "test_util.h"
 
@@ -213,6 +214,54 @@ TEST(LowpLinear, PrefillRowsMatchDecodeOfEachRow) {
       EXPECT_TRUE(close(all.rows(r, r + 1), one, kExactTol)) << dtype_name(dtype) << " row " << r;
     }
   }
+}
+
+// Paths with tile kernels (qtile.h) give every token of a T-token product exactly the bits it
+// gets alone, for every tile shape (T and N around the tile's 4 x 4, K with an odd last block),
+// and agree with their dot products up to float reassociation.
+TEST(LowpLinear, TilesGiveEachTokenItsBitsAloneAndAgreeWithDots) {
+  std::mt19937 rng(17);
+  int tiled_paths = 0;
+  for (Isa isa : supported_isas()) {
+    for (DType dtype : {DType::Q8_0, DType::Q4_0}) {
+      if (detail::qtile_fn(dtype, isa) == nullptr) continue;
+      ++tiled_paths;
+      ForcedIsa forced(isa);
+      for (std::int64_t k : {32, 96, 2048}) {
+        for (std::int64_t n : {1, 3, 13, 130}) {
+          const std::int64_t t = 9;
+          const Tensor x = random_tensor(rng, {t, k});
+          const Tensor w = random_weight(rng, dtype, n, k, n == 13);
+          const Tensor bias = random_tensor(rng, {n});
+          const std::string what = std::string(dtype_name(dtype)) + " " +
+                                   std::string(isa_name(isa)) + " K=" + std::to_string(k) +
+                                   " N=" + std::to_string(n);
+          Tensor all = Tensor::empty(DType::F32, {t, n});
+          linear(x, w, WeightLayout::OutIn, &bias, all);
+          for (std::int64_t r0 = 0; r0 < t; ++r0) {
+            for (std::int64_t len : {1, 2, 3}) {
+              const std::int64_t r1 = std::min(t, r0 + len);
+              Tensor part = Tensor::empty(DType::F32, {r1 - r0, n});
+              linear(x.rows(r0, r1), w, WeightLayout::OutIn, &bias, part);
+              EXPECT_TRUE(close(all.rows(r0, r1), part, 0.0))
+                  << what << " rows " << r0 << ".." << r1;
+            }
+          }
+          detail::set_qtiles_enabled(false);
+          Tensor dots = testing::nan_like(all);
+          linear(x, w, WeightLayout::OutIn, &bias, dots);
+          detail::set_qtiles_enabled(true);
+          EXPECT_TRUE(close(all, dots, kExactTol)) << what << " (tiles against dot products)";
+        }
+      }
+    }
+  }
+#if defined(__x86_64__)
+  // Every x86-64 CPU with AVX2 has tiles for both dtypes.
+  if (isa_supported(Isa::Avx2)) {
+    EXPECT_GE(tiled_paths, 2);
+  }
+#endif
 }
 
 TEST(LowpEmbedding, MatchesReference) {
