@@ -8,10 +8,13 @@ same prompt ids and greedy decode `--repeats` times in both engines, one after t
   (decode_ms_per_token, prefill_ms);
 - llama.cpp: node-llama-cpp 3.21.1's prebuilt CPU binary (greedy.mjs: decode_tok_s over the tokens
   after the first, prefill_ms).
+With --devices 2 (or more) it also runs Huddle across that many local worker processes over
+loopback TCP, one thread each (`--local-devices D --strategy S --threads 1`), beside llama.cpp on
+one thread: the project's measure, several devices against llama.cpp on one.
 Prints median and min..max per cell, the machine and the commands; a benchmark, not a test.
 
 Usage: decode_bench.py --huddle build/huddle [--work /tmp/huddle-llamacpp] [--types f16,q8_0,q4_0]
-       [--threads 1,2] [--prompt 32] [-n 32] [--repeats 3]
+       [--threads 1,2] [--prompt 32] [-n 32] [--repeats 3] [--devices 2 --strategy megatron]
 """
 import argparse
 import json
@@ -44,6 +47,8 @@ def main():
     p.add_argument("--prompt", type=int, default=32)
     p.add_argument("-n", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--devices", default="", help="also Huddle on these device counts, 1 thread each")
+    p.add_argument("--strategy", default="megatron", help="Huddle's strategy with --devices")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     src = os.path.join(a.work, "llama-1b")
@@ -80,6 +85,18 @@ def main():
             rows.append((t, threads, cell(h_dec), cell(l_dec), cell(h_pre), cell(l_pre)))
             print(f"{t} x{threads}: huddle {cell(h_dec)} tok/s, llama.cpp {cell(l_dec)} tok/s; "
                   f"prefill huddle {cell(h_pre)} ms, llama.cpp {cell(l_pre)} ms", flush=True)
+        for devices in [int(d) for d in a.devices.split(",") if d]:
+            h_dec, h_pre = [], []
+            for _ in range(a.repeats):
+                out = json.loads(run([a.huddle, "run", "--model", gguf, "--ids", ids,
+                                      "--n-predict", str(a.n), "--ignore-eos", "--threads", "1",
+                                      "--local-devices", str(devices), "--strategy", a.strategy,
+                                      "--json"]).stdout.splitlines()[0])
+                h_dec.append(1000.0 / out["decode_ms_per_token"])
+                h_pre.append(out["prefill_ms"])
+            label = f"{devices} devices ({a.strategy}), 1 thread each"
+            rows.append((t, label, cell(h_dec), "-", cell(h_pre), "-"))
+            print(f"{t} {label}: huddle {cell(h_dec)} tok/s; prefill {cell(h_pre)} ms", flush=True)
     print("\n| weights | threads | Huddle decode tok/s | llama.cpp decode tok/s | Huddle prefill ms "
           "| llama.cpp prefill ms |\n|---|---|---|---|---|---|")
     for r in rows:
