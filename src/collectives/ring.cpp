@@ -107,6 +107,25 @@ class RowIo {
   std::int64_t rows_per_chunk_ = 1;
 };
 
+// Messages up to this size go inline: the caller's thread sends each step's part and then
+// receives the next, with no helper threads. A send of this size completes into the socket's send
+// buffer (16 KiB on a fresh Linux TCP socket, more once autotuned) without waiting for the peer
+// to read, so every rank of the ring can send before it receives. Decode steps' collectives
+// ([1, hidden] rows) are this small; creating two threads per collective cost more than their
+// transfer (44 collectives a token on a 22-layer model).
+constexpr std::size_t kInlineMessageBytes = std::size_t{16} << 10;
+
+// Whether every part of `partition` travels as one message of at most kInlineMessageBytes.
+bool inline_sized(const RowIo& io, const RowPartition& partition) {
+  for (int p = 0; p < partition.parts(); ++p) {
+    const std::vector<Chunk> chunks = io.chunks(partition, p);
+    if (chunks.size() > 1 || (chunks.size() == 1 && io.bytes(chunks[0]) > kInlineMessageBytes)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Thrown inside a helper when another thread failed first; never escapes this file.
 struct Aborted {};
 
@@ -206,6 +225,24 @@ void all_gather(net::Transport& transport, Tensor data, const RowPartition& part
   }
   const std::size_t forwarded = step_start[static_cast<std::size_t>(n - 2)];
 
+  if (inline_sized(io, partition)) {
+    // Step s: send the part received at s - 1 (this rank's own at s = 0), receive part r-s-1.
+    std::vector<std::byte> staging;
+    call(r);
+    for (int s = 0; s < n - 1; ++s) {
+      const int out = mod(r - s, n);
+      for (const Chunk& c : io.chunks(partition, out)) {
+        io.send(transport, next, collective_tag(CollectiveOp::kAllGather, out), c, staging);
+      }
+      const int in = mod(r - s - 1, n);
+      for (const Chunk& c : io.chunks(partition, in)) {
+        io.recv(transport, prev, collective_tag(CollectiveOp::kAllGather, in), c, staging);
+      }
+      call(in);
+    }
+    return;
+  }
+
   Progress progress;
   auto send_fn = [&] {
     std::vector<std::byte> staging;
@@ -266,6 +303,27 @@ Tensor reduce_scatter(net::Transport& transport, Tensor data, const RowPartition
     for (const Chunk& c : io.chunks(partition, mod(r - s - 2, n))) received.push_back(c);
   }
   const std::size_t forwarded = step_start[static_cast<std::size_t>(n - 2)];
+
+  if (inline_sized(io, partition)) {
+    // Step s: send part r-s-1 (this rank's tile at s = 0, the accumulated sum after), receive
+    // part r-s-2's sum so far and add this rank's tile of it.
+    std::vector<std::byte> staging;
+    produce_part(0);
+    for (int s = 0; s < n - 1; ++s) {
+      const int out = mod(r - s - 1, n);
+      for (const Chunk& c : io.chunks(partition, out)) {
+        io.send(transport, next, collective_tag(CollectiveOp::kReduceScatter, out), c, staging);
+      }
+      produce_part(s + 1);
+      const int in = mod(r - s - 2, n);
+      for (const Chunk& c : io.chunks(partition, in)) {
+        io.recv_packed(transport, prev, collective_tag(CollectiveOp::kReduceScatter, in), c,
+                       staging);
+        io.add_packed_f32(c, staging);
+      }
+    }
+    return result;
+  }
 
   Progress progress;
   auto send_fn = [&] {

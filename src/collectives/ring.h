@@ -8,7 +8,9 @@
 // Chunking: every part travels as messages of whole rows of at most chunk_bytes (at least one
 // row), and a rank forwards each chunk as soon as it has it, so a part streams around the ring
 // instead of hopping whole. Sends and receives run on two helper threads; hooks run on the
-// caller's thread, so caller computation overlaps the transfers.
+// caller's thread, so caller computation overlaps the transfers. Collectives whose every part
+// is one message of at most 16 KiB (decode steps) run inline on the caller's thread instead:
+// send a step's part, receive the next, call the hook; no threads, same messages and tags.
 //
 // Bytes on the wire per rank (payload; add 28 bytes of framing per chunk), with
 // B(p) = count(p) * cols * element size:

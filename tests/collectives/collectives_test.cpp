@@ -11,9 +11,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <random>
+#include <thread>
 
 namespace huddle::collectives {
 namespace {
@@ -199,6 +201,45 @@ TEST_P(CollectivesTest, AllReduceMatchesTheSerialSum) {
       }
       for (std::int64_t i = 0; i < data.numel(); ++i) {
         EXPECT_NEAR(data.f32()[i], expected[static_cast<std::size_t>(i)], 1e-5);
+      }
+    });
+  }
+}
+
+// Parts of at most 16 KiB travel inline on the caller's thread, larger ones on helper threads
+// (ring.cpp): both, at and past that size, with uneven parts, and with one rank entering late
+// (the others' sends wait in socket buffers or queues, not for it), give exact results.
+TEST_P(CollectivesTest, InlineAndThreadedSizesWithALateRankAreExact) {
+  constexpr std::int64_t kWide = 1024;                  // 4 KiB rows
+  const std::vector<std::int64_t> base = {4, 3, 4, 1};  // 16 KiB parts at most: inline
+  const std::vector<std::int64_t> big = {5, 0, 4, 2};   // a 20 KiB part: threaded
+  for (const auto* counts_all : {&base, &big}) {
+    const std::vector<std::int64_t> counts(counts_all->begin(), counts_all->begin() + n());
+    const RowPartition p(counts);
+    run_ranks(n(), [&](int r) {
+      if (r == n() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      Tensor gathered = Tensor::zeros(DType::F32, {p.rows(), kWide});
+      for (std::int64_t i = p.offset(r); i < p.end(r); ++i) {
+        for (std::int64_t j = 0; j < kWide; ++j) gathered.f32()[i * kWide + j] = owned_value(i, j);
+      }
+      all_gather(cluster_.rank(r), gathered, p);
+      for (std::int64_t i = 0; i < p.rows(); ++i) {
+        for (std::int64_t j = 0; j < kWide; ++j) {
+          ASSERT_EQ(gathered.f32()[i * kWide + j], owned_value(i, j)) << "rank " << r;
+        }
+      }
+      Tensor partial = Tensor::empty(DType::F32, {p.rows(), kWide});
+      for (std::int64_t i = 0; i < p.rows(); ++i) {
+        for (std::int64_t j = 0; j < kWide; ++j) {
+          partial.f32()[i * kWide + j] = partial_value(r, i, j);
+        }
+      }
+      const Tensor out = reduce_scatter(cluster_.rank(r), partial, p);
+      for (std::int64_t i = 0; i < p.count(r); ++i) {
+        for (std::int64_t j = 0; j < kWide; ++j) {
+          ASSERT_NEAR(out.f32()[i * kWide + j], serial_sum(n(), p.offset(r) + i, j), 1e-5)
+              << "rank " << r;
+        }
       }
     });
   }
