@@ -20,41 +20,19 @@
 #if defined(__x86_64__)
 
 #include "core/quant.h"
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() values, which -Wuninitialized
-// reports as uninitialised once inlined (a false positive, GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#include <immintrin.h>
+#include "kernels/x86_simd.h"
 
 #include <array>
 
 // The loops over a tile's rows and tokens are unrolled so that its accumulators live in registers.
 #define HUDDLE_UNROLL _Pragma("GCC unroll 8")
-#define HUDDLE_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define HUDDLE_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
 namespace huddle::kernels::detail {
 namespace {
 
-template <typename T>
-const __m128i* m128(const T* p) {
-  return reinterpret_cast<const __m128i*>(p);
-}
-template <typename T>
-const __m256i* m256(const T* p) {
-  return reinterpret_cast<const __m256i*>(p);
-}
-
-HUDDLE_AVX2 inline float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using x86::hsum256;
+using x86::m128;
+using x86::m256;
 
 // The 32 nibbles of a Q4_0 block as unsigned bytes in [0, 15], in element order.
 HUDDLE_AVX2 inline __m256i nibbles_avx2(const std::uint8_t* q) {
