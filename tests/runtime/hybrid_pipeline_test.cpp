@@ -123,6 +123,27 @@ INSTANTIATE_TEST_SUITE_P(
         HybridCase{"gpt2-tiny", 4, {{{3}, {0, 2}, {}}, {{0, 2, 1}, {2, 8}, {3, 2, 1}}}}),
     [](const auto& p) { return std::string("case") + std::to_string(p.index); });
 
+// BERT attends in both directions: pipelined unsliced, with a 2:1 group holding its embedding
+// and first layer (every member embeds), then one device.
+TEST(HybridPipelineBert, AnUnslicedGroupStageMatchesTheReference) {
+  const Model model = Model::load(testing::fixture_model("bert-tiny"));
+  const auto ids = testing::read_ids(testing::fixture("references/bert-tiny.16.ids.json"));
+  const Tensor reference = io::read_npy(testing::fixture("references/bert-tiny.16.npy"));
+  for (const HybridCase& c :
+       {HybridCase{"bert-tiny", 3, {{{1, 2}, {0, 3}, {2, 1}}, {{0}, {3, 8}, {}}}},
+        HybridCase{"bert-tiny", 3, {{{0}, {0, 4}, {}}, {{2, 1}, {4, 8}, {1, 2}}}}}) {
+    Plan plan = hybrid_plan(model.config(), c);
+    plan.pipeline->sliced = false;
+    plan.pipeline->slices.clear();
+    plan.validate(model.config(), "test plan");
+    Tensor out;
+    run_in_process(model, plan,
+                   [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
+    ASSERT_EQ(out.shape(), reference.shape());
+    EXPECT_LE(testing::relative_error(out, reference), 1e-4);
+  }
+}
+
 int count(const Program& p, OpKind kind) {
   int n = 0;
   for (const Op& op : p.graph.ops()) n += op.kind == kind;
