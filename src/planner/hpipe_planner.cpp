@@ -4,6 +4,7 @@
 #include "plan/pipeline.h"
 #include "plan/pipeline_units.h"
 #include "planner/hpipe_dp.h"
+#include "planner/pipeline_planners.h"
 
 #include <fmt/format.h>
 
@@ -385,6 +386,19 @@ PipelineSchedule plan_hpipe_view(const CostModel& cost, const ClusterSpec& clust
   return s;
 }
 
+// Whether every device of `s` fits its memory by the exact per-member accounting
+// (pipeline_device_memory); the DP's group budget is an estimate (hpipe_islands.h).
+bool fits_exactly(const CostModel& cost, const ClusterSpec& cluster, const PipelineSchedule& s) {
+  const Plan plan = plan_of_schedule(s, cost.config(), cluster);
+  for (int d = 0; d < plan.num_devices(); ++d) {
+    const DeviceMemory m = pipeline_device_memory(
+        cost.footprint(), cost.config(), cost.unit_weight_bytes(), *plan.pipeline, d, s.max_tokens);
+    const std::string& name = plan.devices[static_cast<std::size_t>(d)];
+    if (m.total() > cluster.device(cluster.index_of(name)).memory_bytes) return false;
+  }
+  return true;
+}
+
 std::string group_names(const ClusterSpec& cluster, const std::vector<int>& members) {
   std::string out;
   for (const int d : members) out += (out.empty() ? "" : ", ") + cluster.device(d).name;
@@ -408,6 +422,7 @@ PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
     try {
       PipelineSchedule s =
           plan_hpipe_view(cost, cluster, views[v], prompt_len, max_tokens, options);
+      if (v > 0 && !fits_exactly(cost, cluster, s)) continue;
       if (v == 0) plain = s;
       if (!best || s.predicted_prefill_s < best->predicted_prefill_s) best = std::move(s);
     } catch (const PlanError& e) {

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace huddle {
 
@@ -79,9 +78,6 @@ Prediction predict_pipeline_plan(const CostModel& cost, const Plan& plan,
                                  const ClusterSpec& cluster, std::int64_t seq_len) {
   const PipelineSchedule schedule = schedule_of_plan(plan, cluster, seq_len);
   const PipelinePrediction pp = predict_pipeline(cost, cluster, schedule, seq_len);
-  const std::vector<std::int64_t> kv =
-      pipeline_unit_kv_bytes(cost.footprint(), cost.config(), cost.config().max_positions);
-  const std::vector<std::int64_t>& weights = cost.unit_weight_bytes();
   Prediction out;
   out.latency_s = pp.prefill_s;
   out.decode_s = pp.decode_s;
@@ -96,21 +92,14 @@ Prediction predict_pipeline_plan(const CostModel& cost, const Plan& plan,
       dp.units = st.units;
       dp.tokens = seq_len;
       dp.compute_s = pp.stage_busy_s[i];
-      // A group member: about its share of the heads and columns of the stage's units
-      // (hpipe_islands.h; its whole norms and embedding not counted).
-      double fraction = 1;
+      dp.memory = pipeline_device_memory(cost.footprint(), cost.config(), cost.unit_weight_bytes(),
+                                         *plan.pipeline, d, cost.config().max_positions);
       if (st.grouped()) {
-        const MemberShare m = member_shares(
-            cost.config(), schedule.group(i))[static_cast<std::size_t>(st.member_index(d))];
-        fraction = std::max(m.heads, m.columns);
-        dp.heads = static_cast<std::int64_t>(std::lround(m.heads * cost.config().heads));
-        dp.columns = static_cast<std::int64_t>(std::lround(m.columns * cost.config().ffn));
-      }
-      for (std::int64_t u = st.units.first; u < st.units.second; ++u) {
-        dp.memory.weights += static_cast<std::int64_t>(
-            fraction * static_cast<double>(weights[static_cast<std::size_t>(u)]));
-        dp.memory.kv_cache += static_cast<std::int64_t>(
-            fraction * static_cast<double>(kv[static_cast<std::size_t>(u)]));
+        const auto member = static_cast<std::size_t>(st.member_index(d));
+        const Range h = st.member_ranges(cost.config().heads, "attention heads")[member];
+        const Range c = st.member_ranges(cost.config().ffn, "MLP columns")[member];
+        dp.heads = h.second - h.first;
+        dp.columns = c.second - c.first;
       }
     }
     out.devices.push_back(std::move(dp));

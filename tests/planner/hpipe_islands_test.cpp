@@ -129,6 +129,16 @@ TEST(HpipeIslands, AUniformClusterGetsAPlainPipeline) {
   EXPECT_DOUBLE_EQ(s.predicted_prefill_s, off.predicted_prefill_s);
 }
 
+// Islands whose members cannot hold a share of any layer leave the plan to the devices that can.
+TEST(HpipeIslands, IslandsWithoutMemoryAreLeftOut) {
+  const auto m = paper_model("gpt2", "gpt2");
+  ClusterSpec cluster = two_islands(10e9, 100e6);
+  for (int d = 1; d < cluster.size(); ++d) cluster.mutable_device(d).memory_bytes = 1000000;
+  const PipelineSchedule s = plan_hpipe(*m.cost, cluster, 8, 64, {.exact_tokens = 16});
+  EXPECT_FALSE(s.hybrid());
+  EXPECT_EQ(s.stage_devices, (std::vector<int>{0}));
+}
+
 TEST(HpipeIslands, MalformedGroupSchedulesAreRefused) {
   const auto m = paper_model("gpt2", "gpt2");
   const ClusterSpec cluster = two_islands(10e9, 100e6);
