@@ -15,7 +15,8 @@
 //   memory    a member holds about its share (the larger of its heads' and columns' fractions)
 //             of the stage's weights and KV cache, so a group takes a range when
 //             bytes <= min over members of memory_bytes / fraction (the norms and the embedding
-//             every member holds whole are not counted: an approximation).
+//             every member holds whole are not counted: an estimate for the DP; plan_hpipe then
+//             checks each member of a finished plan exactly, footprint.h pipeline_device_memory).
 // Islands are found from the links: sets of two or more devices whose every internal link has at
 // least `ratio` times the bandwidth of every link from a member to a device outside.
 #pragma once
