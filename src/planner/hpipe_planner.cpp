@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -343,6 +344,34 @@ PipelinePrediction predict_pipeline(const CostModel& cost, const ClusterSpec& cl
 
 namespace {
 
+// uniform-slices over one view of the cluster: Algorithm 1, then k equal slices.
+PipelineSchedule uniform_slices_view(const CostModel& cost, const ClusterSpec& cluster,
+                                     const std::vector<StageGroup>& view, std::int64_t prompt_len,
+                                     std::int64_t max_tokens, const HpipeOptions& options) {
+  bool done = false;
+  PipelineSchedule s =
+      balanced_stages(cost, cluster, view, "uniform-slices", prompt_len, max_tokens, options, done);
+  if (done) return s;
+  const StageTable table(cost, cluster, s, max_tokens);
+  const hpipe::StageTime t = table.function();
+  const int N = static_cast<int>(table.stages());
+  std::vector<int> lengths;
+  for (int n = 1; n <= static_cast<int>(max_tokens); ++n) {
+    std::vector<int> best{n};
+    double best_s = hpipe::flow_shop_makespan(N, t, best);
+    for (int k = 2; k <= std::min(n, std::max(options.max_uniform_slices, 1)); ++k) {
+      const std::vector<std::int64_t> equal = equal_slices(n, k);
+      lengths.assign(equal.begin(), equal.end());
+      const double m = hpipe::flow_shop_makespan(N, t, lengths);
+      if (m < best_s) best_s = m, best = lengths;
+    }
+    s.slices.push_back(std::move(best));
+  }
+  append_note(s, "HPipe's stages, equal-length slices, the count chosen by the cost model");
+  finish(cost, cluster, s);
+  return s;
+}
+
 // HPipe over one view of the cluster (hpipe_islands.h): Algorithms 1 and 2.
 PipelineSchedule plan_hpipe_view(const CostModel& cost, const ClusterSpec& cluster,
                                  const std::vector<StageGroup>& view, std::int64_t prompt_len,
@@ -405,23 +434,22 @@ std::string group_names(const ClusterSpec& cluster, const std::vector<int>& memb
   return "{" + out + "}";
 }
 
-}  // namespace
-
-PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
-                            std::int64_t prompt_len, std::int64_t max_tokens,
-                            const HpipeOptions& options) {
+// The plan of every island view of the cluster (the plain view first) by `plan_view`, keeping
+// the smallest predicted prefill among those whose members fit their memory exactly. The plain
+// view's PlanError (nothing fits, a bad length) is the one thrown when no view gives a plan; a
+// view whose groups are wider than the model's heads gives none.
+PipelineSchedule best_over_views(
+    const CostModel& cost, const ClusterSpec& cluster, const HpipeOptions& options,
+    const std::function<PipelineSchedule(const std::vector<StageGroup>&)>& plan_view) {
   const std::vector<std::vector<int>> islands = options.islands
                                                     ? find_islands(cluster, options.island_ratio)
                                                     : std::vector<std::vector<int>>{};
   const std::vector<std::vector<StageGroup>> views = island_views(cluster, islands);
-  // The plain view first: its PlanError (nothing fits, a bad length) is the one reported when
-  // no view gives a plan; a view whose groups are wider than the model's heads gives none.
   std::optional<PipelineSchedule> plain, best;
   std::optional<PlanError> plain_error;
   for (std::size_t v = 0; v < views.size(); ++v) {
     try {
-      PipelineSchedule s =
-          plan_hpipe_view(cost, cluster, views[v], prompt_len, max_tokens, options);
+      PipelineSchedule s = plan_view(views[v]);
       if (v > 0 && !fits_exactly(cost, cluster, s)) continue;
       if (v == 0) plain = s;
       if (!best || s.predicted_prefill_s < best->predicted_prefill_s) best = std::move(s);
@@ -445,6 +473,16 @@ PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
                                    islands.size()));
   }
   return *best;
+}
+
+}  // namespace
+
+PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
+                            std::int64_t prompt_len, std::int64_t max_tokens,
+                            const HpipeOptions& options) {
+  return best_over_views(cost, cluster, options, [&](const std::vector<StageGroup>& view) {
+    return plan_hpipe_view(cost, cluster, view, prompt_len, max_tokens, options);
+  });
 }
 
 PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
@@ -485,28 +523,10 @@ PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
 PipelineSchedule plan_uniform_slices(const CostModel& cost, const ClusterSpec& cluster,
                                      std::int64_t prompt_len, std::int64_t max_tokens,
                                      const HpipeOptions& options) {
-  bool done = false;
-  PipelineSchedule s = balanced_stages(cost, cluster, island_views(cluster, {}).front(),
-                                       "uniform-slices", prompt_len, max_tokens, options, done);
-  if (done) return s;
-  const StageTable table(cost, cluster, s, max_tokens);
-  const hpipe::StageTime t = table.function();
-  const int N = static_cast<int>(table.stages());
-  std::vector<int> lengths;
-  for (int n = 1; n <= static_cast<int>(max_tokens); ++n) {
-    std::vector<int> best{n};
-    double best_s = hpipe::flow_shop_makespan(N, t, best);
-    for (int k = 2; k <= std::min(n, std::max(options.max_uniform_slices, 1)); ++k) {
-      const std::vector<std::int64_t> equal = equal_slices(n, k);
-      lengths.assign(equal.begin(), equal.end());
-      const double m = hpipe::flow_shop_makespan(N, t, lengths);
-      if (m < best_s) best_s = m, best = lengths;
-    }
-    s.slices.push_back(std::move(best));
-  }
-  append_note(s, "HPipe's stages, equal-length slices, the count chosen by the cost model");
-  finish(cost, cluster, s);
-  return s;
+  // HPipe's stages, island stages included, so that the two differ only in the slicing.
+  return best_over_views(cost, cluster, options, [&](const std::vector<StageGroup>& view) {
+    return uniform_slices_view(cost, cluster, view, prompt_len, max_tokens, options);
+  });
 }
 
 }  // namespace huddle

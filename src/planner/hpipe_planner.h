@@ -100,9 +100,9 @@ PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
 PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
                             std::int64_t prompt_len, std::int64_t max_tokens);
 
-// TeraPipe-like baseline: HPipe's stages (Algorithm 1), the prompt cut into k equal slices (the
-// first n mod k one token longer), k = 1..min(n, max_uniform_slices) chosen by the simulated
-// makespan. Encoders unsliced, as plan_hpipe.
+// TeraPipe-like baseline: HPipe's stages (Algorithm 1, over the same island views as plan_hpipe),
+// the prompt cut into k equal slices (the first n mod k one token longer), k = 1..min(n,
+// max_uniform_slices) chosen by the simulated makespan. Encoders unsliced, as plan_hpipe.
 PipelineSchedule plan_uniform_slices(const CostModel& cost, const ClusterSpec& cluster,
                                      std::int64_t prompt_len, std::int64_t max_tokens,
                                      const HpipeOptions& options = {});
