@@ -58,7 +58,9 @@ BASE_WORKLOADS = ["gpt2-128", "gpt2-512", "bert-base-128", "bert-base-512"]
 SCOPE = {**{s: BASE_WORKLOADS for s in GALAXY + ["memory-starved"]},
          **{s: ["gpt2-128", "bert-base-128"] for s in BW},
          # HPipe's topology: two fast islands joined by a slow link (bench/clusters/islands.json)
-         "islands": ["gpt2-128", "gpt2-512", "llama-1b-128", "llama-1b-512"]}
+         "islands": ["gpt2-128", "gpt2-512", "llama-1b-128", "llama-1b-512"],
+         # the same with 10 Gbit/s islands, where hpipe may run an island tensor-parallel
+         "islands-fast": ["gpt2-128", "llama-1b-128"]}
 QUICK = {"galaxy-a": ["gpt2-128"], "galaxy-f": ["gpt2-128"], "memory-starved": ["gpt2-128"]}
 
 

@@ -37,9 +37,17 @@ std::string units_text(Range units, std::int64_t layers) {
 nlohmann::json pipeline_json(const Plan& plan, std::int64_t seq_len) {
   nlohmann::json stages = nlohmann::json::array();
   for (const PipelineStage& s : plan.pipeline->stages) {
-    stages.push_back({{"device", plan.devices[static_cast<std::size_t>(s.device)]},
-                      {"units", {s.units.first, s.units.second}},
-                      {"layers", units_text(s.units, plan.model.layers)}});
+    nlohmann::json stage = {{"device", plan.devices[static_cast<std::size_t>(s.device)]},
+                            {"units", {s.units.first, s.units.second}},
+                            {"layers", units_text(s.units, plan.model.layers)}};
+    if (s.grouped()) {
+      // A tensor-parallel island: its devices (the leader is "device") and their shares.
+      nlohmann::json names = nlohmann::json::array();
+      for (const int d : s.group) names.push_back(plan.devices[static_cast<std::size_t>(d)]);
+      stage["devices"] = names;
+      stage["shares"] = s.shares;
+    }
+    stages.push_back(std::move(stage));
   }
   return {{"stages", stages},
           {"sliced", plan.pipeline->sliced},
@@ -160,8 +168,17 @@ std::string plan_to_string(const PlanOptions& o) {
     const Pipeline& pipe = *result.plan->pipeline;
     for (std::size_t s = 0; s < pipe.stages.size(); ++s) {
       const PipelineStage& stage = pipe.stages[s];
-      text += fmt::format("stage {}: {} runs {}\n", s,
-                          result.plan->devices[static_cast<std::size_t>(stage.device)],
+      std::string who = result.plan->devices[static_cast<std::size_t>(stage.device)];
+      if (stage.grouped()) {
+        std::vector<std::string> members;
+        for (std::size_t k = 0; k < stage.group.size(); ++k) {
+          members.push_back(fmt::format(
+              "{} ({:g})", result.plan->devices[static_cast<std::size_t>(stage.group[k])],
+              stage.shares[k]));
+        }
+        who = fmt::format("island [{}] tensor-parallel", fmt::join(members, ", "));
+      }
+      text += fmt::format("stage {}: {} runs {}\n", s, who,
                           units_text(stage.units, model.config().layers));
     }
     text += fmt::format("slices of a {}-token prompt: {}\n", o.seq_len,

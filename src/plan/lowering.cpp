@@ -68,11 +68,6 @@ class Lowering1D final : public LoweringEngine {
                                 layout_name(want)));
   }
 
-  // A slice [b, e) along `axis` of weight value `id`.
-  ValueId weight_slice(ValueId id, int axis, std::int64_t b, std::int64_t e) {
-    return weight_tile(id, {{axis, b, e}});
-  }
-
   // With several devices the embedding runs on device 0 only (the tables stay there) and its
   // result is scattered or broadcast where the first block needs it.
   void embed_on_primary(const Op& op) {
@@ -86,10 +81,13 @@ class Lowering1D final : public LoweringEngine {
         if (op.role == OpRole::Embed && p_.num_devices() > 1) return embed_on_primary(op);
         return same_op(op, residual_layout(op));
       case BlockKind::Attention:
-        return layer_plan(op.layer).attention == BlockSplit::Tokens ? attention_tokens(op)
-                                                                    : attention_heads(op);
+        if (layer_plan(op.layer).attention == BlockSplit::Tokens) return attention_tokens(op);
+        return attention_heads(op, layer_plan(op.layer).heads[static_cast<std::size_t>(rank_)],
+                               rank_ == 0);
       case BlockKind::Mlp:
-        return layer_plan(op.layer).mlp == BlockSplit::Tokens ? mlp_tokens(op) : mlp_columns(op);
+        if (layer_plan(op.layer).mlp == BlockSplit::Tokens) return mlp_tokens(op);
+        return mlp_columns(op, layer_plan(op.layer).columns[static_cast<std::size_t>(rank_)],
+                           rank_ == 0);
       case BlockKind::Head:
         return head(op);
     }
@@ -105,92 +103,7 @@ class Lowering1D final : public LoweringEngine {
     define(op, emit(op.kind, op.name, {q, k, v}, attrs, op.role, op.layer), Layout::Tokens);
   }
 
-  // Column-parallel linear: input replicated, weight (and bias) sliced to output columns [b, e).
-  void column_linear(const Op& op, std::int64_t b, std::int64_t e) {
-    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Replicated),
-                                   weight_slice(op.inputs[1], out_axis(op), b, e)};
-    if (op.inputs.size() == 3) inputs.push_back(weight_slice(op.inputs[2], 0, b, e));
-    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer),
-           Layout::Local);
-  }
-
-  // Row-parallel linear: input local columns, weight sliced to input rows [b, e), bias on device 0.
-  void row_linear(const Op& op, std::int64_t b, std::int64_t e) {
-    std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Local),
-                                   weight_slice(op.inputs[1], 1 - out_axis(op), b, e)};
-    if (op.inputs.size() == 3 && rank_ == 0) inputs.push_back(weight(op.inputs[2]));
-    define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer),
-           Layout::Partial);
-  }
-
-  void attention_heads(const Op& op) {
-    const auto [hb, he] = layer_plan(op.layer).heads[static_cast<std::size_t>(rank_)];
-    if (he <= hb) {
-      throw PlanError(
-          fmt::format("layer {}: device {} has no attention heads; tensor-parallel blocks need at "
-                      "least one per device",
-                      op.layer, rank_));
-    }
-    const int group = c_.heads / c_.kv_heads;
-    const std::int64_t kb = hb / group, ke = (he - 1) / group + 1;
-    const std::int64_t d = c_.head_dim;
-    switch (op.role) {
-      case OpRole::AttnQ:
-        return column_linear(op, hb * d, he * d);
-      case OpRole::AttnK:
-      case OpRole::AttnV:
-        return column_linear(op, kb * d, ke * d);
-      case OpRole::AttnRope: {
-        OpAttrs attrs = op.attrs;
-        attrs.heads = static_cast<int>(op.attrs.heads == c_.heads ? he - hb : ke - kb);
-        define(op,
-               emit(op.kind, op.name,
-                    {get(op.inputs[0], Layout::Local), get(op.inputs[1], Layout::Replicated)},
-                    attrs, op.role, op.layer),
-               Layout::Local);
-        return;
-      }
-      case OpRole::AttnCore: {
-        OpAttrs attrs = op.attrs;
-        attrs.heads = static_cast<int>(he - hb);
-        attrs.kv_heads = static_cast<int>(ke - kb);
-        attrs.q_head_begin = static_cast<int>(hb);
-        attrs.kv_group = group;
-        std::vector<ValueId> inputs;
-        for (ValueId in : op.inputs) inputs.push_back(get(in, Layout::Local));
-        define(op, emit(op.kind, op.name, std::move(inputs), attrs, op.role, op.layer),
-               Layout::Local);
-        return;
-      }
-      case OpRole::AttnOut:
-        return row_linear(op, hb * d, he * d);
-      default:
-        throw PlanError(fmt::format("op '{}' is not a known part of an attention block", op.name));
-    }
-  }
-
   void mlp_tokens(const Op& op) { same_op(op, Layout::Tokens); }
-
-  void mlp_columns(const Op& op) {
-    const auto [cb, ce] = layer_plan(op.layer).columns[static_cast<std::size_t>(rank_)];
-    if (ce <= cb) {
-      throw PlanError(fmt::format(
-          "layer {}: device {} has no MLP columns; tensor-parallel blocks need at least "
-          "one per device",
-          op.layer, rank_));
-    }
-    switch (op.role) {
-      case OpRole::MlpUp:
-      case OpRole::MlpGate:
-        return column_linear(op, cb, ce);
-      case OpRole::MlpAct:
-        return same_op(op, Layout::Local);
-      case OpRole::MlpDown:
-        return row_linear(op, cb, ce);
-      default:
-        throw PlanError(fmt::format("op '{}' is not a known part of an MLP block", op.name));
-    }
-  }
 
   void head(const Op& op) { head_on_primary(op); }
 };

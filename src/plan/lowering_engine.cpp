@@ -139,6 +139,90 @@ void LoweringEngine::head_on_primary(const Op& op) {
   }
 }
 
+// Column-parallel linear: input replicated, weight (and bias) sliced to output columns [b, e).
+void LoweringEngine::column_linear(const Op& op, std::int64_t b, std::int64_t e) {
+  std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Replicated),
+                                 weight_tile(op.inputs[1], {{out_axis(op), b, e}})};
+  if (op.inputs.size() == 3) inputs.push_back(weight_tile(op.inputs[2], {{0, b, e}}));
+  define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer), Layout::Local);
+}
+
+// Row-parallel linear: input local columns, weight sliced to input rows [b, e).
+void LoweringEngine::row_linear(const Op& op, std::int64_t b, std::int64_t e, bool bias) {
+  std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Local),
+                                 weight_tile(op.inputs[1], {{1 - out_axis(op), b, e}})};
+  if (op.inputs.size() == 3 && bias) inputs.push_back(weight(op.inputs[2]));
+  define(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer),
+         Layout::Partial);
+}
+
+void LoweringEngine::attention_heads(const Op& op, Range heads, bool bias) {
+  const auto [hb, he] = heads;
+  if (he <= hb) {
+    throw PlanError(
+        fmt::format("layer {}: device {} has no attention heads; tensor-parallel blocks need at "
+                    "least one per device",
+                    op.layer, rank_));
+  }
+  const int group = c_.heads / c_.kv_heads;
+  const std::int64_t kb = hb / group, ke = (he - 1) / group + 1;
+  const std::int64_t d = c_.head_dim;
+  switch (op.role) {
+    case OpRole::AttnQ:
+      return column_linear(op, hb * d, he * d);
+    case OpRole::AttnK:
+    case OpRole::AttnV:
+      return column_linear(op, kb * d, ke * d);
+    case OpRole::AttnRope: {
+      OpAttrs attrs = op.attrs;
+      attrs.heads = static_cast<int>(op.attrs.heads == c_.heads ? he - hb : ke - kb);
+      define(op,
+             emit(op.kind, op.name,
+                  {get(op.inputs[0], Layout::Local), get(op.inputs[1], Layout::Replicated)}, attrs,
+                  op.role, op.layer),
+             Layout::Local);
+      return;
+    }
+    case OpRole::AttnCore: {
+      OpAttrs attrs = op.attrs;
+      attrs.heads = static_cast<int>(he - hb);
+      attrs.kv_heads = static_cast<int>(ke - kb);
+      attrs.q_head_begin = static_cast<int>(hb);
+      attrs.kv_group = group;
+      std::vector<ValueId> inputs;
+      for (ValueId in : op.inputs) inputs.push_back(get(in, Layout::Local));
+      define(op, emit(op.kind, op.name, std::move(inputs), attrs, op.role, op.layer),
+             Layout::Local);
+      return;
+    }
+    case OpRole::AttnOut:
+      return row_linear(op, hb * d, he * d, bias);
+    default:
+      throw PlanError(fmt::format("op '{}' is not a known part of an attention block", op.name));
+  }
+}
+
+void LoweringEngine::mlp_columns(const Op& op, Range columns, bool bias) {
+  const auto [cb, ce] = columns;
+  if (ce <= cb) {
+    throw PlanError(
+        fmt::format("layer {}: device {} has no MLP columns; tensor-parallel blocks need at least "
+                    "one per device",
+                    op.layer, rank_));
+  }
+  switch (op.role) {
+    case OpRole::MlpUp:
+    case OpRole::MlpGate:
+      return column_linear(op, cb, ce);
+    case OpRole::MlpAct:
+      return same_op(op, Layout::Local);
+    case OpRole::MlpDown:
+      return row_linear(op, cb, ce, bias);
+    default:
+      throw PlanError(fmt::format("op '{}' is not a known part of an MLP block", op.name));
+  }
+}
+
 ValueId LoweringEngine::ids_input() const {
   const std::optional<ValueId> ids = g_.find("ids");
   if (!ids) throw PlanError("the model graph has no 'ids' input");

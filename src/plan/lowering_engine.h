@@ -90,6 +90,14 @@ class LoweringEngine {
   // A head op on device 0 (elsewhere only the gathers of its inputs to device 0, in which every
   // device takes part); model outputs it defines become the program's outputs.
   void head_on_primary(const Op& op);
+  // Tensor-parallel (Megatron) blocks, for 1D plans and pipeline stages of a device group. This
+  // device computes attention heads `heads` (and the kv heads they read: a device may hold part
+  // of a GQA group) or FFN columns `columns`: column-parallel linears (q/k/v, up/gate) read the
+  // input Replicated and give Local [T, w]; row-parallel ones (attention out, MLP down) read Local
+  // and give Partial [T, C], their bias added where `bias` (one device of the group, so the sum
+  // counts it once). The lowering's move() reduces Partial. PlanError for an empty range.
+  void attention_heads(const Op& op, Range heads, bool bias);
+  void mlp_columns(const Op& op, Range columns, bool bias);
   // The model graph's "ids" input (PlanError if it has none).
   ValueId ids_input() const;
   // Output dim of a linear's weight: 0 for [N, K] (OutIn), 1 for [K, N] (InOut).
@@ -104,6 +112,9 @@ class LoweringEngine {
   std::set<ValueId> head_outputs_;  // model values head ops define (present on device 0 only)
 
  private:
+  void column_linear(const Op& op, std::int64_t b, std::int64_t e);
+  void row_linear(const Op& op, std::int64_t b, std::int64_t e, bool bias);
+
   std::map<std::pair<ValueId, Layout>, ValueId> moved_;
   std::map<ValueId, ValueId> weights_;
 };

@@ -11,6 +11,17 @@
 // elsewhere they are sent to device 0 (pipe_send, peer 0), whose session receives them (so the
 // primary, busy with its own stage, never waits for a slice's output before its next slice).
 // A device that runs no stage has an empty program.
+//
+// A group stage (PipelineStage::group) runs its units tensor-parallel over its members, as a 1D
+// megatron plan over the group: member k computes heads / FFN columns member_ranges(..)[k]
+// (column- and row-parallel linears, LoweringEngine::attention_heads / mlp_columns), and the
+// row-parallel partial sums are all-reduced over the group (attrs.group = the members, in group
+// order) before the residual add; the embedding, norms and residual adds run on every member on
+// the whole [T, C], so every member holds the residual stream. Around it:
+//   the leader      pipe_recv from the previous stage's leader, then pipe_send of each received
+//                   value to every other member; at the end pipe_send to the next stage's leader
+//                   (or the outputs to device 0); it alone runs the head ops (role head);
+//   other members   pipe_recv of the boundary values from the leader; they send nothing.
 #pragma once
 
 #include "plan/lowering.h"

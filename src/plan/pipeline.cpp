@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace huddle {
@@ -14,7 +16,72 @@ namespace {
 
 using Reader = io::JsonField<PlanError>;
 
+int device_index(const Reader& r) {
+  const std::int64_t device = r.integer();
+  if (device < 0 || device > 1 << 16) r.fail(fmt::format("{} is no device", device));
+  return static_cast<int>(device);
+}
+
+// "device": d, or "devices": [...] with optional "shares" (a group of one is a one-device stage).
+void read_devices(const Reader& s, PipelineStage& stage) {
+  if (s.has("device") == s.has("devices")) {
+    s.fail("a stage has either \"device\" (one device) or \"devices\" (a group)");
+  }
+  if (s.has("device")) {
+    if (s.has("shares")) s.at("shares").fail("only a group stage (\"devices\") has shares");
+    stage.device = device_index(s.at("device"));
+    return;
+  }
+  const Reader devices = s.at("devices");
+  const std::size_t n = devices.array_size();
+  if (n == 0) devices.fail("a group stage needs at least one device");
+  std::vector<int> group;
+  for (std::size_t k = 0; k < n; ++k) group.push_back(device_index(devices.at(k)));
+  std::vector<double> shares(n, 1.0);
+  if (s.has("shares")) {
+    const Reader r = s.at("shares");
+    if (r.array_size() != n) {
+      r.fail(
+          fmt::format("{} shares for {} devices (one per device of the group)", r.array_size(), n));
+    }
+    for (std::size_t k = 0; k < n; ++k) shares[k] = r.at(k).positive();
+  }
+  stage = PipelineStage::of(std::move(group), stage.units, std::move(shares));
+}
+
 }  // namespace
+
+PipelineStage PipelineStage::of(std::vector<int> members, Range units, std::vector<double> shares) {
+  HUDDLE_CHECK(!members.empty());
+  PipelineStage s;
+  s.units = units;
+  s.device = leader_of(members);
+  if (members.size() == 1) return s;
+  if (shares.empty()) shares.assign(members.size(), 1.0);
+  s.group = std::move(members);
+  s.shares = std::move(shares);
+  return s;
+}
+
+std::vector<int> PipelineStage::members() const {
+  return grouped() ? group : std::vector<int>{device};
+}
+
+int PipelineStage::member_index(int d) const {
+  if (!grouped()) return d == device ? 0 : -1;
+  const auto it = std::find(group.begin(), group.end(), d);
+  return it == group.end() ? -1 : static_cast<int>(it - group.begin());
+}
+
+int PipelineStage::leader_of(const std::vector<int>& group) {
+  HUDDLE_CHECK(!group.empty());
+  return std::find(group.begin(), group.end(), 0) != group.end() ? 0 : group.front();
+}
+
+std::vector<Range> PipelineStage::member_ranges(std::int64_t total, const std::string& what) const {
+  if (!grouped()) return {{0, total}};
+  return split_at_least_one(total, shares, what);
+}
 
 std::vector<std::int64_t> Pipeline::slices_for(std::int64_t tokens) const {
   if (tokens < 1) throw InputError("a step needs at least one token");
@@ -29,7 +96,7 @@ std::vector<std::int64_t> Pipeline::slices_for(std::int64_t tokens) const {
 
 int Pipeline::stage_of(int device) const {
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].device == device) return static_cast<int>(s);
+    if (stages[s].member_index(device) >= 0) return static_cast<int>(s);
   }
   return -1;
 }
@@ -37,7 +104,14 @@ int Pipeline::stage_of(int device) const {
 nlohmann::json Pipeline::to_json() const {
   nlohmann::json stage_list = nlohmann::json::array();
   for (const PipelineStage& s : stages) {
-    stage_list.push_back({{"device", s.device}, {"units", {s.units.first, s.units.second}}});
+    nlohmann::json j = {{"units", {s.units.first, s.units.second}}};
+    if (s.grouped()) {
+      j["devices"] = s.group;
+      j["shares"] = s.shares;
+    } else {
+      j["device"] = s.device;
+    }
+    stage_list.push_back(std::move(j));
   }
   nlohmann::json j = {{"stages", stage_list}, {"sliced", sliced}};
   if (sliced) j["slices"] = slices;
@@ -51,9 +125,7 @@ Pipeline Pipeline::from_json(const nlohmann::json& json, const std::string& sour
   for (std::size_t i = 0; i < stages.array_size(); ++i) {
     const Reader s = stages.at(i);
     PipelineStage stage;
-    const std::int64_t device = s.at("device").integer();
-    if (device < 0 || device > 1 << 16) s.at("device").fail(fmt::format("{} is no device", device));
-    stage.device = static_cast<int>(device);
+    read_devices(s, stage);
     const Reader units = s.at("units");
     if (units.array_size() != 2) units.fail("expected [begin, end]");
     stage.units = {units.at(0).integer(), units.at(1).integer()};
@@ -92,22 +164,60 @@ Pipeline Pipeline::from_json(const nlohmann::json& json, const std::string& sour
   return p;
 }
 
+namespace {
+
+// A group stage as built in code (from_json already checks what JSON can get wrong): two or more
+// members, one positive share each, the leader as device, and a head and an FFN column per member.
+void validate_group(const PipelineStage& s, const ModelConfig& config, const std::string& source,
+                    const std::string& field) {
+  if (s.group.size() < 2) {
+    throw PlanError(
+        fmt::format("{}: {}: a group stage needs at least two devices (a stage of one "
+                    "device is {{\"device\": d}})",
+                    source, field));
+  }
+  if (s.shares.size() != s.group.size()) {
+    throw PlanError(fmt::format("{}: {}: {} shares for {} devices", source, field, s.shares.size(),
+                                s.group.size()));
+  }
+  for (const double share : s.shares) {
+    if (!(share > 0) || !std::isfinite(share)) {
+      throw PlanError(fmt::format("{}: {}: share {} (shares are > 0)", source, field, share));
+    }
+  }
+  if (s.device != PipelineStage::leader_of(s.group)) {
+    throw PlanError(fmt::format("{}: {}: the stage's device {} is not its leader {}", source, field,
+                                s.device, PipelineStage::leader_of(s.group)));
+  }
+  const auto n = static_cast<std::int64_t>(s.group.size());
+  if (n > config.heads || n > config.ffn) {
+    throw PlanError(fmt::format(
+        "{}: {}: {} devices in a tensor-parallel group, but the model has {} attention heads and "
+        "{} FFN columns (at least one of each per device)",
+        source, field, n, config.heads, config.ffn));
+  }
+}
+
+}  // namespace
+
 void Pipeline::validate(const ModelConfig& config, int devices, const std::string& source) const {
   const int units = pipeline::unit_count(config.layers);
   std::int64_t expected = 0;
   std::set<int> seen;
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const PipelineStage& s = stages[i];
-    if (s.device < 0 || s.device >= devices) {
-      throw PlanError(
-          fmt::format("{}: pipeline.stages[{}].device {} is not one of the plan's {} "
-                      "devices",
-                      source, i, s.device, devices));
+    const std::string field = s.grouped() ? fmt::format("pipeline.stages[{}].devices", i)
+                                          : fmt::format("pipeline.stages[{}].device", i);
+    for (const int d : s.members()) {
+      if (d < 0 || d >= devices) {
+        throw PlanError(fmt::format("{}: {}: device {} is not one of the plan's {} devices", source,
+                                    field, d, devices));
+      }
+      if (!seen.insert(d).second) {
+        throw PlanError(fmt::format("{}: {}: device {} already runs a stage", source, field, d));
+      }
     }
-    if (!seen.insert(s.device).second) {
-      throw PlanError(fmt::format("{}: pipeline.stages[{}]: device {} already runs a stage", source,
-                                  i, s.device));
-    }
+    if (s.grouped()) validate_group(s, config, source, field);
     if (s.units.first != expected) {
       throw PlanError(
           fmt::format("{}: pipeline.stages[{}].units starts at {}, expected {} (stages "

@@ -391,6 +391,17 @@ Plan Plan::aligned_to_blocks(std::int64_t granule) const {
     }
     ranges = aligned;
   };
+  if (pipeline) {
+    for (std::size_t s = 0; s < pipeline->stages.size(); ++s) {
+      if (pipeline->stages[s].grouped()) {
+        // Its members' FFN columns follow the shares, not block boundaries.
+        throw PlanError(fmt::format(
+            "pipeline.stages[{}]: a group stage cannot split block-quantised weights (blocks of "
+            "{}); use F32, F16 or BF16 weights",
+            s, granule));
+      }
+    }
+  }
   for (std::size_t i = 0; i < out.layers.size(); ++i) {
     LayerPlan& l = out.layers[i];
     if (l.mlp == BlockSplit::Columns || l.mlp == BlockSplit::Tiled2D)

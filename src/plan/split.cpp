@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -61,6 +63,24 @@ std::vector<Range> align_ranges(const std::vector<Range>& ranges, std::int64_t g
 
 std::vector<Range> split_ranges(std::int64_t total, const std::vector<double>& shares) {
   return ranges_from_counts(split_proportional(total, shares));
+}
+
+std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<double>& shares,
+                                      const std::string& what) {
+  const auto n = static_cast<std::int64_t>(shares.size());
+  if (total < n) {
+    throw PlanError(
+        fmt::format("cannot split {} {} over {} devices with at least one each", total, what, n));
+  }
+  std::vector<std::int64_t> counts = split_proportional(total, shares);
+  // Devices rounded down to 0 take one unit from the device with the most.
+  for (std::int64_t& c : counts) {
+    if (c > 0) continue;
+    auto most = std::max_element(counts.begin(), counts.end());
+    --*most;
+    c = 1;
+  }
+  return ranges_from_counts(counts);
 }
 
 }  // namespace huddle

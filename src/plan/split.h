@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,12 @@ std::vector<std::int64_t> split_proportional(std::int64_t total, const std::vect
 
 // The same split as contiguous ranges [0, total) in part order.
 std::vector<Range> split_ranges(std::int64_t total, const std::vector<double>& shares);
+
+// Splits `total` units by `shares` with at least one unit per part: the largest-remainder split,
+// then each part rounded down to 0 takes one unit from the largest. PlanError naming `what` when
+// total is smaller than the part count.
+std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<double>& shares,
+                                      const std::string& what);
 
 // Ranges from counts.
 std::vector<Range> ranges_from_counts(const std::vector<std::int64_t>& counts);

@@ -494,13 +494,13 @@ double CostModel::head_seconds(const DeviceSpec& device) const {
 // attention unit takes its layer's first norm, q/k/v, attention, RoPE, out projection and the
 // residual add after it; the MLP unit the second norm, up/gate, activation, down and its residual.
 double CostModel::unit_seconds(int unit, const DeviceSpec& device, std::int64_t tokens,
-                               std::int64_t context, bool logits) const {
+                               std::int64_t context, bool logits, double share) const {
   const std::int64_t L = config_.layers;
   if (unit < 0 || unit >= pipeline::unit_count(L)) {
     throw PlanError(fmt::format("pipeline unit {} out of range (the model has {} units)", unit,
                                 pipeline::unit_count(L)));
   }
-  HUDDLE_CHECK(tokens >= 1 && context >= 1);
+  HUDDLE_CHECK(tokens >= 1 && context >= 1 && share > 0 && share <= 1);
   const double T = static_cast<double>(tokens), C = static_cast<double>(context);
   const double H = static_cast<double>(config_.hidden), hd = config_.head_dim;
   const auto op = [&](OpClass cls, BlockType block, double flops, int ops) {
@@ -519,7 +519,7 @@ double CostModel::unit_seconds(int unit, const DeviceSpec& device, std::int64_t 
       return elementwise(BlockType::Connection, H * kNormFlops) +
              (logits ? head_seconds(device) : 0.0);
     case pipeline::UnitKind::Attention: {
-      const double heads = config_.heads, kv = config_.kv_heads;
+      const double heads = config_.heads * share, kv = config_.kv_heads * share;
       const double width = (heads + 2 * kv) * hd;
       return elementwise(BlockType::Connection, H * kNormFlops) +
              linear(BlockType::Attention, T, 2.0 * T * H * width, 3) +
@@ -533,7 +533,7 @@ double CostModel::unit_seconds(int unit, const DeviceSpec& device, std::int64_t 
     case pipeline::UnitKind::Mlp:
       break;
   }
-  const double F = static_cast<double>(config_.ffn);
+  const double F = static_cast<double>(config_.ffn) * share;
   const double in_linears = footprint_.gated_mlp ? 2.0 : 1.0;
   const int n_in = static_cast<int>(in_linears);
   return elementwise(BlockType::Connection, H * kNormFlops) +

@@ -91,8 +91,11 @@ class CostModel {
   // curves: summed over all units, simulate_step of a local plan on that device. The last unit
   // includes the LM head over one row (the last token's logits) when `logits`. Linear in
   // `context` for context >= 1 (only attention reads it). PlanError for an out-of-range unit.
+  // `share` (0, 1]: the device computes only that fraction of the unit's attention heads (with
+  // their kv heads) or FFN columns, as a member of a tensor-parallel group stage; its norms,
+  // residuals, embedding and head stay whole.
   double unit_seconds(int unit, const DeviceSpec& device, std::int64_t tokens, std::int64_t context,
-                      bool logits = true) const;
+                      bool logits = true, double share = 1.0) const;
   // The LM head over one row on `device` (0 for a model without a head).
   double head_seconds(const DeviceSpec& device) const;
   // pipeline_unit_weight_bytes of the model's graph (footprint.h), [unit_count].

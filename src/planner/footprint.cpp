@@ -227,4 +227,55 @@ std::vector<std::int64_t> pipeline_unit_kv_bytes(const ModelFootprint& f, const 
   return bytes;
 }
 
+DeviceMemory pipeline_device_memory(const ModelFootprint& f, const ModelConfig& c,
+                                    const std::vector<std::int64_t>& unit_weight_bytes,
+                                    const Pipeline& pipeline, int rank, std::int64_t context) {
+  DeviceMemory m;
+  const int stage_index = pipeline.stage_of(rank);
+  if (stage_index < 0) return m;
+  const PipelineStage& stage = pipeline.stages[static_cast<std::size_t>(stage_index)];
+  const auto member = static_cast<std::size_t>(stage.member_index(rank));
+  const bool leader = stage.device == rank;
+  const auto [hb, he] = stage.member_ranges(c.heads, "attention heads")[member];
+  const auto [cb, ce] = stage.member_ranges(c.ffn, "MLP columns")[member];
+  const std::int64_t group = c.heads / c.kv_heads;
+  const std::int64_t heads = he - hb, kv = (he - 1) / group + 1 - hb / group, columns = ce - cb;
+  const std::vector<std::int64_t> kv_bytes = pipeline_unit_kv_bytes(f, c, context);
+  for (std::int64_t u = stage.units.first; u < stage.units.second; ++u) {
+    const auto i = static_cast<std::size_t>(u);
+    const std::int64_t whole = unit_weight_bytes.at(i);
+    if (!stage.grouped()) {
+      m.weights += whole;
+      m.kv_cache += kv_bytes[i];
+      continue;
+    }
+    const int unit = static_cast<int>(u);
+    const std::int64_t layer = pipeline::unit_layer(unit, c.layers);
+    switch (pipeline::unit_kind(unit, c.layers)) {
+      case pipeline::UnitKind::Embedding:
+        m.weights += whole;
+        break;
+      case pipeline::UnitKind::Head:
+        m.weights += leader ? whole : whole - f.head_outputs * c.hidden * kF32;
+        break;
+      case pipeline::UnitKind::Attention: {
+        const LayerFootprint& l = f.layers.at(static_cast<std::size_t>(layer));
+        const std::int64_t split =
+            l.q_head_bytes * c.heads + l.kv_head_bytes * c.kv_heads + l.attn_primary_bytes;
+        m.weights += whole - split + l.q_head_bytes * heads + l.kv_head_bytes * kv +
+                     (leader ? l.attn_primary_bytes : 0);
+        m.kv_cache += kv_bytes[i] / c.kv_heads * kv;
+        break;
+      }
+      case pipeline::UnitKind::Mlp: {
+        const LayerFootprint& l = f.layers.at(static_cast<std::size_t>(layer));
+        const std::int64_t split = l.column_bytes * c.ffn + l.mlp_primary_bytes;
+        m.weights += whole - split + l.column_bytes * columns + (leader ? l.mlp_primary_bytes : 0);
+        break;
+      }
+    }
+  }
+  return m;
+}
+
 }  // namespace huddle

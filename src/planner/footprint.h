@@ -78,5 +78,14 @@ std::vector<std::int64_t> pipeline_unit_weight_bytes(const Graph& graph, const M
 // keep a cache hold 2 x context x kv_heads x head_dim float32; other units none.
 std::vector<std::int64_t> pipeline_unit_kv_bytes(const ModelFootprint& footprint,
                                                  const ModelConfig& config, std::int64_t context);
+// Device `rank` of a pipeline plan: the weights and KV cache (`context` positions) of its stage's
+// units (`unit_weight_bytes`: pipeline_unit_weight_bytes); none outside every stage. A member of
+// a group stage holds its heads' (and the kv heads they read) and its FFN columns' parts of the
+// attention and MLP units, their norms and the embedding whole, and, on the leader only, the
+// row-parallel biases and the head's weight (a head without bias: head_outputs x hidden). No
+// activation estimate (0).
+DeviceMemory pipeline_device_memory(const ModelFootprint& footprint, const ModelConfig& config,
+                                    const std::vector<std::int64_t>& unit_weight_bytes,
+                                    const Pipeline& pipeline, int rank, std::int64_t context);
 
 }  // namespace huddle

@@ -4,11 +4,14 @@
 #include "plan/pipeline.h"
 #include "plan/pipeline_units.h"
 #include "planner/hpipe_dp.h"
+#include "planner/pipeline_planners.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <optional>
 
 namespace huddle {
 namespace {
@@ -27,10 +30,8 @@ double send_s(const ClusterSpec& cluster, int from, int to, double bytes) {
   }
 }
 
-double activation_s(const CostModel& cost, const ClusterSpec& cluster, int from, int to,
-                    std::int64_t tokens) {
-  return send_s(cluster, from, to,
-                static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32);
+double activation_bytes(const CostModel& cost, std::int64_t tokens) {
+  return static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32;
 }
 
 // The last stage's output to the primary: one row of logits, or the hidden states of every
@@ -63,24 +64,26 @@ class StageTable {
   StageTable(const CostModel& cost, const ClusterSpec& cluster, const PipelineSchedule& s,
              std::int64_t max_tokens)
       : n_(static_cast<std::size_t>(s.stage_devices.size())) {
+    std::vector<StageGroup> groups;
+    for (std::size_t i = 0; i < n_; ++i) groups.push_back(s.group(i));
     const auto T = static_cast<std::size_t>(max_tokens);
     base_.assign(n_, std::vector<double>(T + 1, 0.0));
     slope_.assign(n_, std::vector<double>(T + 1, 0.0));
     send_.assign(n_, std::vector<double>(T + 1, 0.0));
     for (std::size_t i = 0; i < n_; ++i) {
-      const int dev = s.stage_devices[i];
-      const DeviceSpec& d = cluster.device(dev);
+      const StageGroup& g = groups[i];
       for (std::size_t t = 1; t <= T; ++t) {
         const auto tokens = static_cast<std::int64_t>(t);
         double at_t = 0, at_t1 = 0;
         for (int u = s.stage_units[i].first; u < s.stage_units[i].second; ++u) {
-          at_t += cost.unit_seconds(u, d, tokens, tokens, false);
-          at_t1 += cost.unit_seconds(u, d, tokens, tokens + 1, false);
+          at_t += group_unit_seconds(cost, cluster, g, u, tokens, tokens, false);
+          at_t1 += group_unit_seconds(cost, cluster, g, u, tokens, tokens + 1, false);
         }
         slope_[i][t] = at_t1 - at_t;
         base_[i][t] = at_t - static_cast<double>(t) * slope_[i][t];  // context 0, extrapolated
         send_[i][t] =
-            i + 1 < n_ ? activation_s(cost, cluster, dev, s.stage_devices[i + 1], tokens) : 0.0;
+            i + 1 < n_ ? group_transfer_s(cluster, g, groups[i + 1], activation_bytes(cost, tokens))
+                       : 0.0;
       }
     }
   }
@@ -114,23 +117,25 @@ void check_lengths(const CostModel& cost, std::int64_t prompt_len, std::int64_t 
   }
 }
 
-// Algorithm 1 over every device order; PlanError when nothing fits.
+// Algorithm 1 over every order of the view's devices and groups; PlanError when nothing fits.
 hpipe::Distribution distribute(const CostModel& cost, const ClusterSpec& cluster,
-                               std::int64_t prompt_len, std::int64_t max_tokens) {
+                               const std::vector<StageGroup>& view, std::int64_t prompt_len,
+                               std::int64_t max_tokens) {
   const int D = cluster.size(), U = pipeline::unit_count(cost.config().layers);
   hpipe::DistributionProblem p;
   p.units = U;
   p.unit_bytes = unit_bytes(cost, max_tokens);
-  for (int d = 0; d < D; ++d) {
+  for (const StageGroup& g : view) {
     std::vector<double> row;
     for (int u = 0; u < U; ++u)
-      row.push_back(cost.unit_seconds(u, cluster.device(d), prompt_len, prompt_len));
+      row.push_back(group_unit_seconds(cost, cluster, g, u, prompt_len, prompt_len));
     p.unit_s.push_back(std::move(row));
     std::vector<double> sends;
-    for (int e = 0; e < D; ++e) sends.push_back(activation_s(cost, cluster, d, e, prompt_len));
+    for (const StageGroup& to : view)
+      sends.push_back(group_transfer_s(cluster, g, to, activation_bytes(cost, prompt_len)));
     p.transfer_s.push_back(std::move(sends));
-    p.tail_s.push_back(output_s(cost, cluster, d, prompt_len));
-    p.budget.push_back(cluster.device(d).memory_bytes);
+    p.tail_s.push_back(output_s(cost, cluster, g.leader, prompt_len));
+    p.budget.push_back(group_budget(cost.config(), cluster, g));
   }
   hpipe::Distribution best = hpipe::distribute(p);
   if (!best.feasible) {
@@ -150,11 +155,16 @@ hpipe::Distribution distribute(const CostModel& cost, const ClusterSpec& cluster
 }
 
 PipelineSchedule staged(const CostModel& cost, const std::string& strategy,
-                        std::vector<int> devices, std::vector<std::pair<int, int>> units,
-                        std::int64_t prompt_len, std::int64_t max_tokens) {
+                        const std::vector<StageGroup>& groups,
+                        std::vector<std::pair<int, int>> units, std::int64_t prompt_len,
+                        std::int64_t max_tokens) {
   PipelineSchedule s;
   s.strategy = strategy;
-  s.stage_devices = std::move(devices);
+  for (const StageGroup& g : groups) {
+    s.stage_devices.push_back(g.leader);
+    s.stage_members.push_back(g.single() ? std::vector<int>{} : g.members);
+    s.stage_shares.push_back(g.single() ? std::vector<double>{} : g.shares);
+  }
   s.stage_units = std::move(units);
   s.max_tokens = max_tokens;
   s.prompt_len = prompt_len;
@@ -201,11 +211,14 @@ void append_note(PipelineSchedule& s, const std::string& text) {
 // stage, slicing off) it is finished with one slice per prompt and `done` is set; otherwise it
 // is marked sliced for the caller's slice table.
 PipelineSchedule balanced_stages(const CostModel& cost, const ClusterSpec& cluster,
-                                 const char* strategy, std::int64_t prompt_len,
-                                 std::int64_t max_tokens, const HpipeOptions& options, bool& done) {
+                                 const std::vector<StageGroup>& view, const char* strategy,
+                                 std::int64_t prompt_len, std::int64_t max_tokens,
+                                 const HpipeOptions& options, bool& done) {
   check_lengths(cost, prompt_len, max_tokens);
-  const hpipe::Distribution dist = distribute(cost, cluster, prompt_len, max_tokens);
-  PipelineSchedule s = staged(cost, strategy, dist.order, dist.ranges, prompt_len, max_tokens);
+  const hpipe::Distribution dist = distribute(cost, cluster, view, prompt_len, max_tokens);
+  std::vector<StageGroup> groups;
+  for (const int v : dist.order) groups.push_back(view[static_cast<std::size_t>(v)]);
+  PipelineSchedule s = staged(cost, strategy, groups, dist.ranges, prompt_len, max_tokens);
   const std::string reason = unsliced_reason(cost, s, options);
   done = !reason.empty();
   if (done) {
@@ -220,6 +233,17 @@ PipelineSchedule balanced_stages(const CostModel& cost, const ClusterSpec& clust
 
 }  // namespace
 
+StageGroup PipelineSchedule::group(std::size_t i) const {
+  if (i < stage_members.size() && stage_members[i].size() > 1)
+    return {stage_members[i], stage_shares.at(i), stage_devices.at(i)};
+  return StageGroup::device(stage_devices.at(i));
+}
+
+bool PipelineSchedule::hybrid() const {
+  return std::any_of(stage_members.begin(), stage_members.end(),
+                     [](const std::vector<int>& m) { return m.size() > 1; });
+}
+
 void validate_schedule(const PipelineSchedule& s, const ModelConfig& config,
                        const ClusterSpec& cluster) {
   const int U = pipeline::unit_count(config.layers);
@@ -227,19 +251,36 @@ void validate_schedule(const PipelineSchedule& s, const ModelConfig& config,
     throw PlanError(fmt::format("pipeline schedule: {} stage devices but {} unit ranges",
                                 s.stage_devices.size(), s.stage_units.size()));
   }
+  const std::size_t stages = s.stage_devices.size();
+  if ((!s.stage_members.empty() && s.stage_members.size() != stages) ||
+      (!s.stage_shares.empty() && s.stage_shares.size() != stages)) {
+    throw PlanError(fmt::format("pipeline schedule: {} stages but {} groups and {} share lists",
+                                stages, s.stage_members.size(), s.stage_shares.size()));
+  }
   std::vector<bool> used(static_cast<std::size_t>(cluster.size()), false);
   int next = 0;
-  for (std::size_t i = 0; i < s.stage_devices.size(); ++i) {
-    const int d = s.stage_devices[i];
-    if (d < 0 || d >= cluster.size()) {
-      throw PlanError(fmt::format("pipeline schedule: stage {} is on device {}; the cluster has {}",
-                                  i, d, cluster.size()));
+  for (std::size_t i = 0; i < stages; ++i) {
+    const std::vector<int> members = s.group(i).members;
+    for (const int d : members) {
+      if (d < 0 || d >= cluster.size()) {
+        throw PlanError(
+            fmt::format("pipeline schedule: stage {} is on device {}; the cluster has {}", i, d,
+                        cluster.size()));
+      }
+      if (used[static_cast<std::size_t>(d)]) {
+        throw PlanError(
+            fmt::format("pipeline schedule: device '{}' holds two stages", cluster.device(d).name));
+      }
+      used[static_cast<std::size_t>(d)] = true;
     }
-    if (used[static_cast<std::size_t>(d)]) {
-      throw PlanError(
-          fmt::format("pipeline schedule: device '{}' holds two stages", cluster.device(d).name));
+    if (members.size() > 1 &&
+        (s.stage_shares.empty() || s.stage_shares[i].size() != members.size() ||
+         std::find(members.begin(), members.end(), s.stage_devices[i]) == members.end())) {
+      throw PlanError(fmt::format(
+          "pipeline schedule: stage {}'s group needs one share per member and its leader among "
+          "them",
+          i));
     }
-    used[static_cast<std::size_t>(d)] = true;
     const auto [b, e] = s.stage_units[i];
     if (b != next || e <= b || e > U) {
       throw PlanError(fmt::format(
@@ -282,6 +323,7 @@ PipelinePrediction predict_pipeline(const CostModel& cost, const ClusterSpec& cl
   const int longest = *std::max_element(lengths.begin(), lengths.end());
   const StageTable table(cost, cluster, s, std::max<std::int64_t>(longest, 1));
   const std::size_t N = table.stages();
+  // Leaders: the first receives the ids, the last runs the head and sends the output.
   const int first = s.stage_devices.front(), last = s.stage_devices.back();
   const double head = cost.head_seconds(cluster.device(last));
   PipelinePrediction p;
@@ -300,12 +342,43 @@ PipelinePrediction predict_pipeline(const CostModel& cost, const ClusterSpec& cl
   return p;
 }
 
-PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
-                            std::int64_t prompt_len, std::int64_t max_tokens,
-                            const HpipeOptions& options) {
+namespace {
+
+// uniform-slices over one view of the cluster: Algorithm 1, then k equal slices.
+PipelineSchedule uniform_slices_view(const CostModel& cost, const ClusterSpec& cluster,
+                                     const std::vector<StageGroup>& view, std::int64_t prompt_len,
+                                     std::int64_t max_tokens, const HpipeOptions& options) {
   bool done = false;
   PipelineSchedule s =
-      balanced_stages(cost, cluster, "hpipe", prompt_len, max_tokens, options, done);
+      balanced_stages(cost, cluster, view, "uniform-slices", prompt_len, max_tokens, options, done);
+  if (done) return s;
+  const StageTable table(cost, cluster, s, max_tokens);
+  const hpipe::StageTime t = table.function();
+  const int N = static_cast<int>(table.stages());
+  std::vector<int> lengths;
+  for (int n = 1; n <= static_cast<int>(max_tokens); ++n) {
+    std::vector<int> best{n};
+    double best_s = hpipe::flow_shop_makespan(N, t, best);
+    for (int k = 2; k <= std::min(n, std::max(options.max_uniform_slices, 1)); ++k) {
+      const std::vector<std::int64_t> equal = equal_slices(n, k);
+      lengths.assign(equal.begin(), equal.end());
+      const double m = hpipe::flow_shop_makespan(N, t, lengths);
+      if (m < best_s) best_s = m, best = lengths;
+    }
+    s.slices.push_back(std::move(best));
+  }
+  append_note(s, "HPipe's stages, equal-length slices, the count chosen by the cost model");
+  finish(cost, cluster, s);
+  return s;
+}
+
+// HPipe over one view of the cluster (hpipe_islands.h): Algorithms 1 and 2.
+PipelineSchedule plan_hpipe_view(const CostModel& cost, const ClusterSpec& cluster,
+                                 const std::vector<StageGroup>& view, std::int64_t prompt_len,
+                                 std::int64_t max_tokens, const HpipeOptions& options) {
+  bool done = false;
+  PipelineSchedule s =
+      balanced_stages(cost, cluster, view, "hpipe", prompt_len, max_tokens, options, done);
   if (done) return s;
   const StageTable table(cost, cluster, s, max_tokens);
   const hpipe::StageTime t = table.function();
@@ -342,6 +415,76 @@ PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
   return s;
 }
 
+// Whether every device of `s` fits its memory by the exact per-member accounting
+// (pipeline_device_memory); the DP's group budget is an estimate (hpipe_islands.h).
+bool fits_exactly(const CostModel& cost, const ClusterSpec& cluster, const PipelineSchedule& s) {
+  const Plan plan = plan_of_schedule(s, cost.config(), cluster);
+  for (int d = 0; d < plan.num_devices(); ++d) {
+    const DeviceMemory m = pipeline_device_memory(
+        cost.footprint(), cost.config(), cost.unit_weight_bytes(), *plan.pipeline, d, s.max_tokens);
+    const std::string& name = plan.devices[static_cast<std::size_t>(d)];
+    if (m.total() > cluster.device(cluster.index_of(name)).memory_bytes) return false;
+  }
+  return true;
+}
+
+std::string group_names(const ClusterSpec& cluster, const std::vector<int>& members) {
+  std::string out;
+  for (const int d : members) out += (out.empty() ? "" : ", ") + cluster.device(d).name;
+  return "{" + out + "}";
+}
+
+// The plan of every island view of the cluster (the plain view first) by `plan_view`, keeping
+// the smallest predicted prefill among those whose members fit their memory exactly. The plain
+// view's PlanError (nothing fits, a bad length) is the one thrown when no view gives a plan; a
+// view whose groups are wider than the model's heads gives none.
+PipelineSchedule best_over_views(
+    const CostModel& cost, const ClusterSpec& cluster, const HpipeOptions& options,
+    const std::function<PipelineSchedule(const std::vector<StageGroup>&)>& plan_view) {
+  const std::vector<std::vector<int>> islands = options.islands
+                                                    ? find_islands(cluster, options.island_ratio)
+                                                    : std::vector<std::vector<int>>{};
+  const std::vector<std::vector<StageGroup>> views = island_views(cluster, islands);
+  std::optional<PipelineSchedule> plain, best;
+  std::optional<PlanError> plain_error;
+  for (std::size_t v = 0; v < views.size(); ++v) {
+    try {
+      PipelineSchedule s = plan_view(views[v]);
+      if (v > 0 && !fits_exactly(cost, cluster, s)) continue;
+      if (v == 0) plain = s;
+      if (!best || s.predicted_prefill_s < best->predicted_prefill_s) best = std::move(s);
+    } catch (const PlanError& e) {
+      if (v == 0) plain_error = e;
+    }
+  }
+  if (!best) throw *plain_error;
+  if (best->hybrid()) {
+    std::string groups;
+    for (std::size_t i = 0; i < best->stage_devices.size(); ++i) {
+      if (!best->group(i).single())
+        groups += (groups.empty() ? "" : ", ") + group_names(cluster, best->group(i).members);
+    }
+    append_note(*best, fmt::format("hybrid: tensor-parallel island stages {}; {}", groups,
+                                   plain ? fmt::format("the plain pipeline is predicted {:.1f} ms",
+                                                       plain->predicted_prefill_s * 1e3)
+                                         : "no plain pipeline fits"));
+  } else if (!islands.empty()) {
+    append_note(*best, fmt::format("{} fast island(s) considered; a plain pipeline is faster",
+                                   islands.size()));
+  }
+  return *best;
+}
+
+}  // namespace
+
+PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
+                            std::int64_t prompt_len, std::int64_t max_tokens,
+                            const HpipeOptions& options) {
+  return best_over_views(cost, cluster, options, [&](const std::vector<StageGroup>& view) {
+    return plan_hpipe_view(cost, cluster, view, prompt_len, max_tokens, options);
+  });
+}
+
 PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
                             std::int64_t prompt_len, std::int64_t max_tokens) {
   check_lengths(cost, prompt_len, max_tokens);
@@ -359,7 +502,9 @@ PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
     devices.push_back(static_cast<int>(d));
     units.emplace_back(begin, end);
   }
-  PipelineSchedule s = staged(cost, "gpipe", devices, units, prompt_len, max_tokens);
+  std::vector<StageGroup> groups;
+  for (const int d : devices) groups.push_back(StageGroup::device(d));
+  PipelineSchedule s = staged(cost, "gpipe", groups, units, prompt_len, max_tokens);
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const DeviceSpec& d = cluster.device(devices[i]);
     if (s.stage_memory_bytes[i] > d.memory_bytes) {
@@ -378,28 +523,10 @@ PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
 PipelineSchedule plan_uniform_slices(const CostModel& cost, const ClusterSpec& cluster,
                                      std::int64_t prompt_len, std::int64_t max_tokens,
                                      const HpipeOptions& options) {
-  bool done = false;
-  PipelineSchedule s =
-      balanced_stages(cost, cluster, "uniform-slices", prompt_len, max_tokens, options, done);
-  if (done) return s;
-  const StageTable table(cost, cluster, s, max_tokens);
-  const hpipe::StageTime t = table.function();
-  const int N = static_cast<int>(table.stages());
-  std::vector<int> lengths;
-  for (int n = 1; n <= static_cast<int>(max_tokens); ++n) {
-    std::vector<int> best{n};
-    double best_s = hpipe::flow_shop_makespan(N, t, best);
-    for (int k = 2; k <= std::min(n, std::max(options.max_uniform_slices, 1)); ++k) {
-      const std::vector<std::int64_t> equal = equal_slices(n, k);
-      lengths.assign(equal.begin(), equal.end());
-      const double m = hpipe::flow_shop_makespan(N, t, lengths);
-      if (m < best_s) best_s = m, best = lengths;
-    }
-    s.slices.push_back(std::move(best));
-  }
-  append_note(s, "HPipe's stages, equal-length slices, the count chosen by the cost model");
-  finish(cost, cluster, s);
-  return s;
+  // HPipe's stages, island stages included, so that the two differ only in the slicing.
+  return best_over_views(cost, cluster, options, [&](const std::vector<StageGroup>& view) {
+    return uniform_slices_view(cost, cluster, view, prompt_len, max_tokens, options);
+  });
 }
 
 }  // namespace huddle

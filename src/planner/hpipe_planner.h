@@ -16,10 +16,15 @@
 //             plus their KV cache for max_tokens positions fit DeviceSpec::memory_bytes
 //             (activations are not counted).
 // Algorithm 1 balances the units at the whole prompt (prompt_len tokens, prompt_len keys).
+//
+// Fast islands (hpipe_islands.h): a stage may be a group of devices running its units
+// tensor-parallel. plan_hpipe plans every view of the cluster (each set of disjoint islands
+// collapsed into groups, and the plain view) and keeps the fastest predicted prefill.
 #pragma once
 
 #include "planner/cluster.h"
 #include "planner/cost_model.h"
+#include "planner/hpipe_islands.h"
 
 #include <cstdint>
 #include <string>
@@ -29,8 +34,12 @@
 namespace huddle {
 
 struct PipelineSchedule {
-  std::string strategy;                          // "hpipe", "gpipe", "uniform-slices"
-  std::vector<int> stage_devices;                // cluster indices, pipeline order
+  std::string strategy;            // "hpipe", "gpipe", "uniform-slices"
+  std::vector<int> stage_devices;  // cluster indices, pipeline order (a group's leader)
+  // Per stage, a tensor-parallel group's members (cluster indices, group order) and shares; an
+  // empty entry, or empty vectors, for a one-device stage.
+  std::vector<std::vector<int>> stage_members;
+  std::vector<std::vector<double>> stage_shares;
   std::vector<std::pair<int, int>> stage_units;  // [begin, end) per stage, covering 0..U once
   bool sliced = false;                           // false: every prompt is one slice
   // slices[n-1]: slice lengths (summing to n) for an n-token prompt, n = 1..max_tokens. Unsliced
@@ -43,6 +52,10 @@ struct PipelineSchedule {
   std::vector<double> stage_busy_s;              // per stage, in the prefill: compute + sends
   std::vector<std::int64_t> stage_memory_bytes;  // per stage: weights + KV cache
   std::string note;                              // why unsliced, approximations used
+
+  // Stage i's devices: its group, or its device alone.
+  StageGroup group(std::size_t i) const;
+  bool hybrid() const;  // some stage is a group
 };
 
 struct PipelinePrediction {
@@ -63,10 +76,16 @@ struct HpipeOptions {
   // Beyond the paper (hpipe_dp.h, SlicingOptions::refine): equal slicings as candidates too and a
   // local search of the boundaries on the simulated makespan. false: HPipe's Algorithm 2 alone.
   bool refine = true;
+  // Fast islands (hpipe_islands.h): plan_hpipe also tries stages made of islands whose internal
+  // links have at least island_ratio times the bandwidth of their links out.
+  bool islands = true;
+  double island_ratio = 4.0;
 };
 
 // HPipe: Algorithm 1 over every device order (hpipe_dp.h), then Algorithm 2 for every prompt
-// length 1..max_tokens. Encoders (config.causal false, attention reads every token) are planned
+// length 1..max_tokens; with options.islands, for every island view of the cluster, keeping the
+// plan of the smallest predicted prefill (the note says which islands, and the plain pipeline's
+// prediction). Encoders (config.causal false, attention reads every token) are planned
 // without slicing, and `note` says so. PlanError when prompt_len is not in 1..max_tokens, when
 // max_tokens exceeds the model's max_positions, or when no assignment fits in memory (naming
 // the largest need and the devices' budgets).
@@ -81,9 +100,9 @@ PipelineSchedule plan_hpipe(const CostModel& cost, const ClusterSpec& cluster,
 PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
                             std::int64_t prompt_len, std::int64_t max_tokens);
 
-// TeraPipe-like baseline: HPipe's stages (Algorithm 1), the prompt cut into k equal slices (the
-// first n mod k one token longer), k = 1..min(n, max_uniform_slices) chosen by the simulated
-// makespan. Encoders unsliced, as plan_hpipe.
+// TeraPipe-like baseline: HPipe's stages (Algorithm 1, over the same island views as plan_hpipe),
+// the prompt cut into k equal slices (the first n mod k one token longer), k = 1..min(n,
+// max_uniform_slices) chosen by the simulated makespan. Encoders unsliced, as plan_hpipe.
 PipelineSchedule plan_uniform_slices(const CostModel& cost, const ClusterSpec& cluster,
                                      std::int64_t prompt_len, std::int64_t max_tokens,
                                      const HpipeOptions& options = {});

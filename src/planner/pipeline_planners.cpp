@@ -16,26 +16,34 @@ std::int64_t pipeline_table_tokens(const ModelConfig& config) {
 
 Plan plan_of_schedule(const PipelineSchedule& schedule, const ModelConfig& config,
                       const ClusterSpec& cluster) {
-  // Plan devices: the primary, then every stage device in cluster order.
+  // Plan devices: the primary, then every stage's devices in cluster order. Cluster device 0 is
+  // plan device 0, so a group's leader (device 0 when it holds it) is the same in both.
   std::vector<int> used = {0};
-  for (int d : schedule.stage_devices) used.push_back(d);
+  for (std::size_t s = 0; s < schedule.stage_devices.size(); ++s) {
+    for (const int d : schedule.group(s).members) used.push_back(d);
+  }
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
   std::vector<std::string> names;
   for (int d : used) names.push_back(cluster.device(d).name);
-  std::vector<int> stage_devices;
-  std::vector<Range> stage_units;
+  const auto plan_index = [&](int d) {
+    return static_cast<int>(std::find(used.begin(), used.end(), d) - used.begin());
+  };
+  std::vector<PipelineStage> stages;
   for (std::size_t s = 0; s < schedule.stage_devices.size(); ++s) {
-    const auto at = std::find(used.begin(), used.end(), schedule.stage_devices[s]);
-    stage_devices.push_back(static_cast<int>(at - used.begin()));
-    stage_units.emplace_back(schedule.stage_units[s].first, schedule.stage_units[s].second);
+    const StageGroup g = schedule.group(s);
+    std::vector<int> members;
+    for (const int d : g.members) members.push_back(plan_index(d));
+    stages.push_back(PipelineStage::of(
+        std::move(members), {schedule.stage_units[s].first, schedule.stage_units[s].second},
+        g.single() ? std::vector<double>{} : g.shares));
   }
   std::vector<std::vector<std::int64_t>> slices;
   if (schedule.sliced) {
     for (const std::vector<int>& entry : schedule.slices)
       slices.emplace_back(entry.begin(), entry.end());
   }
-  return pipeline_plan(schedule.strategy, config, std::move(names), stage_devices, stage_units,
+  return pipeline_plan(schedule.strategy, config, std::move(names), std::move(stages),
                        std::move(slices));
 }
 
@@ -43,11 +51,17 @@ PipelineSchedule schedule_of_plan(const Plan& plan, const ClusterSpec& cluster,
                                   std::int64_t max_tokens) {
   HUDDLE_CHECK(plan.pipelined());
   const Pipeline& p = *plan.pipeline;
+  const auto index = [&](int d) {
+    return cluster.index_of(plan.devices.at(static_cast<std::size_t>(d)));
+  };
   PipelineSchedule s;
   s.strategy = plan.strategy;
   for (const PipelineStage& stage : p.stages) {
-    s.stage_devices.push_back(
-        cluster.index_of(plan.devices.at(static_cast<std::size_t>(stage.device))));
+    s.stage_devices.push_back(index(stage.device));
+    std::vector<int> members;
+    for (const int d : stage.group) members.push_back(index(d));
+    s.stage_members.push_back(std::move(members));
+    s.stage_shares.push_back(stage.shares);
     s.stage_units.emplace_back(static_cast<int>(stage.units.first),
                                static_cast<int>(stage.units.second));
   }
@@ -64,9 +78,6 @@ Prediction predict_pipeline_plan(const CostModel& cost, const Plan& plan,
                                  const ClusterSpec& cluster, std::int64_t seq_len) {
   const PipelineSchedule schedule = schedule_of_plan(plan, cluster, seq_len);
   const PipelinePrediction pp = predict_pipeline(cost, cluster, schedule, seq_len);
-  const std::vector<std::int64_t> kv =
-      pipeline_unit_kv_bytes(cost.footprint(), cost.config(), cost.config().max_positions);
-  const std::vector<std::int64_t>& weights = cost.unit_weight_bytes();
   Prediction out;
   out.latency_s = pp.prefill_s;
   out.decode_s = pp.decode_s;
@@ -75,14 +86,20 @@ Prediction predict_pipeline_plan(const CostModel& cost, const Plan& plan,
     dp.name = plan.devices[static_cast<std::size_t>(d)];
     const int stage = plan.pipeline->stage_of(d);
     if (stage >= 0) {
-      const Range units = plan.pipeline->stages[static_cast<std::size_t>(stage)].units;
+      const std::size_t i = static_cast<std::size_t>(stage);
+      const PipelineStage& st = plan.pipeline->stages[i];
       dp.stage = stage;
-      dp.units = units;
+      dp.units = st.units;
       dp.tokens = seq_len;
-      dp.compute_s = pp.stage_busy_s[static_cast<std::size_t>(stage)];
-      for (std::int64_t u = units.first; u < units.second; ++u) {
-        dp.memory.weights += weights[static_cast<std::size_t>(u)];
-        dp.memory.kv_cache += kv[static_cast<std::size_t>(u)];
+      dp.compute_s = pp.stage_busy_s[i];
+      dp.memory = pipeline_device_memory(cost.footprint(), cost.config(), cost.unit_weight_bytes(),
+                                         *plan.pipeline, d, cost.config().max_positions);
+      if (st.grouped()) {
+        const auto member = static_cast<std::size_t>(st.member_index(d));
+        const Range h = st.member_ranges(cost.config().heads, "attention heads")[member];
+        const Range c = st.member_ranges(cost.config().ffn, "MLP columns")[member];
+        dp.heads = h.second - h.first;
+        dp.columns = c.second - c.first;
       }
     }
     out.devices.push_back(std::move(dp));

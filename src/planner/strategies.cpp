@@ -15,24 +15,6 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
-std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<double>& shares,
-                                      const std::string& what) {
-  const auto n = static_cast<std::int64_t>(shares.size());
-  if (total < n) {
-    throw PlanError(
-        fmt::format("cannot split {} {} over {} devices with at least one each", total, what, n));
-  }
-  std::vector<std::int64_t> counts = split_proportional(total, shares);
-  // Devices rounded down to 0 take one unit from the device with the most.
-  for (std::int64_t& c : counts) {
-    if (c > 0) continue;
-    auto most = std::max_element(counts.begin(), counts.end());
-    --*most;
-    c = 1;
-  }
-  return ranges_from_counts(counts);
-}
-
 Plan make_plan(const std::string& strategy, const ModelConfig& config,
                const std::vector<std::string>& devices, std::vector<double> shares) {
   const auto& names = strategy_names();
@@ -97,14 +79,23 @@ Plan pipeline_plan(std::string strategy, const ModelConfig& config,
                    const std::vector<Range>& stage_units,
                    std::vector<std::vector<std::int64_t>> slices) {
   HUDDLE_CHECK(stage_devices.size() == stage_units.size());
+  std::vector<PipelineStage> stages;
+  for (std::size_t s = 0; s < stage_devices.size(); ++s)
+    stages.push_back(PipelineStage::of({stage_devices[s]}, stage_units[s]));
+  return pipeline_plan(std::move(strategy), config, std::move(devices), std::move(stages),
+                       std::move(slices));
+}
+
+Plan pipeline_plan(std::string strategy, const ModelConfig& config,
+                   std::vector<std::string> devices, std::vector<PipelineStage> stages,
+                   std::vector<std::vector<std::int64_t>> slices) {
   Plan plan;
   plan.strategy = std::move(strategy);
   plan.model = PlanModel::of(config);
   plan.token_shares.assign(devices.size(), 1.0);
   plan.devices = std::move(devices);
   Pipeline pipeline;
-  for (std::size_t s = 0; s < stage_devices.size(); ++s)
-    pipeline.stages.push_back({stage_devices[s], stage_units[s]});
+  pipeline.stages = std::move(stages);
   pipeline.sliced = !slices.empty();
   pipeline.slices = std::move(slices);
   plan.pipeline = std::move(pipeline);

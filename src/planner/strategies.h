@@ -35,10 +35,9 @@ Plan pipeline_plan(std::string strategy, const ModelConfig& config,
                    std::vector<std::string> devices, const std::vector<int>& stage_devices,
                    const std::vector<Range>& stage_units,
                    std::vector<std::vector<std::int64_t>> slices);
-
-// Splits `total` units by `shares` with at least one unit per device (PlanError if total is too
-// small).
-std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<double>& shares,
-                                      const std::string& what);
+// The same with stages given whole (group stages among them: plan/pipeline.h).
+Plan pipeline_plan(std::string strategy, const ModelConfig& config,
+                   std::vector<std::string> devices, std::vector<PipelineStage> stages,
+                   std::vector<std::vector<std::int64_t>> slices);
 
 }  // namespace huddle

@@ -71,9 +71,12 @@ std::vector<std::string> holds(const Plan& plan, std::size_t d) {
   if (plan.pipelined()) {
     const int stage = plan.pipeline->stage_of(static_cast<int>(d));
     if (stage < 0) return {"no pipeline stage"};
-    const Range units = plan.pipeline->stages[static_cast<std::size_t>(stage)].units;
+    const PipelineStage& st = plan.pipeline->stages[static_cast<std::size_t>(stage)];
+    const Range units = st.units;
     return {
-        fmt::format("stage {}: {}", stage,
+        fmt::format("stage {}{}: {}", stage,
+                    st.grouped() ? fmt::format(" (tensor-parallel group of {})", st.group.size())
+                                 : std::string(),
                     pipeline::describe_units(static_cast<int>(units.first),
                                              static_cast<int>(units.second), plan.model.layers))};
   }

@@ -210,8 +210,14 @@ TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
 
 // Runs a long generation on two workers with `strategy` and kills worker `victim` (1 or 2) in
 // the middle: the primary names it within the timeout and the other worker keeps serving.
-void expect_killed_worker_named(const std::vector<std::string>& strategy, int victim) {
+// `plan` (optional): a plan file's JSON for the synthesised model, run with --plan.
+void expect_killed_worker_named(std::vector<std::string> strategy, int victim,
+                                const std::string& plan = "") {
   testing::TempDir dir;
+  if (!plan.empty()) {
+    std::ofstream(dir / "plan.json") << plan;
+    strategy = {"--plan", (dir / "plan.json").string()};
+  }
   // A model big enough that a session lasts long enough to kill a worker in the middle of it.
   const nlohmann::json config = {{"model_type", "gpt2"}, {"vocab_size", 1000},
                                  {"n_embd", 256},        {"n_layer", 4},
@@ -269,6 +275,19 @@ TEST(DistributedCli, KilledMiddleStageIsNamedWithinTheTimeout) {
 // The last stage, which sends the outputs to the primary, dies.
 TEST(DistributedCli, KilledLastStageIsNamedWithinTheTimeout) {
   expect_killed_worker_named({"--strategy", "pipeline", "--shares", "1,1,1"}, 2);
+}
+
+// A tensor-parallel group stage of both workers (HPipe's fast island) after the primary's stage:
+// the group's second member dies while its leader waits on it in an all-reduce.
+TEST(DistributedCli, KilledGroupMemberIsNamedWithinTheTimeout) {
+  expect_killed_worker_named({}, 2, R"({"version": 1, "strategy": "test",
+      "model": {"architecture": "gpt2", "layers": 4, "hidden": 256, "heads": 4, "kv_heads": 4,
+                "ffn": 1024},
+      "devices": [{"name": "primary"}, {"name": "w1"}, {"name": "w2"}],
+      "token_shares": [1, 1, 1], "layers": [],
+      "pipeline": {"stages": [{"device": 0, "units": [0, 3]},
+                              {"devices": [1, 2], "units": [3, 10], "shares": [3, 1]}],
+                   "sliced": false}})");
 }
 
 TEST(DistributedCli, WorkerWithItsOwnCopyMapsWeightsAndAStaleCopyIsNotUsed) {

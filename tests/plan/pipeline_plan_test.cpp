@@ -149,5 +149,113 @@ TEST_F(PipelinePlan, LoweringSendsTheResidualStreamBetweenStages) {
   }
 }
 
+// Group stages (fast islands, plan/pipeline.h): a 3:1 group of devices 2 and 0 (device 0 leads,
+// being the primary) after a one-device stage, on 4 plan devices.
+class HybridPipelinePlan : public PipelinePlan {
+ protected:
+  void SetUp() override {
+    PipelinePlan::SetUp();
+    plan_ =
+        pipeline_plan("hpipe", config(), {"a", "b", "c", "d"},
+                      {PipelineStage::of({1}, {0, 3}), PipelineStage::of({2, 0}, {3, 8}, {3, 1})},
+                      equal_slice_table(config().max_positions, 2));
+  }
+};
+
+TEST_F(HybridPipelinePlan, RoundTripsThroughJson) {
+  const PipelineStage& group = plan_.pipeline->stages[1];
+  EXPECT_TRUE(group.grouped());
+  EXPECT_EQ(group.device, 0);  // the leader: the group holds the primary
+  EXPECT_EQ(group.member_index(2), 0);
+  EXPECT_EQ(group.member_index(3), -1);
+  EXPECT_EQ(plan_.pipeline->stage_of(2), 1);
+  EXPECT_EQ(plan_.pipeline->stage_of(3), -1);
+  EXPECT_EQ(group.member_ranges(4, "heads"), (std::vector<Range>{{0, 3}, {3, 4}}));
+  const nlohmann::json j = plan_.to_json();
+  EXPECT_EQ(j["pipeline"]["stages"][0], nlohmann::json::parse(R"({"device": 1, "units": [0, 3]})"));
+  EXPECT_EQ(j["pipeline"]["stages"][1],
+            nlohmann::json::parse(R"({"devices": [2, 0], "units": [3, 8], "shares": [3.0, 1.0]})"));
+  const Plan back = Plan::from_json(j, "p.json");
+  EXPECT_NO_THROW(back.validate(config(), "p.json"));
+  EXPECT_EQ(*back.pipeline, *plan_.pipeline);
+  EXPECT_EQ(back.to_json(), j);
+  // Shares are optional (equal); a group of one device is a one-device stage.
+  nlohmann::json equal = j;
+  equal["pipeline"]["stages"][1].erase("shares");
+  EXPECT_EQ(Plan::from_json(equal, "p.json").pipeline->stages[1].shares,
+            (std::vector<double>{1, 1}));
+  nlohmann::json one = j;
+  one["pipeline"]["stages"][0] = nlohmann::json::parse(R"({"devices": [1], "units": [0, 3]})");
+  EXPECT_EQ(Plan::from_json(one, "p.json").pipeline->stages[0], plan_.pipeline->stages[0]);
+}
+
+TEST_F(HybridPipelinePlan, MalformedGroupStagesAreRefusedNamingTheField) {
+  expect_refused([](auto& j) { j["pipeline"]["stages"][1]["devices"] = nlohmann::json::array(); },
+                 "stages[1].devices: a group stage needs at least one device");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["shares"] = {3, 1, 1};
+      },
+      "stages[1].shares: 3 shares for 2 devices");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["shares"] = {3, 0};
+      },
+      "stages[1].shares[1]: must be > 0");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["devices"] = {2, 1};
+      },
+      "pipeline.stages[1].devices: device 1 already runs a stage");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["devices"] = {2, 2};
+      },
+      "pipeline.stages[1].devices: device 2 already runs a stage");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["devices"] = {2, 4};
+      },
+      "pipeline.stages[1].devices: device 4 is not one of the plan's 4 devices");
+  expect_refused([](auto& j) { j["pipeline"]["stages"][1]["device"] = 3; },
+                 "stages[1]: a stage has either \"device\" (one device) or \"devices\"");
+  expect_refused([](auto& j) { j["pipeline"]["stages"][0]["shares"] = {1}; },
+                 "stages[0].shares: only a group stage");
+  expect_refused(
+      [](auto& j) {
+        j["devices"].push_back({{"name", "e"}});
+        j["token_shares"].push_back(1);
+        j["pipeline"]["stages"][1]["devices"] = {2, 0, 3, 4, 5};
+        j["pipeline"]["stages"][1]["shares"] = {1, 1, 1, 1, 1};
+      },
+      "device 5 is not one of the plan's 5 devices");
+  expect_refused(
+      [](auto& j) {
+        for (const char* name : {"e", "f"}) {
+          j["devices"].push_back({{"name", name}});
+          j["token_shares"].push_back(1);
+        }
+        j["pipeline"]["stages"][1]["devices"] = {2, 0, 3, 4, 5};
+        j["pipeline"]["stages"][1]["shares"] = {1, 1, 1, 1, 1};
+      },
+      "pipeline.stages[1].devices: 5 devices in a tensor-parallel group, but the model has 4 "
+      "attention heads");
+  // Built in code: a group whose leader is not its device, or with shares for another size.
+  Plan bad = plan_;
+  bad.pipeline->stages[1].device = 2;
+  EXPECT_THROW(bad.validate(config(), "p.json"), PlanError);
+  bad = plan_;
+  bad.pipeline->stages[1].shares = {1};
+  try {
+    bad.validate(config(), "p.json");
+    FAIL() << "accepted one share for two devices";
+  } catch (const PlanError& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "pipeline.stages[1].devices: 1 shares for 2 devices"))
+        << e.what();
+  }
+  // Block-quantised weights cannot be cut by a group's shares.
+  EXPECT_THROW(plan_.aligned_to_blocks(32), PlanError);
+}
+
 }  // namespace
 }  // namespace huddle

@@ -42,6 +42,34 @@ TEST(Footprint, WeightsMatchLoweringForEveryStrategy) {
   }
 }
 
+// Pipeline plans with group stages (fast islands): each member's weights, its heads' and columns'
+// parts of its stage's layers plus the norms and embedding whole and, on the leader, the head and
+// row-parallel biases, equal what lowering gives it.
+TEST(Footprint, PipelineGroupMembersMatchLowering) {
+  for (const std::string name : {"gpt2-tiny", "bert-tiny", "llama-tiny"}) {
+    const Model model = Model::load(testing::fixture_model(name));
+    const ModelConfig& c = model.config();
+    const ModelFootprint f = ModelFootprint::of(model.graph(), c);
+    const std::vector<std::int64_t> units = pipeline_unit_weight_bytes(model.graph(), c);
+    for (const std::vector<PipelineStage>& stages :
+         {std::vector<PipelineStage>{PipelineStage::of({1}, {0, 3}),
+                                     PipelineStage::of({2, 0}, {3, 8}, {3, 1})},
+          std::vector<PipelineStage>{PipelineStage::of({0, 1, 2}, {0, 5}, {1, 2, 3}),
+                                     PipelineStage::of({3}, {5, 8})},
+          std::vector<PipelineStage>{PipelineStage::of({3}, {0, 2}),
+                                     PipelineStage::of({1, 2}, {2, 8}, {1, 1})}}) {
+      const Plan plan = pipeline_plan("test", c, {"a", "b", "c", "d"}, stages, {});
+      plan.validate(c, "test plan");
+      for (int r = 0; r < plan.num_devices(); ++r) {
+        const Program program = lower(model.graph(), c, plan, r);
+        EXPECT_EQ(pipeline_device_memory(f, c, units, *plan.pipeline, r, 16).weights,
+                  static_cast<std::int64_t>(program_weight_bytes(program)))
+            << name << " device " << r << " of " << plan.to_json()["pipeline"].dump();
+      }
+    }
+  }
+}
+
 // 2D-tiled plans: the footprint equals lowering's bytes on every device, and the tiles partition
 // every layer weight (no byte held twice, none missing; only a GQA kv head whose query heads
 // span two grid columns is held by both): each device holds ~1/n of the layers.

@@ -57,6 +57,36 @@ TEST(PlanCommand, JsonReportAndPlanFile) {
   EXPECT_EQ(plan.devices, (std::vector<std::string>{"L", "M"}));
 }
 
+// HPipe on a cluster with a fast island {A, B} behind 1 Gbit/s links: a one-token prompt leaves
+// a pipeline nothing to overlap, so the island runs its layers tensor-parallel, and the report
+// shows the group stage (text: its members and shares; JSON: "devices" and "shares").
+TEST(PlanCommand, HpipeReportsAnIslandStage) {
+  const testing::TempDir dir;
+  cli::PlanOptions o;
+  o.cluster_file = write_cluster(dir, R"({
+    "devices": [{"name": "P", "gflops": 1, "memory_bytes": 1000000000},
+                {"name": "A", "gflops": 20, "memory_bytes": 1000000000},
+                {"name": "B", "gflops": 20, "memory_bytes": 1000000000}],
+    "links": [{"from": "A", "to": "B", "bandwidth_bps": 1e11, "latency_s": 0.000001}],
+    "default_link": {"bandwidth_bps": 1e9, "latency_s": 0.00005}})");
+  o.model_dir = testing::fixture_model("gpt2-tiny").string();
+  o.strategy = "hpipe";
+  o.seq_len = 1;
+  const std::string text = cli::plan_to_string(o);
+  EXPECT_TRUE(testing::contains(text, "island [A (20), B (20)] tensor-parallel runs")) << text;
+  EXPECT_TRUE(testing::contains(text, "hybrid: tensor-parallel island stages {A, B}")) << text;
+  o.json = true;
+  o.output = (dir / "plan.json").string();
+  const nlohmann::json j = nlohmann::json::parse(cli::plan_to_string(o));
+  const nlohmann::json& last = j["pipeline"]["stages"].back();
+  EXPECT_EQ(last["devices"], (nlohmann::json{"A", "B"}));
+  EXPECT_EQ(last["shares"], (nlohmann::json{20.0, 20.0}));
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  const Plan plan = Plan::load(o.output);
+  plan.validate(model.config(), o.output);
+  EXPECT_TRUE(plan.pipeline->stages.back().grouped());
+}
+
 TEST(PlanCommand, TextReport) {
   const testing::TempDir dir;
   cli::PlanOptions o;
