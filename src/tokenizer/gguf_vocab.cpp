@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "tokenizer/hf_tokenizer.h"
+#include "tokenizer/spm_bpe_model.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ constexpr std::int32_t kNormal = 1;
 constexpr std::int32_t kControl = 3;
 constexpr std::int32_t kUserDefined = 4;
 constexpr std::int32_t kUnused = 5;
+constexpr std::int32_t kByte = 6;
 
 // The Split regexes of the byte-level BPE pre-tokenizers, as their tokenizer.json files write them
 // (llama.cpp's llama-vocab.cpp uses the same expressions for these tokenizer.ggml.pre values).
@@ -71,25 +73,12 @@ std::optional<std::int32_t> token_id(const io::GgufFile& f, const char* key, std
   return static_cast<std::int32_t>(*id);
 }
 
-}  // namespace
-
-std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& f) {
+// tokenizer.ggml.model "gpt2": byte-level BPE with the pre-tokenizer tokenizer.ggml.pre names,
+// as the tokenizer.json pipeline (vocabulary and merges in root["model"]).
+void gpt2_pipeline(const io::GgufFile& f, const std::vector<std::string>& tokens,
+                   const std::vector<std::int64_t>& types, json& root) {
   const std::string origin = f.path().string();
-  const std::string model = f.string_or_null("tokenizer.ggml.model").value_or("none");
-  if (model == "none" || model == "no_vocab") {
-    throw LoadError(
-        fmt::format("{}: the file has no tokenizer (tokenizer.ggml.model is '{}'); "
-                    "give token ids instead of text",
-                    origin, model));
-  }
-  if (model != "gpt2") {
-    throw LoadError(
-        fmt::format("{}: tokenizer.ggml.model '{}' is not read by Huddle (it reads "
-                    "'gpt2', byte-level BPE)",
-                    origin, model));
-  }
   const std::string pre = f.string_or_null("tokenizer.ggml.pre").value_or("default");
-  json root;
   if (pre == "llama-bpe" || pre == "llama3") {
     root["pre_tokenizer"] = split_then_bytes(kLlama3Regex);
   } else if (pre == "qwen2") {
@@ -107,6 +96,78 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& f) {
                     origin, pre));
   }
 
+  json vocab = json::object();
+  for (std::size_t id = 0; id < tokens.size(); ++id) vocab[tokens[id]] = id;
+  (void)types;
+  root["model"] = {{"type", "BPE"},
+                   {"vocab", vocab},
+                   {"merges", f.string_array("tokenizer.ggml.merges")},
+                   {"ignore_merges", pre == "llama-bpe" || pre == "llama3"},
+                   {"byte_fallback", false}};
+  root["decoder"] = {{"type", "ByteLevel"}};
+}
+
+// tokenizer.ggml.model "llama": SentencePiece BPE over tokenizer.ggml.scores, with the
+// normalizer and decoder of Hugging Face's Llama tokenizer.json (spaces as U+2581, a leading one
+// unless tokenizer.ggml.add_space_prefix is false, byte pieces fused back into text).
+std::unique_ptr<Model> spm_pipeline(const io::GgufFile& f, const std::vector<std::string>& tokens,
+                                    const std::vector<std::int64_t>& types, json& root) {
+  const std::string origin = f.path().string();
+  const std::vector<double> scores = f.number_array("tokenizer.ggml.scores");
+  if (!scores.empty() && scores.size() != tokens.size()) {
+    throw LoadError(fmt::format("{}: tokenizer.ggml.scores has {} entries for {} tokens", origin,
+                                scores.size(), tokens.size()));
+  }
+  std::vector<ScoredPiece> pieces(tokens.size());
+  bool byte_pieces = false;
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    const std::int64_t type = types.empty() ? kNormal : types[id];
+    if (type < kNormal || type > kByte) {
+      throw LoadError(fmt::format("{}: tokenizer.ggml.token_type[{}] is {}, not a token type (1-6)",
+                                  origin, id, type));
+    }
+    pieces[id] = {tokens[id], scores.empty() ? 0.0f : static_cast<float>(scores[id]),
+                  static_cast<PieceType>(type)};
+    byte_pieces = byte_pieces || type == kByte;
+  }
+  const bool space_prefix = f.boolean("tokenizer.ggml.add_space_prefix").value_or(true);
+  json normalizers = json::array();
+  if (space_prefix) normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+  normalizers.push_back(
+      {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
+  root["normalizer"] = {{"type", "Sequence"}, {"normalizers", normalizers}};
+  json decoders =
+      json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                   {{"type", "ByteFallback"}},
+                   {{"type", "Fuse"}}});
+  if (space_prefix) {
+    decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  }
+  root["decoder"] = {{"type", "Sequence"}, {"decoders", decoders}};
+  try {
+    return std::make_unique<SpmBpeModel>(pieces, byte_pieces);
+  } catch (const LoadError& e) {
+    throw LoadError(fmt::format("{}: tokenizer.ggml.tokens: {}", origin, e.what()));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& f) {
+  const std::string origin = f.path().string();
+  const std::string model = f.string_or_null("tokenizer.ggml.model").value_or("none");
+  if (model == "none" || model == "no_vocab") {
+    throw LoadError(
+        fmt::format("{}: the file has no tokenizer (tokenizer.ggml.model is '{}'); "
+                    "give token ids instead of text",
+                    origin, model));
+  }
+  if (model != "gpt2" && model != "llama") {
+    throw LoadError(
+        fmt::format("{}: tokenizer.ggml.model '{}' is not read by Huddle (it reads "
+                    "'gpt2', byte-level BPE, and 'llama', SentencePiece BPE)",
+                    origin, model));
+  }
   const std::vector<std::string> tokens = f.string_array("tokenizer.ggml.tokens");
   if (tokens.empty()) {
     throw LoadError(
@@ -117,10 +178,9 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& f) {
     throw LoadError(fmt::format("{}: tokenizer.ggml.token_type has {} entries for {} tokens",
                                 origin, types.size(), tokens.size()));
   }
-  json vocab = json::object();
+  json root;
   json added = json::array();
   for (std::size_t id = 0; id < tokens.size(); ++id) {
-    vocab[tokens[id]] = id;
     const std::int64_t type = types.empty() ? kNormal : types[id];
     if (type == kControl || type == kUserDefined) {
       added.push_back({{"id", id},
@@ -133,14 +193,16 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& f) {
     }
   }
   root["added_tokens"] = added;
-  root["model"] = {{"type", "BPE"},
-                   {"vocab", vocab},
-                   {"merges", f.string_array("tokenizer.ggml.merges")},
-                   {"ignore_merges", pre == "llama-bpe" || pre == "llama3"},
-                   {"byte_fallback", false}};
+  std::unique_ptr<Model> spm;
+  if (model == "llama") {
+    spm = spm_pipeline(f, tokens, types, root);
+  } else {
+    gpt2_pipeline(f, tokens, types, root);
+  }
   const std::optional<std::int32_t> bos = token_id(f, "tokenizer.ggml.bos_token_id", tokens.size());
   const std::optional<std::int32_t> eos = token_id(f, "tokenizer.ggml.eos_token_id", tokens.size());
-  const bool add_bos = f.boolean("tokenizer.ggml.add_bos_token").value_or(false);
+  // llama.cpp's defaults when the flags are absent: BOS for SentencePiece vocabularies only.
+  const bool add_bos = f.boolean("tokenizer.ggml.add_bos_token").value_or(model == "llama");
   const bool add_eos = f.boolean("tokenizer.ggml.add_eos_token").value_or(false);
   if ((add_bos && !bos) || (add_eos && !eos)) {
     throw LoadError(fmt::format("{}: tokenizer.ggml.add_{}_token is set but the id is missing",
@@ -148,11 +210,10 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& f) {
   }
   root["post_processor"] =
       template_processor(add_bos ? bos : std::nullopt, add_eos ? eos : std::nullopt, tokens);
-  root["decoder"] = {{"type", "ByteLevel"}};
 
   std::unique_ptr<Tokenizer> tokenizer;
   try {
-    tokenizer = tokenizer_from_json(root);
+    tokenizer = tokenizer_from_json(root, std::move(spm));
   } catch (const LoadError& e) {
     throw LoadError(fmt::format("{}: tokenizer.ggml.*: {}", origin, e.what()));
   }

@@ -56,7 +56,10 @@ class HfTokenizer final : public Tokenizer {
 };
 
 // Builds a tokenizer from a parsed tokenizer.json. Throws LoadError naming the field at fault.
-std::unique_ptr<HfTokenizer> tokenizer_from_json(const Json& root);
+// `model`, when given, is the pipeline's model and root has none (a GGUF "llama" vocabulary's
+// SentencePiece BPE, which tokenizer.json has no type for).
+std::unique_ptr<HfTokenizer> tokenizer_from_json(const Json& root,
+                                                 std::unique_ptr<Model> model = nullptr);
 
 // Reads and builds <file>. Throws LoadError naming the file (and the field at fault).
 std::unique_ptr<HfTokenizer> load_tokenizer_json(const std::filesystem::path& file);

@@ -32,7 +32,7 @@ std::unique_ptr<Model> make_model(const Json& spec) {
 
 }  // namespace
 
-std::unique_ptr<HfTokenizer> tokenizer_from_json(const Json& root) {
+std::unique_ptr<HfTokenizer> tokenizer_from_json(const Json& root, std::unique_ptr<Model> model) {
   if (!root.is_object()) {
     throw LoadError(fmt::format("expected a JSON object at the top, got {}", root.type_name()));
   }
@@ -46,7 +46,7 @@ std::unique_ptr<HfTokenizer> tokenizer_from_json(const Json& root) {
   if (const Json* spec = json_find(root, "pre_tokenizer")) {
     pipeline.pre_tokenizer = make_pre_tokenizer(*spec, "pre_tokenizer");
   }
-  pipeline.model = make_model(json_require(root, "model", ""));
+  pipeline.model = model ? std::move(model) : make_model(json_require(root, "model", ""));
   if (const Json* spec = json_find(root, "post_processor")) {
     pipeline.post_processor = make_post_processor(*spec, "post_processor");
   }

@@ -92,7 +92,7 @@ TEST(GgufTokenizer, FilesWithoutOrWithAnUnreadTokenizerAreRefusedByName) {
   }
   for (const auto& [key, value, message] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"tokenizer.ggml.model", "llama", "tokenizer.ggml.model 'llama'"},
+           {"tokenizer.ggml.model", "bert", "tokenizer.ggml.model 'bert'"},
            {"tokenizer.ggml.pre", "deepseek-llm", "tokenizer.ggml.pre 'deepseek-llm'"}}) {
     io::GgufWriter w;
     tok::write_gguf_vocab(w, testing::fixture_model("llama-tiny"), 512);
@@ -106,6 +106,53 @@ TEST(GgufTokenizer, FilesWithoutOrWithAnUnreadTokenizerAreRefusedByName) {
       EXPECT_NE(std::string(e.what()).find("t.gguf"), std::string::npos) << e.what();
     }
   }
+}
+
+// A SentencePiece ("llama") vocabulary whose types or scores do not fit its tokens is refused
+// naming the key (tests/tokenizer/sentencepiece_test.cpp checks the encoding itself).
+TEST(GgufTokenizer, MalformedSentencePieceVocabulariesAreRefusedByName) {
+  testing::TempDir dir;
+  auto base = [] {
+    io::GgufWriter w;
+    w.set("tokenizer.ggml.model", io::GgufValue::string("llama"));
+    w.set("tokenizer.ggml.tokens", io::GgufValue::string_array({"<unk>", "<s>", "\u2581a", "b"}));
+    return w;
+  };
+  auto expect_refused = [&](io::GgufWriter w, const std::string& message) {
+    w.write(dir / "spm.gguf");
+    try {
+      tok::load_gguf_tokenizer(dir / "spm.gguf");
+      ADD_FAILURE() << "no error for " << message;
+    } catch (const LoadError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("spm.gguf"), std::string::npos) << e.what();
+    }
+  };
+  auto types = [](std::vector<std::int32_t> v) {
+    std::vector<io::GgufValue> out;
+    for (const std::int32_t t : v) out.push_back(io::GgufValue::i32(t));
+    return io::GgufValue::array(io::GgufType::I32, std::move(out));
+  };
+  io::GgufWriter bad_type = base();
+  bad_type.set("tokenizer.ggml.token_type", types({2, 3, 1, 9}));
+  expect_refused(std::move(bad_type), "token_type[3] is 9");
+  io::GgufWriter bad_byte = base();
+  bad_byte.set("tokenizer.ggml.token_type", types({2, 3, 1, 6}));
+  expect_refused(std::move(bad_byte), "is not <0xXX>");
+  io::GgufWriter short_scores = base();
+  short_scores.set("tokenizer.ggml.scores",
+                   io::GgufValue::array(io::GgufType::F32, {io::GgufValue::f32(0)}));
+  expect_refused(std::move(short_scores), "tokenizer.ggml.scores has 1 entries for 4 tokens");
+  // Well-formed, it loads and encodes "a b" as the pieces the scores allow.
+  io::GgufWriter good = base();
+  good.set("tokenizer.ggml.token_type", types({2, 3, 1, 1}));
+  good.set("tokenizer.ggml.bos_token_id", io::GgufValue::u32(1));
+  good.write(dir / "ok.gguf");
+  const auto t = tok::load_gguf_tokenizer(dir / "ok.gguf");
+  EXPECT_EQ(t->encode("a", false), std::vector<std::int32_t>{2});
+  EXPECT_EQ(t->encode("a"), (std::vector<std::int32_t>{1, 2}));
+  EXPECT_EQ(t->encode("ab", false), (std::vector<std::int32_t>{2, 3}));
+  EXPECT_EQ(t->encode("c", false), std::vector<std::int32_t>{0});  // no piece, no bytes: <unk>
 }
 
 }  // namespace
