@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/spm_bpe_model.h"
+#include "tokenizer/spm_pipeline.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -46,21 +47,6 @@ json split_then_bytes(const char* regex) {
   seq["type"] = "Sequence";
   seq["pretokenizers"] = json::array({split, bytes});
   return seq;
-}
-
-json template_processor(std::optional<std::int32_t> bos, std::optional<std::int32_t> eos,
-                        const std::vector<std::string>& tokens) {
-  json single = json::array();
-  json specials = json::object();
-  auto special = [&](const char* name, std::int32_t id) {
-    specials[name] = {
-        {"id", name}, {"ids", {id}}, {"tokens", {tokens[static_cast<std::size_t>(id)]}}};
-    single.push_back({{"SpecialToken", {{"id", name}, {"type_id", 0}}}});
-  };
-  if (bos) special("bos", *bos);
-  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
-  if (eos) special("eos", *eos);
-  return {{"type", "TemplateProcessing"}, {"single", single}, {"special_tokens", specials}};
 }
 
 std::optional<std::int32_t> token_id(const io::GgufFile& f, const char* key, std::size_t vocab) {
@@ -130,20 +116,9 @@ std::unique_ptr<Model> spm_pipeline(const io::GgufFile& f, const std::vector<std
                   static_cast<PieceType>(type)};
     byte_pieces = byte_pieces || type == kByte;
   }
-  const bool space_prefix = f.boolean("tokenizer.ggml.add_space_prefix").value_or(true);
-  json normalizers = json::array();
-  if (space_prefix) normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
-  normalizers.push_back(
-      {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
-  root["normalizer"] = {{"type", "Sequence"}, {"normalizers", normalizers}};
-  json decoders =
-      json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
-                   {{"type", "ByteFallback"}},
-                   {{"type", "Fuse"}}});
-  if (space_prefix) {
-    decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
-  }
-  root["decoder"] = {{"type", "Sequence"}, {"decoders", decoders}};
+  SpmPipelineOptions options;
+  options.add_space_prefix = f.boolean("tokenizer.ggml.add_space_prefix").value_or(true);
+  spm_pipeline_json(pieces, options, root);
   try {
     return std::make_unique<SpmBpeModel>(pieces, byte_pieces);
   } catch (const LoadError& e) {
@@ -209,7 +184,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& f) {
                                 origin, add_bos && !bos ? "bos" : "eos"));
   }
   root["post_processor"] =
-      template_processor(add_bos ? bos : std::nullopt, add_eos ? eos : std::nullopt, tokens);
+      template_processor_json(add_bos ? bos : std::nullopt, add_eos ? eos : std::nullopt, tokens);
 
   std::unique_ptr<Tokenizer> tokenizer;
   try {

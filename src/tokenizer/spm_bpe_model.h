@@ -52,7 +52,7 @@ class SpmBpeModel final : public Model {
   void tokenize(std::string_view word, std::vector<std::int32_t>& out) const override;
   const Vocab& vocab() const override { return vocab_; }
   bool encodes_bytes() const override { return byte_fallback_; }
-  std::string_view kind() const override { return "SentencePieceBPE"; }
+  std::string_view kind() const override { return "SentencePiece"; }
 
  private:
   // The id of a piece a merge may produce, with its score.

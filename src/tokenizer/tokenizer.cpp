@@ -50,11 +50,11 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& model_di
   if (std::filesystem::exists(json_file, ec)) {
     tokenizer = tok::load_tokenizer_json(json_file);
   } else if (std::filesystem::exists(sp_file, ec)) {
-    auto sp = std::make_unique<tok::SentencePieceTokenizer>(sp_file,
-                                                            read_sentencepiece_options(model_dir));
-    defaults.bos_id = sp->sp_bos_id();
-    defaults.eos_id = sp->sp_eos_id();
-    tokenizer = std::move(sp);
+    tok::SentencePieceTokenizer sp =
+        tok::load_sentencepiece_model(sp_file, read_sentencepiece_options(model_dir));
+    defaults.bos_id = sp.bos_id;
+    defaults.eos_id = sp.eos_id;
+    tokenizer = std::move(sp.tokenizer);
   } else {
     throw LoadError(fmt::format(
         "model directory '{}' has no tokenizer: neither tokenizer.json nor tokenizer.model exists",

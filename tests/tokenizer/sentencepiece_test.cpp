@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "core/error.h"
 #include "io/gguf_writer.h"
 #include "test_util.h"
 #include "tokenizer/gguf_vocab.h"
@@ -90,8 +95,12 @@ TEST_F(TokSentencePieceTest, ControlPiecesInTextAndDecodeOfSpecials) {
   const auto t = Tokenizer::load(dir_->path());
   const auto ids = t->encode("hello</s>world", false);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);
-  EXPECT_EQ(t->decode(ids), "hello</s>world");
-  EXPECT_EQ(t->decode(ids, true), "helloworld");
+  // The text after a control piece gets SentencePiece's dummy prefix, as llama.cpp and Hugging
+  // Face's legacy Llama tokenizer give it, and decodes with that space.
+  EXPECT_EQ(t->decode(ids), "hello</s> world");
+  EXPECT_EQ(t->decode(ids, true), "hello world");
+  const auto after = t->encode("world", false);
+  EXPECT_TRUE(std::equal(after.begin(), after.end(), ids.end() - after.size()));
 }
 
 TEST_F(TokSentencePieceTest, StreamingMatchesFullDecode) {
@@ -123,6 +132,55 @@ TEST_F(TokSentencePieceTest, AddBosFollowsTokenizerConfig) {
   EXPECT_NE(ids.front(), 1);
   EXPECT_EQ(ids.back(), 2);
   EXPECT_EQ(t->num_special_tokens_to_add(), 1u);
+}
+
+// Huddle reads tokenizer.model without libsentencepiece (spm_model_file.h): a truncated or
+// corrupted file is a LoadError naming it, never a crash; a unigram model is refused by name.
+TEST_F(TokSentencePieceTest, BrokenAndUnreadModelFilesAreRefusedByName) {
+  std::ifstream in(dir_->path() / "tokenizer.model", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 100u);
+  test::TempDir broken("sentencepiece_broken");
+  int refused = 0;
+  for (std::size_t len : {std::size_t{1}, std::size_t{7}, bytes.size() / 3, bytes.size() - 1}) {
+    test::write_file(broken.path() / "tokenizer.model", bytes.substr(0, len));
+    try {
+      Tokenizer::load(broken.path());
+    } catch (const LoadError& e) {
+      EXPECT_NE(std::string(e.what()).find("tokenizer.model"), std::string::npos) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GE(refused, 3);  // a cut can land between pieces and still parse; most do not
+  std::mt19937 rng(5);
+  for (int i = 0; i < 200; ++i) {
+    std::string flipped = bytes;
+    flipped[rng() % flipped.size()] = static_cast<char>(rng());
+    test::write_file(broken.path() / "tokenizer.model", flipped);
+    try {
+      Tokenizer::load(broken.path())->encode("hello world");
+    } catch (const LoadError&) {
+    } catch (const InputError&) {
+    }
+  }
+  const std::string args = "--input=" + (dir_->path() / "corpus-unigram.txt").string() +
+                           " --model_prefix=" + (broken.path() / "unigram").string() +
+                           " --model_type=unigram --vocab_size=200 --hard_vocab_limit=false"
+                           " --minloglevel=2";
+  std::string corpus;
+  for (int rep = 0; rep < 4; ++rep) {
+    for (const auto& line : kCorpus) corpus += line + "\n";
+  }
+  test::write_file(dir_->path() / "corpus-unigram.txt", corpus);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  std::filesystem::rename(broken.path() / "unigram.model", broken.path() / "tokenizer.model");
+  try {
+    Tokenizer::load(broken.path());
+    ADD_FAILURE() << "a unigram model loaded";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("unigram"), std::string::npos) << e.what();
+  }
 }
 
 // The same model as a GGUF "llama" vocabulary (pieces, scores and types as llama.cpp's converter
@@ -181,6 +239,8 @@ TEST_F(TokGgufSentencePieceTest, LlamaVocabularyEncodesAsSentencePieceDoes) {
     }
     texts.push_back(text);
   }
+  // The tokenizer.model itself, read by Huddle's own reader, encodes the same way.
+  const auto from_model = Tokenizer::load(dir_->path());
   int compared = 0;
   for (const std::string& text : texts) {
     std::vector<int> expected;
@@ -188,6 +248,7 @@ TEST_F(TokGgufSentencePieceTest, LlamaVocabularyEncodesAsSentencePieceDoes) {
     const std::vector<std::int32_t> ids = t->encode(text, /*add_special=*/false);
     EXPECT_EQ(ids, std::vector<std::int32_t>(expected.begin(), expected.end()))
         << "text: '" << text << "'";
+    EXPECT_EQ(from_model->encode(text, false), ids) << "text: '" << text << "'";
     EXPECT_EQ(t->decode(ids), text);
     ++compared;
   }
