@@ -3,12 +3,14 @@
 #include "core/error.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/spm_bpe_model.h"
+#include "tokenizer/spm_model_file.h"
 #include "tokenizer/spm_pipeline.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -208,10 +210,87 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::filesystem::path& file
   return load_gguf_tokenizer(io::GgufFile::open(file));
 }
 
+namespace {
+
+// Special ids and whether encoding adds them, as Huddle's own tokenizer for the directory does.
+void write_specials(io::GgufWriter& w, const Tokenizer& tokenizer) {
+  const std::vector<std::int32_t> plain = tokenizer.encode("a", false);
+  const std::vector<std::int32_t> with = tokenizer.encode("a", true);
+  const bool add_bos =
+      tokenizer.bos_id() && with.size() > plain.size() && with.front() == *tokenizer.bos_id();
+  const bool add_eos =
+      tokenizer.eos_id() && with.size() > plain.size() && with.back() == *tokenizer.eos_id();
+  if (tokenizer.bos_id()) {
+    w.set("tokenizer.ggml.bos_token_id",
+          io::GgufValue::u32(static_cast<std::uint32_t>(*tokenizer.bos_id())));
+  }
+  if (tokenizer.eos_id()) {
+    w.set("tokenizer.ggml.eos_token_id",
+          io::GgufValue::u32(static_cast<std::uint32_t>(*tokenizer.eos_id())));
+  }
+  w.set("tokenizer.ggml.add_bos_token", io::GgufValue::boolean(add_bos));
+  w.set("tokenizer.ggml.add_eos_token", io::GgufValue::boolean(add_eos));
+}
+
+// tokenizer_config.json's chat_template, when it has one as a string.
+void write_chat_template(io::GgufWriter& w, const std::filesystem::path& model_dir) {
+  const std::filesystem::path config = model_dir / "tokenizer_config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(config, ec)) return;
+  std::ifstream cin(config, std::ios::binary);
+  const json c = json::parse(cin, nullptr, /*allow_exceptions=*/false);
+  if (c.is_object() && c.contains("chat_template") && c["chat_template"].is_string()) {
+    w.set("tokenizer.chat_template", io::GgufValue::string(c["chat_template"].get<std::string>()));
+  }
+}
+
+// A SentencePiece tokenizer.model as a "llama" vocabulary: pieces, scores and types as
+// llama.cpp's converter writes them, padded to `vocab_size` with unused "[PAD<id>]" pieces.
+void write_spm_vocab(io::GgufWriter& w, const std::filesystem::path& model_dir,
+                     std::int64_t vocab_size) {
+  const std::filesystem::path file = model_dir / "tokenizer.model";
+  std::ifstream in(file, std::ios::binary);
+  const std::vector<char> raw((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+  const SpmModelFile m = parse_spm_model(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(raw.data()), raw.size()),
+      file.string());
+  if (static_cast<std::int64_t>(m.pieces.size()) > vocab_size) {
+    throw LoadError(fmt::format("{}: {} pieces for the model's {} embeddings", file.string(),
+                                m.pieces.size(), vocab_size));
+  }
+  std::vector<std::string> tokens;
+  std::vector<io::GgufValue> scores, types;
+  for (const ScoredPiece& p : m.pieces) {
+    tokens.push_back(p.text);
+    scores.push_back(io::GgufValue::f32(p.score));
+    types.push_back(io::GgufValue::i32(static_cast<std::int32_t>(p.type)));
+  }
+  for (auto id = static_cast<std::int64_t>(tokens.size()); id < vocab_size; ++id) {
+    tokens.push_back(fmt::format("[PAD{}]", id));
+    scores.push_back(io::GgufValue::f32(0));
+    types.push_back(io::GgufValue::i32(kUnused));
+  }
+  w.set("tokenizer.ggml.model", io::GgufValue::string("llama"));
+  w.set("tokenizer.ggml.tokens", io::GgufValue::string_array(tokens));
+  w.set("tokenizer.ggml.scores", io::GgufValue::array(io::GgufType::F32, std::move(scores)));
+  w.set("tokenizer.ggml.token_type", io::GgufValue::array(io::GgufType::I32, std::move(types)));
+  w.set("tokenizer.ggml.add_space_prefix", io::GgufValue::boolean(m.add_dummy_prefix));
+  write_specials(w, *Tokenizer::load(model_dir));
+}
+
+}  // namespace
+
 std::string write_gguf_vocab(io::GgufWriter& w, const std::filesystem::path& model_dir,
                              std::int64_t vocab_size) {
   const std::filesystem::path file = model_dir / "tokenizer.json";
   std::error_code ec;
+  if (!std::filesystem::exists(file, ec) &&
+      std::filesystem::exists(model_dir / "tokenizer.model", ec)) {
+    write_spm_vocab(w, model_dir, vocab_size);
+    write_chat_template(w, model_dir);
+    return {};
+  }
   if (!std::filesystem::exists(file, ec)) {
     w.set("tokenizer.ggml.model", io::GgufValue::string("none"));
     return fmt::format(
@@ -289,40 +368,14 @@ std::string write_gguf_vocab(io::GgufWriter& w, const std::filesystem::path& mod
     }
   }
 
-  // Special ids and whether they are added: as Huddle's own tokenizer for the directory does.
-  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(model_dir);
-  const std::vector<std::int32_t> plain = tokenizer->encode("a", false);
-  const std::vector<std::int32_t> with = tokenizer->encode("a", true);
-  const bool add_bos =
-      tokenizer->bos_id() && with.size() > plain.size() && with.front() == *tokenizer->bos_id();
-  const bool add_eos =
-      tokenizer->eos_id() && with.size() > plain.size() && with.back() == *tokenizer->eos_id();
-
   w.set("tokenizer.ggml.model", io::GgufValue::string("gpt2"));
   w.set("tokenizer.ggml.pre", io::GgufValue::string(pre));
   w.set("tokenizer.ggml.tokens", io::GgufValue::string_array(tokens));
   w.set("tokenizer.ggml.token_type", io::GgufValue::array(io::GgufType::I32, std::move(types)));
   w.set("tokenizer.ggml.merges", io::GgufValue::string_array(merges));
-  if (tokenizer->bos_id()) {
-    w.set("tokenizer.ggml.bos_token_id",
-          io::GgufValue::u32(static_cast<std::uint32_t>(*tokenizer->bos_id())));
-  }
-  if (tokenizer->eos_id()) {
-    w.set("tokenizer.ggml.eos_token_id",
-          io::GgufValue::u32(static_cast<std::uint32_t>(*tokenizer->eos_id())));
-  }
-  w.set("tokenizer.ggml.add_bos_token", io::GgufValue::boolean(add_bos));
-  w.set("tokenizer.ggml.add_eos_token", io::GgufValue::boolean(add_eos));
+  write_specials(w, *Tokenizer::load(model_dir));
 
-  const std::filesystem::path config = model_dir / "tokenizer_config.json";
-  if (std::filesystem::exists(config, ec)) {
-    std::ifstream cin(config, std::ios::binary);
-    const json c = json::parse(cin, nullptr, /*allow_exceptions=*/false);
-    if (c.is_object() && c.contains("chat_template") && c["chat_template"].is_string()) {
-      w.set("tokenizer.chat_template",
-            io::GgufValue::string(c["chat_template"].get<std::string>()));
-    }
-  }
+  write_chat_template(w, model_dir);
   return {};
 }
 

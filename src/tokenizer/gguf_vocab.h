@@ -27,9 +27,10 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const io::GgufFile& file);
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::filesystem::path& file);
 
 // Writes <model_dir>'s tokenizer into `w`'s tokenizer.ggml.* keys, padded to `vocab_size` tokens
-// as llama.cpp's converter does ("[PAD<id>]", unused). A directory without tokenizer.json gets
-// tokenizer.ggml.model "none" (llama.cpp then runs on token ids); the returned note says so (empty
-// otherwise). LoadError naming the file and field when tokenizer.json is a kind GGUF cannot hold.
+// as llama.cpp's converter does ("[PAD<id>]", unused): tokenizer.json as "gpt2", else a
+// SentencePiece tokenizer.model as "llama". A directory with neither gets tokenizer.ggml.model
+// "none" (llama.cpp then runs on token ids); the returned note says so (empty otherwise). LoadError
+// naming the file and field when tokenizer.json is a kind GGUF cannot hold.
 std::string write_gguf_vocab(io::GgufWriter& w, const std::filesystem::path& model_dir,
                              std::int64_t vocab_size);
 

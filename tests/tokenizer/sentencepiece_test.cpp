@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "test_util.h"
 #include "tokenizer/gguf_vocab.h"
@@ -255,6 +256,25 @@ TEST_F(TokGgufSentencePieceTest, LlamaVocabularyEncodesAsSentencePieceDoes) {
   EXPECT_GE(compared, 200);
   // BOS as tokenizer.ggml.add_bos_token's default (true for "llama").
   EXPECT_EQ(t->encode("hello").front(), 1);
+}
+
+// `huddle quantize` of a directory with only tokenizer.model writes it as a "llama" vocabulary
+// (padded to the embeddings as llama.cpp's converter does), which encodes as the directory does.
+TEST_F(TokGgufSentencePieceTest, QuantizeWritesTokenizerModelAsALlamaVocabulary) {
+  io::GgufWriter w;
+  EXPECT_EQ(tok::write_gguf_vocab(w, dir_->path(), 512), "");
+  w.write(dir_->path() / "written.gguf");
+  const io::GgufFile f = io::GgufFile::open(dir_->path() / "written.gguf");
+  EXPECT_EQ(f.string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(f.string_array("tokenizer.ggml.tokens").size(), 512u);
+  EXPECT_EQ(f.integer_array("tokenizer.ggml.token_type").back(), 5);  // padding: unused
+  const auto from_gguf = tok::load_gguf_tokenizer(f);
+  const auto from_dir = Tokenizer::load(dir_->path());
+  for (const std::string& line : kCorpus) {
+    EXPECT_EQ(from_gguf->encode(line), from_dir->encode(line)) << line;
+  }
+  io::GgufWriter small;
+  EXPECT_THROW(tok::write_gguf_vocab(small, dir_->path(), 100), LoadError);
 }
 
 TEST_F(TokGgufSentencePieceTest, WithoutSpacePrefixNoLeadingSpaceIsAdded) {
