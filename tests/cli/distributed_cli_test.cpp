@@ -333,10 +333,13 @@ TEST(DistributedCli, AKilledWorkerIsSurvivedAndTheRecoveryReported) {
 
 TEST(DistributedCli, NoDeviceLeftThatHoldsTheModelIsAClearError) {
   testing::TempDir dir;
-  // Four devices of 0.8 MB hold gpt2-tiny (2.7 MB of weights); the three left after a loss do not.
+  // gpt2-tiny (2.7 MB of weights) on galaxy fits four devices (the primary needs 1.1 MB, each
+  // worker 0.74 MB: `huddle plan`), not the three left after a loss (1.5 MB and 0.87 MB).
   nlohmann::json devices = nlohmann::json::array();
-  for (const std::string name : {"P", "A", "B", "C"})
-    devices.push_back({{"name", name}, {"gflops", 10.0}, {"memory_bytes", 800'000}});
+  for (const std::string name : {"P", "A", "B", "C"}) {
+    devices.push_back(
+        {{"name", name}, {"gflops", 10.0}, {"memory_bytes", name == "P" ? 1'300'000 : 800'000}});
+  }
   std::ofstream(dir / "cluster.json")
       << nlohmann::json{{"devices", devices},
                         {"default_link", {{"bandwidth_bps", 1e9}, {"latency_s", 5e-4}}}}

@@ -93,11 +93,12 @@ class Workers {
   std::vector<std::string> addresses_;
 };
 
-// A cluster file of four equal devices (the primary and the three workers).
+// A cluster file of four equal devices (the primary and the three workers), each with room for
+// about half of the model, so every planner uses them all, and three still hold it.
 std::string write_cluster(const std::filesystem::path& dir) {
   nlohmann::json devices = nlohmann::json::array();
   for (const std::string name : {"P", "A", "B", "C"})
-    devices.push_back({{"name", name}, {"gflops", 10.0}, {"memory_bytes", 1'000'000'000}});
+    devices.push_back({{"name", name}, {"gflops", 10.0}, {"memory_bytes", 1'500'000}});
   const std::string path = (dir / "cluster.json").string();
   std::ofstream(path) << nlohmann::json{{"devices", devices},
                                         {"default_link",
@@ -170,15 +171,12 @@ std::vector<std::int32_t> run_with_kill(Session& session, Workers& workers,
 }
 
 TEST(SessionKill, OneOfThreeWorkersKilledAtRandomPointsAndTheRequestCompletes) {
-  const std::vector<Family> families = {{"gpt2-tiny", "galaxy", {}},
-                                        {"llama-tiny", "galaxy", {4, 1, 2, 3}},
-                                        {"gpt2-tiny", "megatron", {5, 3, 1, 1}},
-                                        {"llama-tiny", "sp", {}},
-                                        {"gpt2-tiny", "pipeline", {}},
-                                        {"llama-tiny", "pipeline", {3, 1, 1, 2}},
-                                        {"gpt2-tiny", "galaxy", {}, true},
-                                        {"llama-tiny", "hepti", {}, true},
-                                        {"gpt2-tiny", "hpipe", {}, true}};
+  const std::vector<Family> families = {
+      {"gpt2-tiny", "galaxy", {1, 1, 1, 1}},   {"llama-tiny", "galaxy", {4, 1, 2, 3}},
+      {"gpt2-tiny", "megatron", {5, 3, 1, 1}}, {"llama-tiny", "sp", {}},
+      {"gpt2-tiny", "pipeline", {}},           {"llama-tiny", "pipeline", {3, 1, 1, 2}},
+      {"gpt2-tiny", "galaxy", {}, true},       {"llama-tiny", "hepti", {}, true},
+      {"gpt2-tiny", "hpipe", {}, true}};
   Workers workers;
   const std::string cluster_file = write_cluster(workers.dir());
   std::mt19937 rng(20261126);
@@ -243,6 +241,7 @@ TEST(SessionKill, EveryWorkerKilledAndThePrimaryFinishesAlone) {
     options.workers = workers.addresses();
     options.key = workers.key();
     options.plan.strategy = "galaxy";
+    options.plan.shares = {1, 1, 1, 1};  // (without shares galaxy would profile the workers)
     options.plan.timeout_s = 5;
     options.log = [](const std::string&) {};
     Session session(model("llama-tiny"), options);
