@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 
 namespace huddle {
@@ -29,7 +30,21 @@ Session::Session(const Model& model, SessionOptions options)
       log(fmt::format("no prediction: {}", e.what()));
     }
   }
-  start();
+  try {
+    start();
+  } catch (const TransportError& e) {
+    // A worker that accepted the session and then went (while the weights travel) is lost like
+    // one that dies mid-request; one never reached is a configuration error.
+    if (!runner_enabled() || !opened_) throw;
+    const auto began = std::chrono::steady_clock::now();
+    Recovery recovery;
+    recovery.reason = e.what();
+    recovery.start_us = std::chrono::duration<double, std::micro>(began.time_since_epoch()).count();
+    recovery.lost = rebuild(e);
+    recovery.recovery_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+    recovered(recovery);
+  }
 }
 
 Session::~Session() {
@@ -74,6 +89,8 @@ void Session::start() {
         net::Duration(static_cast<std::int64_t>(options_.plan.timeout_s * 1000));
     cluster_options.trace = options_.trace;
     cluster_options.link = options_.plan.link;
+    opened_ = false;
+    cluster_options.on_opened = [this] { opened_ = true; };
     cluster_ = std::make_unique<Cluster>(model_, plan, std::move(cluster_options));
   }
   bytes_sent_.assign(static_cast<std::size_t>(plan.num_devices()), 0);

@@ -56,8 +56,9 @@ struct SessionRecovery : Recovery {
 class Session final : private Rebuilder {
  public:
   // Chooses the plan (plan_choice.h) and starts the cluster: UsageError, PlanError, LoadError
-  // from the choice; TransportError naming a worker that cannot be reached or set up (a device
-  // lost before the session starts is not recovered: the cluster is then not what was asked).
+  // from the choice; TransportError naming a worker that cannot be reached, refuses the key or
+  // is busy. A worker that accepted the session and is lost while it starts (setup, weights) is
+  // recovered from as in a step (a recovery with no tokens re-fed).
   // `model` must outlive the session.
   Session(const Model& model, SessionOptions options);
   ~Session() override;
@@ -117,6 +118,7 @@ class Session final : private Rebuilder {
   StepRunner& inner();
   void observe_step(std::int64_t tokens);
   void log(const std::string& line) const;
+  bool runner_enabled() const { return options_.recover && !options_.workers.empty(); }
 
   const Model& model_;
   SessionOptions options_;
@@ -137,6 +139,7 @@ class Session final : private Rebuilder {
   Active active_{*this};
   SurvivingRunner runner_;
   bool finished_ = false;
+  bool opened_ = false;  // every worker of the cluster being started accepted its session
 };
 
 }  // namespace huddle

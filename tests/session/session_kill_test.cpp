@@ -2,7 +2,8 @@
 // random point of a request — before its first step, during the prefill, during decoding — in a
 // seeded loop over strategies and planners: every request completes with the single-device greedy
 // ids of tests/fixtures/references, and the session reports the recovery naming the dead worker.
-// Also: every worker killed (the primary finishes alone). Each trial is bounded by the peer
+// Also: every worker killed (the primary finishes alone); a worker killed while the weights
+// travel. Each trial is bounded by the peer
 // timeout (a step fails within it; a dead worker refuses the probe at once).
 #include "model/model.h"
 #include "net/key.h"
@@ -262,6 +263,41 @@ TEST(SessionKill, EveryWorkerKilledAndThePrimaryFinishesAlone) {
     again.n_predict = static_cast<int>(ref.greedy.size());
     EXPECT_EQ(generate(session.runner(), ref.prompt, again).generated, ref.greedy);
   }
+}
+
+// Weights travel slowly (every mesh message the primary sends is delayed 20 ms), so a worker
+// killed 300 ms into the session's start dies after it accepted the session, while the weights
+// are sent: the session starts on the other devices.
+TEST(SessionKill, AWorkerKilledWhileWeightsTravelIsSurvived) {
+  Workers workers;
+  const Reference ref = reference("gpt2-tiny");
+  SessionOptions options;
+  options.workers = workers.addresses();
+  options.key = workers.key();
+  options.plan.strategy = "megatron";
+  options.plan.timeout_s = 5;
+  options.plan.link.latency = net::Duration(20);
+  options.log = [](const std::string&) {};
+  const std::string victim = workers.addresses()[2];
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    workers.kill(victim);
+  });
+  std::unique_ptr<Session> session;
+  try {
+    session = std::make_unique<Session>(model("gpt2-tiny"), options);
+  } catch (...) {
+    killer.join();
+    throw;
+  }
+  killer.join();
+  ASSERT_EQ(session->recoveries().size(), 1u);
+  EXPECT_EQ(session->recoveries()[0].lost, std::vector<std::string>{victim});
+  EXPECT_EQ(session->recoveries()[0].replayed_tokens, 0);
+  EXPECT_EQ(session->plan().num_devices(), 3);
+  GenerationOptions generation;
+  generation.n_predict = static_cast<int>(ref.greedy.size());
+  EXPECT_EQ(generate(session->runner(), ref.prompt, generation).generated, ref.greedy);
 }
 
 TEST(SessionKill, WithoutRecoveryTheLostWorkerIsNamed) {
