@@ -15,6 +15,7 @@ std::vector<std::string> Session::rebuild(const TransportError& error) {
   const net::Duration timeout(static_cast<std::int64_t>(options_.plan.timeout_s * 1000));
   std::vector<std::string> given_up;
   std::string why = error.what();
+  bool retried = false;
   for (;;) {
     // The broken session ends first, so the workers left are free for the next one.
     try {
@@ -24,13 +25,20 @@ std::vector<std::string> Session::rebuild(const TransportError& error) {
     cluster_.reset();
     const std::vector<std::string> lost = unreachable_workers(workers_, *options_.key, timeout);
     if (lost.empty()) {
-      throw TransportError(fmt::format(
-          "{} (every worker of the session still answers, so none can be given up)", why));
+      // Every worker answers. After a loss, a new cluster may still fail to start on a survivor
+      // that waits out its own timeout in the broken session (its peer hung rather than died):
+      // one more start. Otherwise nobody can be named, and the error stands.
+      if (given_up.empty() || retried) {
+        throw TransportError(fmt::format(
+            "{} (every worker of the session still answers, so none can be given up)", why));
+      }
+      retried = true;
+    } else {
+      log(fmt::format("lost {}; re-planning on the devices left", fmt::join(lost, ", ")));
+      given_up.insert(given_up.end(), lost.begin(), lost.end());
+      // PlanError naming what does not fit when nothing is left that can hold the model.
+      planned_ = plan_without(planned_, lost, model_, options_.plan_tokens);
     }
-    log(fmt::format("lost {}; re-planning on the devices left", fmt::join(lost, ", ")));
-    given_up.insert(given_up.end(), lost.begin(), lost.end());
-    // PlanError naming what does not fit when nothing is left that can hold the model.
-    planned_ = plan_without(planned_, lost, model_, options_.plan_tokens);
     try {
       start();
       return given_up;

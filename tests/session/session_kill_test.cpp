@@ -54,15 +54,19 @@ const Model& model(const std::string& name) {
 // Three workers on 127.0.0.1 with one key; a killed one is replaced by restart().
 class Workers {
  public:
-  Workers() : key_file_(testing::make_key_file(dir_.path())), key_(net::load_key_file(key_file_)) {
+  // `timeout_s`: the workers' peer timeout.
+  explicit Workers(double timeout_s = 5)
+      : key_file_(testing::make_key_file(dir_.path())),
+        key_(net::load_key_file(key_file_)),
+        timeout_s_(timeout_s) {
     for (int i = 0; i < 3; ++i) start(i);
   }
   const std::vector<std::string>& addresses() const { return addresses_; }
   const net::PresharedKey& key() const { return key_; }
   const std::filesystem::path& dir() const { return dir_.path(); }
-  void kill(const std::string& address) {
+  void kill(const std::string& address, int signal = SIGKILL) {
     for (std::size_t i = 0; i < addresses_.size(); ++i) {
-      if (addresses_[i] == address) processes_[i]->kill(SIGKILL);
+      if (addresses_[i] == address) processes_[i]->kill(signal);
     }
   }
   // Replaces the workers that are gone.
@@ -90,6 +94,7 @@ class Workers {
   testing::TempDir dir_;
   std::filesystem::path key_file_;
   net::PresharedKey key_;
+  double timeout_s_;
   std::vector<std::unique_ptr<testing::BackgroundHuddle>> processes_;
   std::vector<std::string> addresses_;
 };
@@ -298,6 +303,32 @@ TEST(SessionKill, AWorkerKilledWhileWeightsTravelIsSurvived) {
   GenerationOptions generation;
   generation.n_predict = static_cast<int>(ref.greedy.size());
   EXPECT_EQ(generate(session->runner(), ref.prompt, generation).generated, ref.greedy);
+}
+
+// A worker that stops answering (SIGSTOP: to the primary, a cut link looks the same) is given up
+// once the step has waited the peer timeout and the probe's handshake has too.
+TEST(SessionKill, AWorkerThatHangsIsGivenUpAfterTheTimeout) {
+  Workers workers(2);
+  const Reference ref = reference("llama-tiny");
+  SessionOptions options;
+  options.workers = workers.addresses();
+  options.key = workers.key();
+  options.plan.strategy = "galaxy";
+  options.plan.shares = {1, 1, 1, 1};
+  options.plan.timeout_s = 2;
+  options.log = [](const std::string&) {};
+  Session session(model("llama-tiny"), options);
+  const std::string victim = workers.addresses()[0];
+  workers.kill(victim, SIGSTOP);
+  GenerationOptions generation;
+  generation.n_predict = static_cast<int>(ref.greedy.size());
+  EXPECT_EQ(generate(session.runner(), ref.prompt, generation).generated, ref.greedy);
+  ASSERT_EQ(session.recoveries().size(), 1u);
+  EXPECT_EQ(session.recoveries()[0].lost, std::vector<std::string>{victim});
+  EXPECT_TRUE(testing::contains(session.recoveries()[0].reason, "timed out") ||
+              testing::contains(session.recoveries()[0].reason, victim))
+      << session.recoveries()[0].reason;
+  workers.kill(victim, SIGKILL);
 }
 
 TEST(SessionKill, WithoutRecoveryTheLostWorkerIsNamed) {
