@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -72,7 +73,9 @@ struct Loaded {
   std::unique_ptr<Session> session;
 };
 
-void load(const ServeOptions& o, int threads, Loaded& out) {
+// `on_recovery`: told when the session has re-planned without a lost worker.
+void load(const ServeOptions& o, int threads, Loaded& out,
+          std::function<void(const SessionRecovery&)> on_recovery) {
   LoadOptions load_options;
   if (!o.weight_dtype.empty()) {
     load_options.weight_dtype = parse_weight_dtype(o.weight_dtype);
@@ -103,6 +106,7 @@ void load(const ServeOptions& o, int threads, Loaded& out) {
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
   session_options.recover = !o.no_recover;
+  session_options.on_recovery = std::move(on_recovery);
   out.session = std::make_unique<Session>(model, std::move(session_options));
 }
 
@@ -187,7 +191,12 @@ void serve(const ServeOptions& o) {
   } join{server, http, stopper, stop_signals, listen_returned};
 
   Loaded loaded;
-  load(o, threads, loaded);
+  // The dashboard shows the devices and plan the session runs on now.
+  serve::Dashboard* shown = nullptr;
+  std::int64_t shown_context = 0;
+  load(o, threads, loaded, [&](const SessionRecovery&) {
+    if (shown) shown->set_facts(dashboard_facts(loaded, server_options.model_id, shown_context));
+  });
   StepRunner& runner = loaded.session->runner();
   serve::EngineOptions engine_options;
   engine_options.context = runner.max_positions();
@@ -213,6 +222,8 @@ void serve(const ServeOptions& o) {
   serve::LoggingRunner logged(
       runner, [&session](double wall_s) { return session.step_reports(wall_s); }, dashboard.log());
   engine_options.observer = &dashboard.log();
+  shown_context = engine_options.context;
+  shown = &dashboard;
   serve::Engine engine(logged, *loaded.tokenizer, engine_options);
   server.set_dashboard(&dashboard);
   server.set_engine(&engine);

@@ -57,7 +57,8 @@ void Session::recovered(const Recovery& recovery) {
   log(fmt::format("recovered from losing {} in {:.1f} ms: {} on {} device(s), {} tokens re-fed",
                   fmt::join(r.lost, ", "), r.recovery_ms, r.strategy, r.devices,
                   r.replayed_tokens));
-  recoveries_.push_back(std::move(r));
+  recoveries_.push_back(r);
+  if (options_.on_recovery && constructed_) options_.on_recovery(r);
 }
 
 }  // namespace huddle

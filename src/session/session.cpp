@@ -45,6 +45,7 @@ Session::Session(const Model& model, SessionOptions options)
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
     recovered(recovery);
   }
+  constructed_ = true;
 }
 
 Session::~Session() {

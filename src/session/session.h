@@ -34,6 +34,12 @@
 
 namespace huddle {
 
+// A recovery with what the session made of it.
+struct SessionRecovery : Recovery {
+  std::string strategy;  // of the new plan
+  int devices = 1;       // of the new plan
+};
+
 struct SessionOptions {
   std::vector<std::string> workers;      // "host:port", devices 1..n; empty: this device alone
   std::optional<net::PresharedKey> key;  // required with workers
@@ -45,12 +51,9 @@ struct SessionOptions {
   bool recover = true;                   // go on without a lost worker (else the error ends it)
   bool online_replan = false;  // re-estimate speeds from the steps; after_request() re-plans
   std::function<void(const std::string&)> log;  // one line per event; default: stderr
-};
-
-// A recovery with what the session made of it.
-struct SessionRecovery : Recovery {
-  std::string strategy;  // of the new plan
-  int devices = 1;       // of the new plan
+  // Told of each recovery once the session runs on the devices left (on the runner's thread;
+  // not for one while the session starts, before the constructor returns).
+  std::function<void(const SessionRecovery&)> on_recovery;
 };
 
 class Session final : private Rebuilder {
@@ -140,6 +143,7 @@ class Session final : private Rebuilder {
   SurvivingRunner runner_;
   bool finished_ = false;
   bool opened_ = false;  // every worker of the cluster being started accepted its session
+  bool constructed_ = false;
 };
 
 }  // namespace huddle

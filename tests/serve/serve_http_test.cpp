@@ -396,6 +396,12 @@ TEST(ServeHttp, AStreamingCompletionSurvivesAKilledWorker) {
   const auto health = server.client().Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+  // The dashboard shows the devices left and their plan.
+  const auto cluster = server.client().Get("/v1/huddle/cluster");
+  ASSERT_TRUE(cluster);
+  const json facts = json::parse(cluster->body);
+  EXPECT_EQ(facts["devices"].size(), 2u) << facts;
+  EXPECT_EQ(facts["plan_json"]["devices"].size(), 2u) << facts;
   // The next request runs on the devices left.
   const auto next = server.complete(greedy("Once upon a time", 24));
   ASSERT_EQ(next.first, 200) << next.second;
