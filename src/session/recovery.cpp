@@ -10,6 +10,18 @@
 namespace huddle {
 
 std::vector<std::string> Session::rebuild(const TransportError& error) {
+  if (!broken_.empty()) throw error;  // an earlier recovery failed: nothing left to rebuild
+  try {
+    return rebuild_on_survivors(error);
+  } catch (const Error& e) {
+    cluster_.reset();  // half-started or broken: the session cannot step any more
+    local_.reset();
+    broken_ = e.what();
+    throw;
+  }
+}
+
+std::vector<std::string> Session::rebuild_on_survivors(const TransportError& error) {
   if (!cluster_ && workers_.empty()) throw error;  // this device alone has no link to lose
   log(fmt::format("a step failed: {}; probing the workers", error.what()));
   const net::Duration timeout(static_cast<std::int64_t>(options_.plan.timeout_s * 1000));

@@ -104,7 +104,9 @@ void Session::start() {
 
 StepRunner& Session::inner() {
   if (cluster_) return cluster_->runner();
-  return *local_;
+  if (local_) return *local_;
+  // A recovery that could not be made leaves no devices: every later step says why.
+  throw TransportError(fmt::format("the session has no devices left: {}", broken_));
 }
 
 Tensor Session::Active::forward(std::span<const std::int32_t> ids, bool all_rows) {

@@ -118,7 +118,11 @@ class Session final : private Rebuilder {
 
   // Starts planned_ (a cluster, or this device alone).
   void start();
+  // The cluster's runner or this device's executor; TransportError once a failed recovery has
+  // left neither.
   StepRunner& inner();
+  // rebuild() without the bookkeeping of a failure (recovery.cpp).
+  std::vector<std::string> rebuild_on_survivors(const TransportError& error);
   void observe_step(std::int64_t tokens);
   void log(const std::string& line) const;
   bool runner_enabled() const { return options_.recover && !options_.workers.empty(); }
@@ -144,6 +148,7 @@ class Session final : private Rebuilder {
   bool finished_ = false;
   bool opened_ = false;  // every worker of the cluster being started accepted its session
   bool constructed_ = false;
+  std::string broken_;  // why the last recovery failed ("" while the session runs)
 };
 
 }  // namespace huddle

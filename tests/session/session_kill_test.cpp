@@ -331,6 +331,52 @@ TEST(SessionKill, AWorkerThatHangsIsGivenUpAfterTheTimeout) {
   workers.kill(victim, SIGKILL);
 }
 
+// The cluster file gives room for gpt2-tiny on four devices, not on the three left after a loss:
+// the request ends with the reason, and so does every later one (the session has no devices).
+TEST(SessionKill, NoDeviceLeftThatHoldsTheModelEndsTheSessionClearly) {
+  Workers workers;
+  const Reference ref = reference("gpt2-tiny");
+  nlohmann::json devices = nlohmann::json::array();
+  for (const std::string name : {"P", "A", "B", "C"}) {
+    devices.push_back(
+        {{"name", name}, {"gflops", 10.0}, {"memory_bytes", name == "P" ? 1'300'000 : 800'000}});
+  }
+  const std::string cluster_file = (workers.dir() / "small.json").string();
+  std::ofstream(cluster_file) << nlohmann::json{
+      {"devices", devices},
+      {"default_link",
+       {{"bandwidth_bps", 1e9},
+        {"latency_s", 5e-4}}}}.dump();
+  SessionOptions options;
+  options.workers = workers.addresses();
+  options.key = workers.key();
+  options.plan.strategy = "galaxy";
+  options.plan.cluster_file = cluster_file;
+  options.plan.timeout_s = 5;
+  options.plan_tokens = static_cast<std::int64_t>(ref.prompt.size());  // memory for 16 tokens
+  options.log = [](const std::string&) {};
+  Session session(model("gpt2-tiny"), options);
+  ASSERT_EQ(session.plan().num_devices(), 4);
+  const std::string victim = workers.addresses()[1];
+  workers.kill(victim);
+  GenerationOptions generation;
+  generation.n_predict = 4;
+  try {
+    generate(session.runner(), ref.prompt, generation);
+    FAIL() << "expected a PlanError";
+  } catch (const PlanError& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "cannot go on without " + victim)) << e.what();
+    EXPECT_TRUE(testing::contains(e.what(), "does not fit")) << e.what();
+  }
+  try {
+    generate(session.runner(), ref.prompt, generation);
+    FAIL() << "expected a TransportError";
+  } catch (const TransportError& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "no devices left")) << e.what();
+    EXPECT_TRUE(testing::contains(e.what(), "does not fit")) << e.what();
+  }
+}
+
 TEST(SessionKill, WithoutRecoveryTheLostWorkerIsNamed) {
   Workers workers;
   const Reference ref = reference("gpt2-tiny");
