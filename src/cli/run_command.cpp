@@ -23,11 +23,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <set>
-#include <sstream>
 #include <thread>
 
 namespace huddle::cli {

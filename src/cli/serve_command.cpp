@@ -5,7 +5,6 @@
 #include "cli/local_workers.h"
 #include "cli/stop_signals.h"
 #include "core/error.h"
-#include "core/process_memory.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "net/key.h"
