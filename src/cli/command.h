@@ -22,6 +22,9 @@ void add_quantize_command(CLI::App& app);
 // "a,b,,c" -> {"a", "b", "c"} (empty items dropped).
 std::vector<std::string> split_list(const std::string& text);
 
+// "5,3,1" -> {5, 3, 1}: relative device speeds; UsageError naming --shares on anything else.
+std::vector<double> parse_shares(const std::string& text);
+
 // Parses "1,2,3" (spaces allowed) into token ids; UsageError naming `flag` on bad syntax.
 std::vector<std::int32_t> parse_id_list(const std::string& text, const std::string& flag);
 

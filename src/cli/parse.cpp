@@ -37,4 +37,22 @@ std::vector<std::int32_t> parse_id_list(const std::string& text, const std::stri
   return ids;
 }
 
+std::vector<double> parse_shares(const std::string& text) {
+  std::vector<double> shares;
+  for (const std::string& item : split_list(text)) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) {
+      throw UsageError(fmt::format("--shares: '{}' is not a number (expected e.g. 5,3,1)", item));
+    }
+    shares.push_back(value);
+  }
+  return shares;
+}
+
 }  // namespace huddle::cli

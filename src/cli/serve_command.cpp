@@ -5,17 +5,14 @@
 #include "cli/local_workers.h"
 #include "cli/stop_signals.h"
 #include "core/error.h"
-#include "core/process_memory.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "net/key.h"
-#include "planner/strategies.h"
-#include "runtime/cluster.h"
-#include "runtime/executor.h"
 #include "serve/chat_template.h"
 #include "serve/dashboard.h"
 #include "serve/engine.h"
 #include "serve/server.h"
+#include "session/session.h"
 #include "tokenizer/tokenizer.h"
 
 #include <fmt/format.h>
@@ -25,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -50,26 +48,8 @@ struct ServeOptions {
   std::string weight_dtype;  // --weight-dtype; empty: as stored
   double timeout_s = 10;
   std::size_t max_body_bytes = 1 << 20;
+  bool no_recover = false;  // a lost worker makes the server answer 503 from then on
 };
-
-// "5,3,1" -> {5, 3, 1}; UsageError naming --shares on anything else.
-std::vector<double> parse_shares(const std::string& text) {
-  std::vector<double> shares;
-  for (const std::string& item : split_list(text)) {
-    std::size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size()) {
-      throw UsageError(fmt::format("--shares: '{}' is not a number (expected e.g. 5,3,1)", item));
-    }
-    shares.push_back(value);
-  }
-  return shares;
-}
 
 // The model's chat template, or none. A template that cannot be read or parsed does not stop the
 // server (completions still work): chat requests then get a 400 giving `error`.
@@ -84,18 +64,17 @@ std::optional<serve::ChatTemplate> load_chat_template(const std::string& model_d
   }
 }
 
-// The model and what runs it, alive as long as the server.
+// The model and the session that runs it, alive as long as the server.
 struct Loaded {
   std::optional<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<LocalWorkers> local;
-  std::unique_ptr<Executor> executor;
-  std::unique_ptr<Cluster> cluster;
-  std::optional<Plan> plan;  // with workers
-  StepRunner* runner = nullptr;
+  std::unique_ptr<Session> session;
 };
 
-void load(const ServeOptions& o, int threads, Loaded& out) {
+// `on_recovery`: told when the session has re-planned without a lost worker.
+void load(const ServeOptions& o, int threads, Loaded& out,
+          std::function<void(const SessionRecovery&)> on_recovery) {
   LoadOptions load_options;
   if (!o.weight_dtype.empty()) {
     load_options.weight_dtype = parse_weight_dtype(o.weight_dtype);
@@ -111,41 +90,23 @@ void load(const ServeOptions& o, int threads, Loaded& out) {
                                  model.architecture().name));
   }
   out.tokenizer = Tokenizer::load(o.model_dir);
-  std::vector<std::string> workers = split_list(o.workers);
-  std::optional<net::PresharedKey> key;
+  SessionOptions session_options;
+  session_options.workers = split_list(o.workers);
   if (o.local_devices > 1) {
     out.local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s, threads);
-    workers = out.local->addresses();
-    key = net::load_key_file(out.local->key_file());
-  } else if (!workers.empty()) {
-    key = net::load_key_file(o.key_file);
+    session_options.workers = out.local->addresses();
+    session_options.key = net::load_key_file(out.local->key_file());
+  } else if (!session_options.workers.empty()) {
+    session_options.key = net::load_key_file(o.key_file);
   }
-  const std::int64_t context = o.ctx_size > 0 ? std::min(o.ctx_size, model.config().max_positions)
-                                              : model.config().max_positions;
-  if (workers.empty()) {
-    out.executor = std::make_unique<Executor>(model.graph(), model.weights(), context);
-    out.runner = out.executor.get();
-    return;
-  }
-  std::vector<std::string> devices = {"primary"};
-  devices.insert(devices.end(), workers.begin(), workers.end());
-  Plan plan = o.plan_file.empty() ? make_plan(o.strategy.empty() ? "galaxy" : o.strategy,
-                                              model.config(), devices, parse_shares(o.shares))
-                                  : Plan::load(o.plan_file);
-  if (o.plan_file.empty()) plan = plan.aligned_to_blocks(model.weight_block());
-  plan.validate(model.config(), o.plan_file.empty() ? "plan" : o.plan_file);
-  if (plan.num_devices() != static_cast<int>(devices.size())) {
-    throw UsageError(
-        fmt::format("the plan has {} devices but {} are given (this one and {} workers)",
-                    plan.num_devices(), devices.size(), workers.size()));
-  }
-  out.plan = plan;
-  ClusterOptions cluster_options;
-  cluster_options.workers = workers;
-  cluster_options.key = *key;
-  cluster_options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
-  out.cluster = std::make_unique<Cluster>(model, plan, std::move(cluster_options));
-  out.runner = &out.cluster->runner();
+  session_options.plan.strategy = o.strategy;
+  session_options.plan.shares = parse_shares(o.shares);
+  session_options.plan.plan_file = o.plan_file;
+  session_options.plan.timeout_s = o.timeout_s;
+  session_options.context = o.ctx_size;
+  session_options.recover = !o.no_recover;
+  session_options.on_recovery = std::move(on_recovery);
+  out.session = std::make_unique<Session>(model, std::move(session_options));
 }
 
 // What the dashboard shows of the loaded model and its devices.
@@ -156,14 +117,10 @@ serve::ClusterFacts dashboard_facts(const Loaded& loaded, const std::string& mod
   facts.architecture = loaded.model->architecture().name;
   facts.layers = loaded.model->config().layers;
   facts.context = context;
-  facts.plan = loaded.plan;
+  const bool distributed = loaded.session->plan().num_devices() > 1;
+  if (distributed) facts.plan = loaded.session->plan();
   facts.transport = "TCP, authenticated (pre-shared key)";
-  if (!loaded.cluster) {
-    facts.devices.push_back(
-        {"primary", "this process", loaded.model->weight_bytes(), resident_bytes()});
-    return facts;
-  }
-  for (const DeviceReport& d : loaded.cluster->devices()) {
+  for (const DeviceReport& d : loaded.session->devices()) {
     const bool primary = facts.devices.empty();
     facts.devices.push_back(
         {d.name, primary ? "this process" : d.name, d.weight_bytes, d.rss_bytes});
@@ -233,9 +190,15 @@ void serve(const ServeOptions& o) {
   } join{server, http, stopper, stop_signals, listen_returned};
 
   Loaded loaded;
-  load(o, threads, loaded);
+  // The dashboard shows the devices and plan the session runs on now.
+  serve::Dashboard* shown = nullptr;
+  std::int64_t shown_context = 0;
+  load(o, threads, loaded, [&](const SessionRecovery&) {
+    if (shown) shown->set_facts(dashboard_facts(loaded, server_options.model_id, shown_context));
+  });
+  StepRunner& runner = loaded.session->runner();
   serve::EngineOptions engine_options;
-  engine_options.context = loaded.runner->max_positions();
+  engine_options.context = runner.max_positions();
   if (o.ctx_size > 0) engine_options.context = std::min(engine_options.context, o.ctx_size);
   std::set<std::int32_t> stop(loaded.model->config().eos_ids.begin(),
                               loaded.model->config().eos_ids.end());
@@ -244,8 +207,9 @@ void serve(const ServeOptions& o) {
   if (chat_template)
     engine_options.chat_stop_ids = serve::end_of_turn_ids(*chat_template, *loaded.tokenizer);
   engine_options.vocab_size = static_cast<std::int32_t>(loaded.model->config().vocab_size);
+  const int devices = loaded.session->plan().num_devices();
   // Workers end a session whose primary is silent for their timeout: ping well within it.
-  if (loaded.cluster) {
+  if (devices > 1) {
     engine_options.keepalive =
         std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000 / 2));
   }
@@ -253,22 +217,17 @@ void serve(const ServeOptions& o) {
   // measures its own (compute time, free memory).
   serve::Dashboard dashboard(
       dashboard_facts(loaded, server_options.model_id, engine_options.context));
-  StepMeter meter;
-  if (loaded.executor) loaded.executor->set_observer(meter.observer());
+  Session& session = *loaded.session;
   serve::LoggingRunner logged(
-      *loaded.runner,
-      [&loaded, &meter](double wall_s) {
-        return loaded.cluster ? loaded.cluster->last_reports()
-                              : std::vector<StepReport>{meter.take(wall_s, 0)};
-      },
-      dashboard.log());
+      runner, [&session](double wall_s) { return session.step_reports(wall_s); }, dashboard.log());
   engine_options.observer = &dashboard.log();
+  shown_context = engine_options.context;
+  shown = &dashboard;
   serve::Engine engine(logged, *loaded.tokenizer, engine_options);
   server.set_dashboard(&dashboard);
   server.set_engine(&engine);
   std::fprintf(stderr, "huddle: serving %s (context %lld) on %d device(s)\n",
-               server_options.model_id.c_str(), static_cast<long long>(engine.context()),
-               loaded.cluster ? static_cast<int>(loaded.cluster->devices().size()) : 1);
+               server_options.model_id.c_str(), static_cast<long long>(engine.context()), devices);
   http.join();
   // Stopped: no request is running any more once the engine goes (cpp-httplib's stop() waits for
   // its connection threads).
@@ -315,6 +274,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--shares", o->shares, "Relative device speeds, this one first (e.g. 5,3,1)")
       ->group(dist);
   cmd->add_option("--plan", o->plan_file, "Run a saved plan (JSON) instead of --strategy")
+      ->group(dist);
+  cmd->add_flag("--no-recover", o->no_recover,
+                "Answer 503 once a worker is lost instead of re-planning on the devices left")
       ->group(dist);
   cmd->add_option("--timeout-s", o->timeout_s, "Seconds a silent peer is waited for")
       ->check(CLI::PositiveNumber)

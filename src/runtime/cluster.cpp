@@ -53,6 +53,7 @@ void Cluster::start(const nlohmann::json& model_fields, const std::string& finge
   // 1. Open the session on every worker (the control channels stay open until the end).
   OpenedSession opened = open_sessions(options_.workers, options_.key, options_.timeout);
   controls_ = std::move(opened.controls);
+  if (options_.on_opened) options_.on_opened();
   const std::uint64_t session_id = opened.id;
   const std::vector<std::string>& endpoints = opened.endpoints;
   // 2. Describe the session to each worker.

@@ -13,6 +13,7 @@
 #include "runtime/session.h"
 #include "runtime/trace.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -27,6 +28,9 @@ struct ClusterOptions {
   net::Duration timeout{10000};  // a peer silent this long is an error
   bool trace = false;            // record per-op spans on every device
   net::LinkEmulation link;       // delay on every mesh message the primary sends (testbed)
+  // Called once every worker has accepted the session, before setup and weights: an error after
+  // it comes from a worker that was there (one that died, or a cut link), not a wrong address.
+  std::function<void()> on_opened;
 };
 
 struct DeviceReport {

@@ -82,15 +82,28 @@ nlohmann::json request_json(const RequestRecord& r) {
       {"steps", steps}};
 }
 
+namespace {
+
+nlohmann::json view_of(const ClusterFacts& facts) {
+  return facts.plan ? plan_view(*facts.plan)
+                    : local_plan_view(facts.devices.empty() ? "primary" : facts.devices[0].name,
+                                      facts.layers);
+}
+
+}  // namespace
+
 Dashboard::Dashboard(ClusterFacts facts, std::size_t max_requests, std::size_t max_steps)
-    : facts_(std::move(facts)),
-      plan_view_(facts_.plan
-                     ? plan_view(*facts_.plan)
-                     : local_plan_view(facts_.devices.empty() ? "primary" : facts_.devices[0].name,
-                                       facts_.layers)),
-      log_(max_requests, max_steps) {}
+    : facts_(std::move(facts)), plan_view_(view_of(facts_)), log_(max_requests, max_steps) {}
+
+void Dashboard::set_facts(ClusterFacts facts) {
+  nlohmann::json view = view_of(facts);
+  std::lock_guard guard(facts_mutex_);
+  facts_ = std::move(facts);
+  plan_view_ = std::move(view);
+}
 
 nlohmann::json Dashboard::cluster_json() const {
+  std::lock_guard guard(facts_mutex_);
   // The last finished request that ran steps measures the devices.
   std::vector<DeviceSpeed> speeds;
   std::uint64_t measured_by = 0;

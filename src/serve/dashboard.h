@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,13 +59,17 @@ class Dashboard {
                      std::size_t max_steps = 2048);
 
   StepLog& log() { return log_; }
+  // Replaces the devices and plan shown (after the session re-planned without a lost device).
+  // Safe while other threads read cluster_json().
+  void set_facts(ClusterFacts facts);
   nlohmann::json cluster_json() const;
   // Requests with an id above `after` or still running, oldest first: {"requests": [...]}.
   nlohmann::json requests_json(std::uint64_t after = 0) const;
 
  private:
-  ClusterFacts facts_;
-  nlohmann::json plan_view_;
+  mutable std::mutex facts_mutex_;
+  ClusterFacts facts_;        // guarded by facts_mutex_
+  nlohmann::json plan_view_;  // guarded by facts_mutex_
   StepLog log_;
 };
 

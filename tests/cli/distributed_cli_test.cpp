@@ -10,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -209,8 +210,8 @@ TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
 }
 
 // Runs a long generation on two workers with `strategy` and kills worker `victim` (1 or 2) in
-// the middle: the primary names it within the timeout and the other worker keeps serving.
-// `plan` (optional): a plan file's JSON for the synthesised model, run with --plan.
+// the middle, with recovery off: the primary names it within the timeout and the other worker
+// keeps serving. `plan` (optional): a plan file's JSON for the synthesised model, run with --plan.
 void expect_killed_worker_named(std::vector<std::string> strategy, int victim,
                                 const std::string& plan = "") {
   testing::TempDir dir;
@@ -240,9 +241,9 @@ void expect_killed_worker_named(std::vector<std::string> strategy, int victim,
   testing::ProcessResult result;
   std::thread primary([&] {
     std::vector<std::string> args = {
-        "run",  "--model",   dir / "model", "--ids",      ids_arg(prompt), "--n-predict",
-        "1000", "--workers", a1 + "," + a2, "--key-file", key.string(),    "--timeout-s",
-        "3"};
+        "run",         "--model",     dir / "model", "--ids",       ids_arg(prompt),
+        "--n-predict", "1000",        "--workers",   a1 + "," + a2, "--key-file",
+        key.string(),  "--timeout-s", "3",           "--no-recover"};
     args.insert(args.end(), strategy.begin(), strategy.end());
     result = run_huddle(args, 60);
   });
@@ -288,6 +289,96 @@ TEST(DistributedCli, KilledGroupMemberIsNamedWithinTheTimeout) {
       "pipeline": {"stages": [{"device": 0, "units": [0, 3]},
                               {"devices": [1, 2], "units": [3, 10], "shares": [3, 1]}],
                    "sliced": false}})");
+}
+
+// Three workers; the primary's mesh messages are delayed (--link-latency-ms) so the request lasts
+// long enough for a worker to be killed once its session runs.
+struct KillRun {
+  testing::ProcessResult result;
+  std::string victim;
+};
+KillRun run_and_kill_one(const std::vector<std::string>& extra, const testing::TempDir& dir) {
+  const auto key = testing::make_key_file(dir.path());
+  std::vector<std::unique_ptr<testing::BackgroundHuddle>> workers;
+  std::vector<std::string> addresses;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(std::make_unique<testing::BackgroundHuddle>(std::vector<std::string>{
+        "worker", "--listen", "127.0.0.1:0", "--key-file", key.string(), "--threads", "1"}));
+    addresses.push_back(workers.back()->worker_address());
+  }
+  std::ifstream in(fixture("references/gpt2-tiny.generate.json"));
+  const auto prompt = nlohmann::json::parse(in)["prompt"].get<std::vector<std::int32_t>>();
+  KillRun run;
+  run.victim = addresses[1];
+  std::thread primary([&] {
+    std::vector<std::string> args = {"run",
+                                     "--model",
+                                     fixture_model("gpt2-tiny"),
+                                     "--ids",
+                                     ids_arg(prompt),
+                                     "--n-predict",
+                                     "16",
+                                     "--workers",
+                                     addresses[0] + "," + addresses[1] + "," + addresses[2],
+                                     "--key-file",
+                                     key.string(),
+                                     "--timeout-s",
+                                     "5",
+                                     "--link-latency-ms",
+                                     "20",
+                                     "--threads",
+                                     "1",
+                                     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    run.result = run_huddle(args, 120);
+  });
+  const std::string started = workers[1]->wait_for_line("session", 60, /*from_stderr=*/true);
+  workers[1]->kill(SIGKILL);
+  primary.join();
+  EXPECT_FALSE(started.empty());
+  return run;
+}
+
+TEST(DistributedCli, AKilledWorkerIsSurvivedAndTheRecoveryReported) {
+  testing::TempDir dir;
+  const KillRun run = run_and_kill_one({"--trace", dir / "trace.json"}, dir);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const nlohmann::json j = nlohmann::json::parse(run.result.out);
+  std::ifstream in(fixture("references/gpt2-tiny.generate.json"));
+  EXPECT_EQ(j["generated"], nlohmann::json::parse(in)["greedy"]);
+  ASSERT_TRUE(j.contains("recoveries")) << j.dump();
+  ASSERT_EQ(j["recoveries"].size(), 1u) << j.dump();
+  const nlohmann::json& r = j["recoveries"][0];
+  EXPECT_EQ(r["lost"], nlohmann::json::array({run.victim}));
+  EXPECT_GT(r["recovery_ms"].get<double>(), 0.0);
+  EXPECT_FALSE(r["reason"].get<std::string>().empty());
+  EXPECT_EQ(r["devices"], 3);
+  ASSERT_EQ(j["devices"].size(), 3u);  // the primary and the two workers left
+  for (const auto& d : j["devices"]) EXPECT_NE(d["name"], run.victim);
+  EXPECT_TRUE(contains(run.result.err, "recovered from losing " + run.victim)) << run.result.err;
+  std::ifstream trace_in(dir / "trace.json");
+  const std::string trace((std::istreambuf_iterator<char>(trace_in)), {});
+  EXPECT_TRUE(contains(trace, "recovery (lost " + run.victim + ")"));
+}
+
+TEST(DistributedCli, NoDeviceLeftThatHoldsTheModelIsAClearError) {
+  testing::TempDir dir;
+  // gpt2-tiny (2.7 MB of weights) on galaxy fits four devices (the primary needs 1.1 MB, each
+  // worker 0.74 MB: `huddle plan`), not the three left after a loss (1.5 MB and 0.87 MB).
+  nlohmann::json devices = nlohmann::json::array();
+  for (const std::string name : {"P", "A", "B", "C"}) {
+    devices.push_back(
+        {{"name", name}, {"gflops", 10.0}, {"memory_bytes", name == "P" ? 1'300'000 : 800'000}});
+  }
+  std::ofstream(dir / "cluster.json")
+      << nlohmann::json{{"devices", devices},
+                        {"default_link", {{"bandwidth_bps", 1e9}, {"latency_s", 5e-4}}}}
+             .dump();
+  const KillRun run =
+      run_and_kill_one({"--cluster", dir / "cluster.json", "--strategy", "galaxy"}, dir);
+  EXPECT_EQ(run.result.exit_code, 1) << run.result.out << run.result.err;
+  EXPECT_TRUE(contains(run.result.err, "cannot go on without " + run.victim)) << run.result.err;
+  EXPECT_TRUE(contains(run.result.err, "does not fit")) << run.result.err;
 }
 
 TEST(DistributedCli, WorkerWithItsOwnCopyMapsWeightsAndAStaleCopyIsNotUsed) {

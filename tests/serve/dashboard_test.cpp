@@ -65,6 +65,26 @@ TEST(PlanView, PipelineStagesAndTheLocalModel) {
   EXPECT_EQ(local["devices"][0]["holds"][0], "the whole model (3 layers)");
 }
 
+// After a lost device the session runs on fewer devices; the dashboard is told and shows them.
+TEST(Dashboard, NewFactsReplaceTheDevicesAndPlan) {
+  const Model model = Model::load(testing::fixture_model("llama-tiny"));
+  ClusterFacts facts;
+  facts.model_id = "m";
+  facts.layers = model.config().layers;
+  facts.devices = {{"primary", "this process", 1, 1}, {"w1", "w1", 1, 1}, {"w2", "w2", 1, 1}};
+  facts.plan = make_plan("galaxy", model.config(), {"primary", "w1", "w2"}, {});
+  Dashboard dashboard(facts);
+  EXPECT_EQ(dashboard.cluster_json()["devices"].size(), 3u);
+  facts.devices.pop_back();
+  facts.plan = make_plan("galaxy", model.config(), {"primary", "w1"}, {});
+  dashboard.set_facts(facts);
+  const json now = dashboard.cluster_json();
+  ASSERT_EQ(now["devices"].size(), 2u);
+  EXPECT_EQ(now["devices"][1]["name"], "w1");
+  EXPECT_EQ(now["plan"]["devices"].size(), 2u);
+  EXPECT_EQ(now["plan_json"]["devices"].size(), 2u);
+}
+
 TEST(StepLog, KeepsTheLastRequestsAndCountsStepsPastTheLimit) {
   StepLog log(/*max_requests=*/2, /*max_steps=*/3);
   const auto now = std::chrono::steady_clock::now();

@@ -358,8 +358,59 @@ std::vector<int> children_of(int pid) {
   return out;
 }
 
-TEST(ServeHttp, ALostWorkerTurnsHealthAndCompletionsInto503) {
-  ServerProcess server({"--local-devices", "2"}, "llama-tiny");
+// A worker killed while a streaming completion waits on it (stopped, then killed): the server
+// re-plans on the devices left and the stream completes with the one-device text.
+TEST(ServeHttp, AStreamingCompletionSurvivesAKilledWorker) {
+  const json reference = run_reference("gpt2-tiny", "Once upon a time", 24);
+  ServerProcess server({"--local-devices", "3"}, "gpt2-tiny");
+  ASSERT_EQ(server.complete(greedy("Once upon a time", 2)).first, 200);
+  const std::vector<int> workers = children_of(server.pid());
+  ASSERT_EQ(workers.size(), 2u);
+  // Stopped, the worker holds the next step until it is killed: the kill lands mid-request.
+  ASSERT_EQ(::kill(workers[1], SIGSTOP), 0);
+  std::thread killer([pid = workers[1]] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(pid, SIGKILL);
+  });
+  json request = greedy("Once upon a time", 24);
+  request["stream"] = true;
+  const auto res = server.client().Post("/v1/completions", request.dump(), "application/json");
+  killer.join();
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  std::string text;
+  std::string finish_reason;
+  const std::vector<std::string> payloads = sse_payloads(res->body);
+  ASSERT_FALSE(payloads.empty());
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  for (const std::string& payload : payloads) {
+    if (payload == "[DONE]") continue;
+    const json chunk = json::parse(payload);
+    ASSERT_FALSE(chunk.contains("error")) << payload;
+    text += chunk["choices"][0]["text"].get<std::string>();
+    if (!chunk["choices"][0]["finish_reason"].is_null())
+      finish_reason = chunk["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, reference["text"]);
+  EXPECT_FALSE(finish_reason.empty());
+  const auto health = server.client().Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  // The dashboard shows the devices left and their plan.
+  const auto cluster = server.client().Get("/v1/huddle/cluster");
+  ASSERT_TRUE(cluster);
+  const json facts = json::parse(cluster->body);
+  EXPECT_EQ(facts["devices"].size(), 2u) << facts;
+  EXPECT_EQ(facts["plan_json"]["devices"].size(), 2u) << facts;
+  // The next request runs on the devices left.
+  const auto next = server.complete(greedy("Once upon a time", 24));
+  ASSERT_EQ(next.first, 200) << next.second;
+  EXPECT_EQ(next.second["choices"][0]["text"], reference["text"]);
+}
+
+// With --no-recover a lost worker ends the session: 503 from then on.
+TEST(ServeHttp, ALostWorkerTurnsHealthAndCompletionsInto503WithoutRecovery) {
+  ServerProcess server({"--local-devices", "2", "--no-recover"}, "llama-tiny");
   ASSERT_EQ(server.complete(greedy("The quick brown fox", 4)).first, 200);
   const std::vector<int> workers = children_of(server.pid());
   ASSERT_EQ(workers.size(), 1u);
