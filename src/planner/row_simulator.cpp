@@ -92,7 +92,7 @@ class Sim {
       if (s == d) continue;
       const double bytes = static_cast<double>((x.end - x.begin) * bytes_per_row);
       const double start = std::max(ready[s], link_free_[s][d]);
-      link_free_[s][d] = start + bytes * c_.seconds_per_byte[s][d];
+      link_free_[s][d] = start + c_.overhead_s(x.src) + bytes * c_.seconds_per_byte[s][d];
       arrival[d] = std::max(arrival[d], link_free_[s][d] + c_.latency_s[s][d]);
       pred_.bytes_sent[s] += static_cast<std::int64_t>(bytes);
     }
