@@ -37,9 +37,11 @@ struct Rate {
 // runs at the GEMV curve, over several at the GEMM curve; convs at the GEMM curve; the rest at the
 // element-wise curve.
 Rate layer_rate(const DeviceSpec& device, const rows::RowLayer& layer) {
-  if (!device.curves) return {device.gflops * 1e9, kRowUnitOverheadS};
   const bool linear = layer.kind == OpKind::Linear || layer.kind == OpKind::MatMul;
   const bool gemv = linear && layer.bytes_per_row <= static_cast<std::int64_t>(sizeof(float));
+  if (!device.curves) {
+    return {device.gflops * 1e9 / (gemv ? kRowGemvSlowdown : 1.0), kRowUnitOverheadS};
+  }
   const OpCurve& curve = gemv                                     ? device.curves->gemv
                          : layer.kind == OpKind::Conv2d || linear ? device.curves->gemm
                                                                   : device.curves->elementwise;

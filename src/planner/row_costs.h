@@ -39,6 +39,12 @@ struct RowCosts {
 // bookkeeping): small against any real layer.
 inline constexpr double kRowUnitOverheadS = 20e-6;
 
+// Without curves, a batch-1 linear (a GEMV: each weight read once, from memory) runs this many
+// times slower per FLOP than the device's `gflops` (a GEMM rate). Measured on the development VM:
+// VGG-16's head (247 MFLOP, 494 MB of weights) in 23.3 ms on one thread, 10.6 GFLOP/s, against
+// the testbed's 86.6 GFLOP/s per core for its GEMM (docs/cnn.md).
+inline constexpr double kRowGemvSlowdown = 8.0;
+
 // Fixed cost of one message of a row exchange on a device of one full core (kRowMessageOverheadS /
 // DeviceSpec::cores below one core): measured on 127.0.0.1 (docs/cnn.md).
 inline constexpr double kRowMessageOverheadS = 150e-6;
@@ -46,9 +52,10 @@ inline constexpr double kRowMessageOverheadS = 150e-6;
 // Costs of `graph`'s layers on `cluster`: a conv's rows at the device's GEMM curve, a column
 // layer's linear at the GEMV curve (one input row) or the GEMM curve, every other row layer at its
 // element-wise curve (flops_per_row / throughput + the curve's overhead), or at `gflops` plus
-// kRowUnitOverheadS without curves. Tail ops: their FLOPs at device 0's GEMM curve (or `gflops`)
-// — tail ops are small (pooling heads, reshapes). Links from ClusterSpec::link (PlanError naming
-// both devices when a pair has none); per message kRowMessageOverheadS.
+// kRowUnitOverheadS without curves (a batch-1 linear at gflops / kRowGemvSlowdown). Tail ops: their
+// FLOPs at device 0's GEMM curve (or `gflops`) — tail ops are small (pooling heads, reshapes).
+// Links from ClusterSpec::link (PlanError naming both devices when a pair has none); per message
+// kRowMessageOverheadS.
 RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster);
 
 // EdgeFlow's profiling step: the measured seconds of every row layer (all its rows) and tail op
