@@ -55,9 +55,11 @@ class RowLowering {
         rank_(rank),
         token_shares_(plan.token_shares),
         ranges_(plan.rows->layer_ranges(rg_, devices_)),
-        layer_of_op_(g.ops().size(), -1) {
+        layer_of_op_(g.ops().size(), -1),
+        folded_(g.ops().size(), false) {
     for (std::size_t l = 0; l < rg_.layers.size(); ++l)
       layer_of_op_[rg_.layers[l].op] = static_cast<int>(l);
+    for (std::size_t op : rg_.folded) folded_[op] = true;
     plan_flows();
   }
 
@@ -74,6 +76,7 @@ class RowLowering {
     for (std::size_t i = 0; i < g_.ops().size(); ++i) {
       const Op& op = g_.ops()[i];
       const int layer = layer_of_op_[i];
+      if (folded_[i]) continue;  // done by the units that read it (reshaped)
       if (layer >= 0) {
         unit(op, static_cast<std::size_t>(layer));
       } else if (rank_ == 0) {
@@ -112,6 +115,7 @@ class RowLowering {
     for (std::size_t i = 0; i < g_.ops().size(); ++i) {
       const Op& op = g_.ops()[i];
       const int layer = layer_of_op_[i];
+      if (folded_[i]) continue;
       if (layer < 0) {
         held_[static_cast<std::size_t>(op.output)][0] = whole(op.output);
         for (ValueId in : op.inputs) {
@@ -222,6 +226,10 @@ class RowLowering {
         continue;
       }
       const rows::RowInput& ri = l.inputs[next_input++];
+      if (ri.reshape >= 0) {  // a folded reshape: of the rows gathered whole here
+        inputs.push_back(reshaped(static_cast<std::size_t>(ri.reshape)));
+        continue;
+      }
       const auto it = local_.find(in);
       const kernels::RowSpan s = ri.map.input_rows(r.first, r.second);
       HUDDLE_CHECK(it != local_.end() && contains(it->second.second, Range{s.begin, s.end}),
@@ -250,6 +258,21 @@ class RowLowering {
         whole ? op.name : (l.columns ? cols_name(op.name, r) : band_name(op.name, r));
     const ValueId id = out_.add_op(op.kind, name, std::move(inputs), attrs, op.role, op.layer);
     local_[op.output] = {id, r};
+  }
+
+  // The output of folded reshape `op_index` on this device, from its input held whole here
+  // (once per device).
+  ValueId reshaped(std::size_t op_index) {
+    const Op& op = g_.ops()[op_index];
+    if (const auto it = local_.find(op.output); it != local_.end()) return it->second.first;
+    const auto in = local_.find(op.inputs[0]);
+    HUDDLE_CHECK(
+        in != local_.end() && in->second.second == Range(0, extent(g_.value(op.inputs[0]))),
+        "device {}: reshape '{}' lacks its input whole", rank_, op.name);
+    const ValueId id =
+        out_.add_op(op.kind, op.name, {in->second.first}, op.attrs, op.role, op.layer);
+    local_[op.output] = {id, Range{0, extent(g_.value(op.output))}};
+    return id;
   }
 
   // Rows `want` of program value `id` (model value `v`), which holds rows `have` (columns of a
@@ -294,7 +317,8 @@ class RowLowering {
   const std::vector<double> token_shares_;
   const std::vector<std::vector<Range>> ranges_;  // per row layer, per device
   std::vector<int> layer_of_op_;
-  std::vector<std::vector<Range>> held_, need_;         // per model value, per device
+  std::vector<bool> folded_;                     // per graph op: a reshape folded into column units
+  std::vector<std::vector<Range>> held_, need_;  // per model value, per device
   std::map<ValueId, std::pair<ValueId, Range>> local_;  // model value -> (program value, rows)
   std::map<ValueId, ValueId> weights_;
   std::map<std::pair<ValueId, Range>, ValueId> cuts_;  // (program value, rows) -> its slice

@@ -175,12 +175,53 @@ bool column_splittable(const Graph& graph, const Op& op, const std::vector<bool>
   return graph.value(op.inputs[1]).shape.size() == 2;
 }
 
+namespace {
+
+// Reshapes of a row layer's 4-D output into a value read only by column layers (as their operand
+// 0) and not a graph output: per value, the reshape op that makes it (-1 where none).
+std::vector<int> foldable_reshapes(const Graph& graph) {
+  const std::size_t n = graph.values().size();
+  std::vector<std::vector<std::size_t>> readers(n);
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    for (ValueId in : graph.ops()[i].inputs) readers[static_cast<std::size_t>(in)].push_back(i);
+  }
+  std::vector<bool> row_value(n, false), column_value(n, false);
+  std::vector<int> folded(n, -1);
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    const Op& op = graph.ops()[i];
+    const auto out = static_cast<std::size_t>(op.output);
+    if (row_splittable(graph, op)) {
+      row_value[out] = true;
+    } else if (column_splittable(graph, op, column_value)) {
+      column_value[out] = true;
+    } else if (op.kind == OpKind::Reshape && row_value[static_cast<std::size_t>(op.inputs[0])] &&
+               column_shape(graph.value(op.output).shape) && !readers[out].empty()) {
+      bool fold = std::find(graph.outputs().begin(), graph.outputs().end(), op.output) ==
+                  graph.outputs().end();
+      for (std::size_t r : readers[out]) {
+        const Op& reader = graph.ops()[r];
+        fold = fold && (reader.kind == OpKind::Linear || reader.kind == OpKind::MatMul) &&
+               reader.inputs[0] == op.output && column_splittable(graph, reader, column_value);
+      }
+      if (fold) folded[out] = static_cast<int>(i);
+    }
+  }
+  return folded;
+}
+
+}  // namespace
+
 RowGraph build_row_graph(const Graph& graph) {
   RowGraph rg;
   std::vector<int> layer_of_value(graph.values().size(), -1);
   std::vector<bool> column_values(graph.values().size(), false);
+  const std::vector<int> folded = foldable_reshapes(graph);
   for (std::size_t i = 0; i < graph.ops().size(); ++i) {
     const Op& op = graph.ops()[i];
+    if (folded[static_cast<std::size_t>(op.output)] >= 0) {
+      rg.folded.push_back(i);
+      continue;
+    }
     const bool columns = !row_splittable(graph, op) && column_splittable(graph, op, column_values);
     if (columns || row_splittable(graph, op)) {
       const Shape& out = graph.value(op.output).shape;
@@ -198,9 +239,15 @@ RowGraph build_row_graph(const Graph& graph) {
         if (v.kind == ValueKind::Weight) continue;
         RowInput in;
         in.value = op.inputs[k];
-        in.producer = layer_of_value[static_cast<std::size_t>(op.inputs[k])];
         in.map = map_of(graph, op, k, out);
-        const std::int64_t bytes = numel(v.shape) * static_cast<std::int64_t>(sizeof(float));
+        if (const int r = folded[static_cast<std::size_t>(in.value)]; r >= 0) {
+          in.reshape = r;  // read the reshape's input whole instead
+          in.value = graph.ops()[static_cast<std::size_t>(r)].inputs[0];
+          in.map.in_rows = split_extent(graph.value(in.value).shape);
+        }
+        in.producer = layer_of_value[static_cast<std::size_t>(in.value)];
+        const std::int64_t bytes =
+            numel(graph.value(in.value).shape) * static_cast<std::int64_t>(sizeof(float));
         in.bytes_per_row = in.map.kind == RowMap::Kind::Whole ? bytes : bytes / in.map.in_rows;
         layer.inputs.push_back(in);
       }

@@ -55,7 +55,13 @@ struct RowMap {
 };
 
 struct RowInput {
+  // The value read. For a column layer whose input is a Flatten/Reshape of a row layer's output
+  // (VGG's pool5 -> flatten -> fc6), the reshape's input: each device with columns gathers those
+  // rows whole from the devices that hold them and reshapes them itself (`reshape` is then that
+  // op's index in Graph::ops()), instead of device 0 gathering them, reshaping and sending the
+  // result to every device.
   ValueId value = -1;
+  int reshape = -1;
   // Index in RowGraph::layers of the row layer that makes this value, or -1 when it is a graph
   // input or a tail op's output (held whole by device 0).
   int producer = -1;
@@ -87,6 +93,9 @@ struct TailOp {
 struct RowGraph {
   std::vector<RowLayer> layers;  // in graph (topological) order
   std::vector<TailOp> tail;      // in graph order
+  // Reshapes folded into the column layers that read them (RowInput::reshape), in graph order:
+  // neither row layers nor tail ops.
+  std::vector<std::size_t> folded;
   // Row layers whose output is a graph output (gathered to device 0 at the end).
   std::vector<int> output_layers;
   // For each layer, the later layers that read it (indices), in order.

@@ -244,6 +244,17 @@ TEST(RowSplit, ColumnSplitHeadMatchesOneDevice) {
     if (l.columns) columns.push_back(fmt::format("{}:{}", l.name, l.rows));
   }
   EXPECT_EQ(columns, (std::vector<std::string>{"fc6:13", "relu6:13", "fc7:7", "clip7:7", "fc8:5"}));
+  // The Flatten is folded into fc6: each device with fc6 columns gathers the pool's rows whole
+  // from their holders and flattens them itself (device 0 does not send the flattened value).
+  ASSERT_EQ(rg.folded.size(), 1u);
+  EXPECT_EQ(model.graph().ops()[rg.folded[0]].name, "flat");
+  const rows::RowLayer& fc6 = rg.layers[rg.layers.size() - 5];
+  ASSERT_EQ(fc6.inputs.size(), 1u);
+  EXPECT_EQ(model.graph().value(fc6.inputs[0].value).name, "pool");
+  EXPECT_EQ(fc6.inputs[0].reshape, static_cast<int>(rg.folded[0]));
+  EXPECT_EQ(fc6.inputs[0].map.in_rows, 3);         // the pool's height
+  EXPECT_EQ(fc6.inputs[0].bytes_per_row, 27 * 4);  // read whole: all its bytes
+  EXPECT_GE(fc6.inputs[0].producer, 0);
   for (int devices : {2, 3, 4}) {
     for (const char* s : {"equal", "uneven", "zero-rows", "overlap"}) {
       const Plan plan = row_plan(rg, devices, split(s, devices));
