@@ -332,10 +332,25 @@ class Evaluator {
  public:
   Evaluator(const rows::RowGraph& g, const RowCosts& c, const EdgeFlowState& s, int layer)
       : g_(g), c_(c), s_(s), layer_(layer) {}
+  // A column layer's columns all go on (to device 0, or to every device of the next column
+  // layer): its score counts, per device, the message of its columns to device 0 too, so that a
+  // small layer is not spread over devices whose messages cost more than their columns save.
   Score operator()(const std::vector<std::int64_t>& x) const {
     std::vector<double> finish;
     Score sc;
-    sc.makespan = layer_finish(g_, c_, s_, layer_, ranges_of_cuts(x), &finish);
+    const std::vector<Range> ranges = ranges_of_cuts(x);
+    sc.makespan = layer_finish(g_, c_, s_, layer_, ranges, &finish);
+    const rows::RowLayer& layer = g_.layers[static_cast<size_t>(layer_)];
+    if (layer.columns) {
+      for (size_t d = 1; d < ranges.size(); ++d) {
+        const double bytes =
+            static_cast<double>((ranges[d].second - ranges[d].first) * layer.bytes_per_row);
+        if (bytes > 0) {
+          sc.makespan =
+              std::max(sc.makespan, finish[d] + c_.message_s(static_cast<int>(d), 0, bytes));
+        }
+      }
+    }
     for (double f : finish) sc.total += f;
     return sc;
   }
