@@ -264,6 +264,14 @@ TEST(RowSplit, ColumnSplitHeadMatchesOneDevice) {
             << out << " " << s << " on " << devices;
       }
     }
+    // Device 0 computes no column anywhere: every column comes back to it for the outputs.
+    const Plan none_on_0 = row_plan(rg, devices, [&](const rows::RowLayer& l, std::size_t) {
+      std::vector<double> share(static_cast<std::size_t>(devices), 1.0);
+      if (l.columns) share[0] = 0;
+      return split_ranges(l.rows, share);
+    });
+    const auto got = run_in_process(model.graph(), model.weights(), none_on_0, {{"x", x}});
+    EXPECT_LE(testing::max_abs_diff(got.at("prob"), want.at("prob")), 1e-6) << devices;
   }
 }
 
