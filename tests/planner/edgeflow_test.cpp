@@ -237,6 +237,36 @@ TEST(EdgeFlowColumns, SharesFollowSpeedAndTheInputsArrival) {
   EXPECT_EQ(choice.source.rfind("columns", 0), 0u) << choice.source;
 }
 
+// A conv and a heavy fully connected head (a column layer reading the conv's output whole, then
+// gathered to device 0): on 3 equal devices and a fast network EdgeFlow splits the head and
+// predicts less than the same plan with the head on device 0; on a slow network (each message
+// 20 ms) it keeps the head on device 0.
+TEST(EdgeFlowColumns, SplitsAHeavyHeadOnlyWhereItPays) {
+  RowGraph g;
+  add_layer(g, 12, 400, {graph_input(12, 120)}, OpKind::Conv2d);
+  add_layer(g, 3000, 4, {from_layer(g, 0, RowMap::Kind::Whole)}, OpKind::Linear);
+  g.layers[1].columns = true;
+  g.output_layers = {1};
+  for (const double latency : {1e-4, 2e-2}) {
+    RowCosts c = hand_costs(g, {1e-3, 1e-3, 1e-3}, {1e-4, 1e-4, 1e-4}, latency, 1e-8);
+    c.per_row[1] = {1e-5, 1e-5, 1e-5};  // the head: 30 ms on one device
+    auto ranges = plan_edgeflow(g, c);
+    const double split = simulate_rows(g, c, ranges).latency_s;
+    std::vector<Range> local = {{0, 3000}, {0, 0}, {0, 0}};
+    const bool spread = std::any_of(ranges[1].begin() + 1, ranges[1].end(),
+                                    [](const Range& r) { return r.second > r.first; });
+    ranges[1] = local;
+    const double head_on_0 = simulate_rows(g, c, ranges).latency_s;
+    if (latency < 1e-3) {
+      EXPECT_TRUE(spread);
+      EXPECT_LT(split, head_on_0 - 15e-3) << "latency " << latency;
+    } else {
+      EXPECT_FALSE(spread);
+      EXPECT_DOUBLE_EQ(split, head_on_0);
+    }
+  }
+}
+
 // ---- the LP against brute force --------------------------------------------------------------
 
 // The best makespan of `layer` over every pair of cut points 0 <= x1 <= x2 <= H (3 devices).
