@@ -125,6 +125,7 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
     result.bytes_sent.push_back(r.bytes_sent);
     result.compute_ms.push_back(r.compute_s * 1e3);
   }
+  for (const DeviceReport& d : session.devices()) result.weight_bytes.push_back(d.weight_bytes);
   result.devices = {"primary"};
   result.devices.insert(result.devices.end(), workers.begin(), workers.end());
   const auto spans = session.finish();

@@ -37,12 +37,13 @@ struct DistributedRun {
   std::map<std::string, Tensor> outputs;  // of the last run
   std::vector<double> run_ms;             // every run, wall time on the primary
   std::string strategy;
-  std::vector<std::string> devices;       // primary first
-  std::vector<std::uint64_t> bytes_sent;  // per device, in the last run
-  std::vector<double> compute_ms;         // per device, in the last run (its compute ops)
-  std::vector<double> exposed_comm_ms;    // per device, per run, with --trace
-  double predicted_ms = 0;                // the planner's simulation of the plan
-  double profile_ms = 0;                  // with profile_layers: the timed local run
+  std::vector<std::string> devices;         // primary first
+  std::vector<std::uint64_t> bytes_sent;    // per device, in the last run
+  std::vector<double> compute_ms;           // per device, in the last run (its compute ops)
+  std::vector<std::uint64_t> weight_bytes;  // per device: the weights its units hold
+  std::vector<double> exposed_comm_ms;      // per device, per run, with --trace
+  double predicted_ms = 0;                  // the planner's simulation of the plan
+  double profile_ms = 0;                    // with profile_layers: the timed local run
 };
 
 // Plans (or loads) the row split of `model` and runs `inputs` `repeat` times in one session.

@@ -212,6 +212,7 @@ void run_onnx(const OnnxRunOptions& o) {
       j["devices"] = distributed->devices;
       j["bytes_sent"] = distributed->bytes_sent;
       j["compute_ms"] = distributed->compute_ms;
+      j["weight_bytes"] = distributed->weight_bytes;
       if (!distributed->exposed_comm_ms.empty())
         j["exposed_comm_ms"] = distributed->exposed_comm_ms;
       j["predicted_ms"] = distributed->predicted_ms;

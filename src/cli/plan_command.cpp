@@ -69,9 +69,11 @@ std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster)
   }
   const auto ranges = plan.rows->layer_ranges(graph, cluster.size());
   std::vector<std::int64_t> rows_total(static_cast<std::size_t>(cluster.size()), 0);
-  for (const auto& layer : ranges) {
-    for (std::size_t d = 0; d < layer.size(); ++d)
-      rows_total[d] += layer[d].second - layer[d].first;
+  std::vector<std::int64_t> columns_total = rows_total;
+  for (std::size_t l = 0; l < ranges.size(); ++l) {
+    auto& total = graph.layers[l].columns ? columns_total : rows_total;
+    for (std::size_t d = 0; d < ranges[l].size(); ++d)
+      total[d] += ranges[l][d].second - ranges[l][d].first;
   }
   if (o.json) {
     nlohmann::json devices = nlohmann::json::array();
@@ -79,6 +81,7 @@ std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster)
       const auto i = static_cast<std::size_t>(d);
       devices.push_back({{"name", cluster.device(d).name},
                          {"rows", rows_total[i]},
+                         {"columns", columns_total[i]},
                          {"busy_ms", p.busy_s[i] * 1e3},
                          {"bytes_sent", p.bytes_sent[i]}});
     }
@@ -92,11 +95,12 @@ std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster)
   }
   std::string text = fmt::format("strategy {}, {} devices, {} row layers\n", strategy,
                                  cluster.size(), graph.layers.size());
-  text += fmt::format("{:<16} {:>10} {:>10} {:>12}\n", "device", "rows", "busy ms", "bytes sent");
+  text += fmt::format("{:<16} {:>10} {:>10} {:>10} {:>12}\n", "device", "rows", "columns",
+                      "busy ms", "bytes sent");
   for (int d = 0; d < cluster.size(); ++d) {
     const auto i = static_cast<std::size_t>(d);
-    text += fmt::format("{:<16} {:>10} {:>10.3f} {:>12}\n", cluster.device(d).name, rows_total[i],
-                        p.busy_s[i] * 1e3, p.bytes_sent[i]);
+    text += fmt::format("{:<16} {:>10} {:>10} {:>10.3f} {:>12}\n", cluster.device(d).name,
+                        rows_total[i], columns_total[i], p.busy_s[i] * 1e3, p.bytes_sent[i]);
   }
   text += fmt::format("predicted latency: {:.3f} ms\n", p.latency_s * 1e3);
   for (const auto& [s, ms] : others.items())

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace huddle {
 namespace {
@@ -25,13 +26,24 @@ Range hull(const Range& a, const Range& b) {
   return {std::min(a.first, b.first), std::max(a.second, b.second)};
 }
 
-// Rows of a value as the exchange counts them: H for NCHW, one row for any other rank.
+// Rows of a value as the exchange counts them: H for NCHW, columns (the last axis) otherwise.
 std::int64_t extent(const Value& v) {
-  return v.shape.size() == 4 ? v.shape[2] : 1;
+  return rows::split_extent(v.shape);
+}
+
+// The axis rows [b, e) of `shape` cut: H of NCHW, else the last (none for a scalar).
+std::optional<std::size_t> split_axis(const Shape& shape) {
+  if (shape.size() == 4) return 2;
+  if (shape.empty()) return std::nullopt;
+  return shape.size() - 1;
 }
 
 std::string band_name(const std::string& name, const Range& r) {
   return fmt::format("{}@rows{}-{}", name, r.first, r.second);
+}
+
+std::string cols_name(const std::string& name, const Range& r) {
+  return fmt::format("{}@cols{}-{}", name, r.first, r.second);
 }
 
 class RowLowering {
@@ -43,9 +55,11 @@ class RowLowering {
         rank_(rank),
         token_shares_(plan.token_shares),
         ranges_(plan.rows->layer_ranges(rg_, devices_)),
-        layer_of_op_(g.ops().size(), -1) {
+        layer_of_op_(g.ops().size(), -1),
+        folded_(g.ops().size(), false) {
     for (std::size_t l = 0; l < rg_.layers.size(); ++l)
       layer_of_op_[rg_.layers[l].op] = static_cast<int>(l);
+    for (std::size_t op : rg_.folded) folded_[op] = true;
     plan_flows();
   }
 
@@ -62,6 +76,7 @@ class RowLowering {
     for (std::size_t i = 0; i < g_.ops().size(); ++i) {
       const Op& op = g_.ops()[i];
       const int layer = layer_of_op_[i];
+      if (folded_[i]) continue;  // done by the units that read it (reshaped)
       if (layer >= 0) {
         unit(op, static_cast<std::size_t>(layer));
       } else if (rank_ == 0) {
@@ -100,6 +115,7 @@ class RowLowering {
     for (std::size_t i = 0; i < g_.ops().size(); ++i) {
       const Op& op = g_.ops()[i];
       const int layer = layer_of_op_[i];
+      if (folded_[i]) continue;
       if (layer < 0) {
         held_[static_cast<std::size_t>(op.output)][0] = whole(op.output);
         for (ValueId in : op.inputs) {
@@ -134,6 +150,27 @@ class RowLowering {
     return weights_[id] = out_.add_weight(v.name, v.shape, v.weight);
   }
 
+  // Columns [c.first, c.second) of a column layer's weight operand `id` (input `k` of `op`): rows
+  // of a linear's [O, K] matrix, columns of a [K, O] one, entries of the bias; the whole weight
+  // when `c` is every column.
+  ValueId column_weight(const Op& op, std::size_t k, ValueId id, const Range& c) {
+    const Value& v = g_.value(id);
+    const bool out_in =
+        op.kind == OpKind::Linear && op.attrs.weight_layout == kernels::WeightLayout::OutIn;
+    const std::size_t axis = k == 1 && !out_in ? 1 : 0;
+    if (c == Range{0, v.shape[axis]}) return weight(id);
+    HUDDLE_CHECK(v.weight.axis < 0, "weight '{}' is already a slice", v.name);
+    WeightRef ref = v.weight;
+    ref.axis = static_cast<int>(axis);
+    ref.begin = c.first;
+    ref.end = c.second;
+    Shape shape = v.shape;
+    shape[axis] = c.second - c.first;
+    const std::string name = fmt::format("{}[{}:{}:{}]", ref.tensor, axis, c.first, c.second);
+    if (const auto existing = out_.find(name)) return *existing;
+    return out_.add_weight(name, std::move(shape), std::move(ref));
+  }
+
   // The row exchange of model value `v` after its producer, where some device needs rows it
   // does not hold. Every device counts the exchange (its index is the message tag).
   void exchange(ValueId v) {
@@ -151,7 +188,7 @@ class RowLowering {
     const Value& value = g_.value(v);
     const Range mine = need[static_cast<std::size_t>(rank_)];
     a.shape = value.shape;
-    if (value.shape.size() == 4) a.shape[2] = mine.second - mine.first;
+    if (const auto axis = split_axis(value.shape)) a.shape[*axis] = mine.second - mine.first;
     a.out_begin = mine.first;
     std::vector<ValueId> inputs;
     const bool local_copy =
@@ -164,8 +201,11 @@ class RowLowering {
       a.in_begin = it->second.second.first;
     }
     const bool whole = mine == Range{0, extent(value)};
-    const std::string name = empty(mine) ? fmt::format("{}@send", value.name)
-                                         : (whole ? value.name : band_name(value.name, mine));
+    const std::string name =
+        empty(mine) ? fmt::format("{}@send", value.name)
+                    : (whole ? value.name
+                             : (value.shape.size() == 4 ? band_name(value.name, mine)
+                                                        : cols_name(value.name, mine)));
     const ValueId id = out_.add_op(OpKind::RowExchange, name, std::move(inputs), a);
     if (!empty(mine)) local_[v] = {id, mine};
   }
@@ -178,13 +218,18 @@ class RowLowering {
     OpAttrs attrs = op.attrs;
     std::vector<ValueId> inputs;
     std::size_t next_input = 0;  // index in l.inputs (activations only)
-    for (ValueId in : op.inputs) {
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const ValueId in = op.inputs[k];
       const Value& v = g_.value(in);
       if (v.kind == ValueKind::Weight) {
-        inputs.push_back(weight(in));
+        inputs.push_back(l.columns ? column_weight(op, k, in, r) : weight(in));
         continue;
       }
       const rows::RowInput& ri = l.inputs[next_input++];
+      if (ri.reshape >= 0) {  // a folded reshape: of the rows gathered whole here
+        inputs.push_back(reshaped(static_cast<std::size_t>(ri.reshape)));
+        continue;
+      }
       const auto it = local_.find(in);
       const kernels::RowSpan s = ri.map.input_rows(r.first, r.second);
       HUDDLE_CHECK(it != local_.end() && contains(it->second.second, Range{s.begin, s.end}),
@@ -209,21 +254,42 @@ class RowLowering {
     }
     if (op.kind == OpKind::Slice) attrs.shape[2] = r.second - r.first;
     const bool whole = r == Range{0, l.rows};
-    const ValueId id = out_.add_op(op.kind, whole ? op.name : band_name(op.name, r),
-                                   std::move(inputs), attrs, op.role, op.layer);
+    const std::string name =
+        whole ? op.name : (l.columns ? cols_name(op.name, r) : band_name(op.name, r));
+    const ValueId id = out_.add_op(op.kind, name, std::move(inputs), attrs, op.role, op.layer);
     local_[op.output] = {id, r};
   }
 
-  // Rows `want` of program value `id` (model value `v`), which holds rows `have`: a slice.
+  // The output of folded reshape `op_index` on this device, from its input held whole here
+  // (once per device).
+  ValueId reshaped(std::size_t op_index) {
+    const Op& op = g_.ops()[op_index];
+    if (const auto it = local_.find(op.output); it != local_.end()) return it->second.first;
+    const auto in = local_.find(op.inputs[0]);
+    HUDDLE_CHECK(
+        in != local_.end() && in->second.second == Range(0, extent(g_.value(op.inputs[0]))),
+        "device {}: reshape '{}' lacks its input whole", rank_, op.name);
+    const ValueId id =
+        out_.add_op(op.kind, op.name, {in->second.first}, op.attrs, op.role, op.layer);
+    local_[op.output] = {id, Range{0, extent(g_.value(op.output))}};
+    return id;
+  }
+
+  // Rows `want` of program value `id` (model value `v`), which holds rows `have` (columns of a
+  // column layer's value): a slice.
   ValueId rows_of(ValueId id, const Value& v, const Range& have, const Range& want) {
     const auto key = std::make_pair(id, want);
     if (const auto it = cuts_.find(key); it != cuts_.end()) return it->second;
+    const std::size_t axis = split_axis(v.shape).value();
     OpAttrs a;
-    a.starts = {0, 0, want.first - have.first, 0};
-    a.steps = {1, 1, 1, 1};
+    a.starts.assign(v.shape.size(), 0);
+    a.starts[axis] = want.first - have.first;
+    a.steps.assign(v.shape.size(), 1);
     a.shape = v.shape;
-    a.shape[2] = want.second - want.first;
-    return cuts_[key] = out_.add_op(OpKind::Slice, band_name(v.name, want) + "@cut", {id}, a);
+    a.shape[axis] = want.second - want.first;
+    const std::string name =
+        v.shape.size() == 4 ? band_name(v.name, want) : cols_name(v.name, want);
+    return cuts_[key] = out_.add_op(OpKind::Slice, name + "@cut", {id}, a);
   }
 
   // A tail op, whole on device 0.
@@ -251,7 +317,8 @@ class RowLowering {
   const std::vector<double> token_shares_;
   const std::vector<std::vector<Range>> ranges_;  // per row layer, per device
   std::vector<int> layer_of_op_;
-  std::vector<std::vector<Range>> held_, need_;         // per model value, per device
+  std::vector<bool> folded_;                     // per graph op: a reshape folded into column units
+  std::vector<std::vector<Range>> held_, need_;  // per model value, per device
   std::map<ValueId, std::pair<ValueId, Range>> local_;  // model value -> (program value, rows)
   std::map<ValueId, ValueId> weights_;
   std::map<std::pair<ValueId, Range>, ValueId> cuts_;  // (program value, rows) -> its slice

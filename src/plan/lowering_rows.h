@@ -4,7 +4,10 @@
 // Every row layer of the graph (plan/row_graph.h) with a non-empty range on this device becomes
 // an execution unit: the op over output rows [begin, end) only (conv2d, pools and resize banded;
 // element-wise ops, concat and slice over the same rows of their inputs). A device with an empty
-// range runs nothing for that layer (a zero-row unit). Tail ops run whole on device 0.
+// range runs nothing for that layer (a zero-row unit). A column layer's unit computes its output
+// columns from the whole input with its columns' weight slices; where that input is a reshape
+// (Flatten) of a row layer's output folded into it (RowGraph::folded), the device gathers those
+// rows whole and reshapes them itself. Tail ops run whole on device 0.
 //
 // Each value's forwarding table comes from what each device holds (its unit's rows; device 0 holds
 // graph inputs and tail ops' outputs whole) and what it needs (the hull of the input rows its

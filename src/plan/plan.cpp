@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 namespace huddle {
@@ -305,7 +306,10 @@ void Plan::save(const std::string& path) const {
 PlanModel PlanModel::of(const rows::RowGraph& graph) {
   PlanModel m;
   m.architecture = "onnx";
-  m.layers = static_cast<std::int64_t>(graph.layers.size());
+  // Row layers only: a plan saved before column layers existed (its head whole on device 0) still
+  // fits the model.
+  m.layers = std::count_if(graph.layers.begin(), graph.layers.end(),
+                           [](const rows::RowLayer& l) { return !l.columns; });
   return m;
 }
 

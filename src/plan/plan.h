@@ -91,7 +91,7 @@ struct PlanModel {
   std::int64_t layers = 0, hidden = 0, ffn = 0;
   int heads = 0, kv_heads = 0;
   static PlanModel of(const ModelConfig& config);
-  static PlanModel of(const rows::RowGraph& graph);  // {"onnx", row layers, 0...}
+  static PlanModel of(const rows::RowGraph& graph);  // {"onnx", row (not column) layers, 0...}
   bool operator==(const PlanModel&) const = default;
 };
 

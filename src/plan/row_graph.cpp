@@ -33,14 +33,38 @@ bool elementwise(OpKind k) {
   }
 }
 
+bool unary_activation(OpKind k) {
+  switch (k) {
+    case OpKind::Relu:
+    case OpKind::Clip:
+    case OpKind::Sigmoid:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A shape a column layer may have: concrete, rank 2 or 3 (rank 4 is split by rows).
+bool column_shape(const Shape& s) {
+  return (s.size() == 2 || s.size() == 3) &&
+         std::all_of(s.begin(), s.end(), [](std::int64_t d) { return d >= 1; });
+}
+
 // The map of input `i` of row layer `op` (whose output is `out`).
 RowMap map_of(const Graph& g, const Op& op, std::size_t i, const Shape& out) {
   const Shape& in = g.value(op.inputs[i]).shape;
   RowMap m;
+  if (!is_4d(out)) {  // a column layer: a unary activation reads its columns, a linear all
+    m.kind = unary_activation(op.kind) ? RowMap::Kind::Same : RowMap::Kind::Whole;
+    m.in_rows = split_extent(in);
+    return m;
+  }
   if (!is_4d(in) || (in[2] != out[2] && op.kind != OpKind::Conv2d && op.kind != OpKind::MaxPool &&
                      op.kind != OpKind::AvgPool && op.kind != OpKind::Resize)) {
     m.kind = RowMap::Kind::Whole;
-    m.in_rows = 1;
+    m.in_rows = split_extent(in);
     return m;
   }
   m.in_rows = in[2];
@@ -63,6 +87,11 @@ RowMap map_of(const Graph& g, const Op& op, std::size_t i, const Shape& out) {
 }
 
 double flops_per_row(const Graph& g, const Op& op, const Shape& out) {
+  if (!is_4d(out)) {  // a column layer: per output column, over the M leading indices
+    const double m = static_cast<double>(numel(out) / out.back());
+    if (unary_activation(op.kind)) return m;
+    return 2.0 * m * static_cast<double>(g.value(op.inputs[0]).shape.back());
+  }
   const double row_elements = static_cast<double>(out[0] * out[1] * out[3]);
   if (op.kind == OpKind::Conv2d) {
     const Shape& w = g.value(op.inputs[1]).shape;  // [O, C/groups, kh, kw]
@@ -75,6 +104,11 @@ double flops_per_row(const Graph& g, const Op& op, const Shape& out) {
 }
 
 }  // namespace
+
+std::int64_t split_extent(const Shape& shape) {
+  if (shape.size() == 4) return shape[2];
+  return shape.empty() ? 1 : shape.back();
+}
 
 kernels::RowSpan RowMap::input_rows(std::int64_t a, std::int64_t b) const {
   if (kind == Kind::Whole) return {0, in_rows};
@@ -124,28 +158,96 @@ bool row_splittable(const Graph& graph, const Op& op) {
   return true;
 }
 
+bool column_splittable(const Graph& graph, const Op& op, const std::vector<bool>& column_values) {
+  if (!column_shape(graph.value(op.output).shape) || op.inputs.empty()) return false;
+  const Value& x = graph.value(op.inputs[0]);
+  if (x.kind == ValueKind::Weight) return false;
+  if (unary_activation(op.kind)) {
+    return op.inputs.size() == 1 && column_values[static_cast<std::size_t>(op.inputs[0])] &&
+           x.shape == graph.value(op.output).shape;
+  }
+  if (op.kind != OpKind::Linear && op.kind != OpKind::MatMul) return false;
+  if (!column_shape(x.shape) || op.inputs.size() < 2 || x.dtype != DType::F32) return false;
+  // Every other operand is a weight: the matrix (2-D) and a linear's bias, sliced per device.
+  for (std::size_t k = 1; k < op.inputs.size(); ++k) {
+    if (graph.value(op.inputs[k]).kind != ValueKind::Weight) return false;
+  }
+  return graph.value(op.inputs[1]).shape.size() == 2;
+}
+
+namespace {
+
+// Reshapes of a row layer's 4-D output into a value read only by column layers (as their operand
+// 0) and not a graph output: per value, the reshape op that makes it (-1 where none).
+std::vector<int> foldable_reshapes(const Graph& graph) {
+  const std::size_t n = graph.values().size();
+  std::vector<std::vector<std::size_t>> readers(n);
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    for (ValueId in : graph.ops()[i].inputs) readers[static_cast<std::size_t>(in)].push_back(i);
+  }
+  std::vector<bool> row_value(n, false), column_value(n, false);
+  std::vector<int> folded(n, -1);
+  for (std::size_t i = 0; i < graph.ops().size(); ++i) {
+    const Op& op = graph.ops()[i];
+    const auto out = static_cast<std::size_t>(op.output);
+    if (row_splittable(graph, op)) {
+      row_value[out] = true;
+    } else if (column_splittable(graph, op, column_value)) {
+      column_value[out] = true;
+    } else if (op.kind == OpKind::Reshape && row_value[static_cast<std::size_t>(op.inputs[0])] &&
+               column_shape(graph.value(op.output).shape) && !readers[out].empty()) {
+      bool fold = std::find(graph.outputs().begin(), graph.outputs().end(), op.output) ==
+                  graph.outputs().end();
+      for (std::size_t r : readers[out]) {
+        const Op& reader = graph.ops()[r];
+        fold = fold && (reader.kind == OpKind::Linear || reader.kind == OpKind::MatMul) &&
+               reader.inputs[0] == op.output && column_splittable(graph, reader, column_value);
+      }
+      if (fold) folded[out] = static_cast<int>(i);
+    }
+  }
+  return folded;
+}
+
+}  // namespace
+
 RowGraph build_row_graph(const Graph& graph) {
   RowGraph rg;
   std::vector<int> layer_of_value(graph.values().size(), -1);
+  std::vector<bool> column_values(graph.values().size(), false);
+  const std::vector<int> folded = foldable_reshapes(graph);
   for (std::size_t i = 0; i < graph.ops().size(); ++i) {
     const Op& op = graph.ops()[i];
-    if (row_splittable(graph, op)) {
+    if (folded[static_cast<std::size_t>(op.output)] >= 0) {
+      rg.folded.push_back(i);
+      continue;
+    }
+    const bool columns = !row_splittable(graph, op) && column_splittable(graph, op, column_values);
+    if (columns || row_splittable(graph, op)) {
       const Shape& out = graph.value(op.output).shape;
       RowLayer layer;
       layer.op = i;
       layer.name = op.name;
       layer.kind = op.kind;
-      layer.rows = out[2];
-      layer.bytes_per_row = out[0] * out[1] * out[3] * static_cast<std::int64_t>(sizeof(float));
+      layer.columns = columns;
+      layer.rows = split_extent(out);
+      layer.bytes_per_row = numel(out) / layer.rows * static_cast<std::int64_t>(sizeof(float));
+      column_values[static_cast<std::size_t>(op.output)] = columns;
       layer.flops_per_row = flops_per_row(graph, op, out);
       for (std::size_t k = 0; k < op.inputs.size(); ++k) {
         const Value& v = graph.value(op.inputs[k]);
         if (v.kind == ValueKind::Weight) continue;
         RowInput in;
         in.value = op.inputs[k];
-        in.producer = layer_of_value[static_cast<std::size_t>(op.inputs[k])];
         in.map = map_of(graph, op, k, out);
-        const std::int64_t bytes = numel(v.shape) * static_cast<std::int64_t>(sizeof(float));
+        if (const int r = folded[static_cast<std::size_t>(in.value)]; r >= 0) {
+          in.reshape = r;  // read the reshape's input whole instead
+          in.value = graph.ops()[static_cast<std::size_t>(r)].inputs[0];
+          in.map.in_rows = split_extent(graph.value(in.value).shape);
+        }
+        in.producer = layer_of_value[static_cast<std::size_t>(in.value)];
+        const std::int64_t bytes =
+            numel(graph.value(in.value).shape) * static_cast<std::int64_t>(sizeof(float));
         in.bytes_per_row = in.map.kind == RowMap::Kind::Whole ? bytes : bytes / in.map.in_rows;
         layer.inputs.push_back(in);
       }

@@ -24,7 +24,7 @@ nlohmann::json RowPlan::to_json() const {
   for (const RowSplit& s : ops) {
     nlohmann::json ranges = nlohmann::json::array();
     for (const auto& [b, e] : s.ranges) ranges.push_back({b, e});
-    list.push_back({{"op", s.op}, {"ranges", ranges}});
+    list.push_back({{"op", s.op}, {s.columns ? "columns" : "ranges", ranges}});
   }
   return list;
 }
@@ -36,12 +36,16 @@ RowPlan RowPlan::from_json(const nlohmann::json& json, const std::string& source
     const Reader entry = root.at(i);
     RowSplit s;
     s.op = entry.at("op").str();
-    const Reader ranges = entry.at("ranges");
+    s.columns = entry.has("columns");
+    if (s.columns && entry.has("ranges"))
+      entry.fail("give \"ranges\" (rows) or \"columns\", not both");
+    const Reader ranges = entry.at(s.columns ? "columns" : "ranges");
+    const char* unit = s.columns ? "columns" : "rows";
     for (std::size_t d = 0; d < ranges.array_size(); ++d) {
       const Reader r = ranges.at(d);
       if (r.array_size() != 2) r.fail("expected [begin, end]");
       const std::int64_t b = r.at(0).integer(), e = r.at(1).integer();
-      if (b < 0 || e < b) r.fail(fmt::format("[{}, {}] is not a range of rows", b, e));
+      if (b < 0 || e < b) r.fail(fmt::format("[{}, {}] is not a range of {}", b, e, unit));
       s.ranges.emplace_back(b, e);
     }
     p.ops.push_back(std::move(s));
@@ -61,22 +65,31 @@ void RowPlan::validate(const rows::RowGraph& graph, int devices, const std::stri
       throw PlanError(fmt::format("{}: the model has no row-splittable op of that name", field));
     }
     if (++seen[s.op] > 1) throw PlanError(fmt::format("{}: named twice", field));
+    const bool columns = it->second->columns;
+    if (s.columns != columns) {
+      throw PlanError(fmt::format(
+          "{}: a {} layer, split by {}: its entry gives \"{}\"", field, columns ? "column" : "row",
+          columns ? "output columns" : "output rows", columns ? "columns" : "ranges"));
+    }
+    const char* unit = columns ? "columns" : "rows";
     if (static_cast<int>(s.ranges.size()) != devices) {
-      throw PlanError(fmt::format("{}: {} ranges for {} devices", field, s.ranges.size(), devices));
+      throw PlanError(
+          fmt::format("{}: {} ranges of {} for {} devices", field, s.ranges.size(), unit, devices));
     }
     const std::int64_t rows = it->second->rows;
     std::vector<bool> covered(static_cast<std::size_t>(rows), false);
     for (std::size_t d = 0; d < s.ranges.size(); ++d) {
       const auto [b, e] = s.ranges[d];
       if (b < 0 || e < b || e > rows) {
-        throw PlanError(fmt::format("{}: device {} has rows [{}, {}) of an output of {} rows",
-                                    field, d, b, e, rows));
+        throw PlanError(fmt::format("{}: device {} has {} [{}, {}) of an output of {} {}", field, d,
+                                    unit, b, e, rows, unit));
       }
       for (std::int64_t r = b; r < e; ++r) covered[static_cast<std::size_t>(r)] = true;
     }
     for (std::int64_t r = 0; r < rows; ++r) {
       if (!covered[static_cast<std::size_t>(r)]) {
-        throw PlanError(fmt::format("{}: no device computes row {} of {}", field, r, rows));
+        throw PlanError(fmt::format("{}: no device computes {} {} of {}", field,
+                                    columns ? "column" : "row", r, rows));
       }
     }
   }
@@ -104,7 +117,7 @@ RowPlan RowPlan::of_ranges(const rows::RowGraph& graph,
   HUDDLE_CHECK(ranges.size() == graph.layers.size());
   RowPlan p;
   for (std::size_t i = 0; i < ranges.size(); ++i)
-    p.ops.push_back({graph.layers[i].name, ranges[i]});
+    p.ops.push_back({graph.layers[i].name, ranges[i], graph.layers[i].columns});
   return p;
 }
 

@@ -3,8 +3,12 @@
 // overlap (fused tiles compute halo rows redundantly); together they cover every row. A row layer
 // the plan does not name runs whole on device 0.
 //
+// Column layers (a CNN's fully connected head, plan/row_graph.h) are entries of the same list
+// that give output columns instead: each device holds only its columns' weights.
+//
 // JSON (inside a Plan, whose "layers" is empty):
-//   "rows": [{"op": "conv1", "ranges": [[0, 40], [40, 64]]}, ...]
+//   "rows": [{"op": "conv1", "ranges": [[0, 40], [40, 64]]}, ...,
+//            {"op": "fc6", "columns": [[0, 2500], [2500, 4096]]}, ...]
 //
 // The forwarding table of a value says which rows go from which device to which: a device that
 // needs rows [b, e) of a value takes those it holds itself, and each other row from the first
@@ -23,7 +27,8 @@ namespace huddle {
 
 struct RowSplit {
   std::string op;             // the row layer's op name
-  std::vector<Range> ranges;  // per device: output rows [begin, end)
+  std::vector<Range> ranges;  // per device: output rows [begin, end) (columns: columns)
+  bool columns = false;       // a column layer's entry ("columns" in JSON)
   bool operator==(const RowSplit&) const = default;
 };
 
@@ -34,7 +39,8 @@ struct RowPlan {
   // PlanError naming `source` and the field at fault.
   static RowPlan from_json(const nlohmann::json& json, const std::string& source);
   // Checks the plan against the graph's row layers: every op named is a row layer (once), has a
-  // range per device inside its height, and the ranges cover every row.
+  // range per device inside its height (columns: its width), and the ranges cover every row; an
+  // entry gives "columns" exactly when it names a column layer.
   void validate(const rows::RowGraph& graph, int devices, const std::string& source) const;
   // Per row layer of `graph` (in its order), per device, the rows it computes.
   std::vector<std::vector<Range>> layer_ranges(const rows::RowGraph& graph, int devices) const;

@@ -332,10 +332,25 @@ class Evaluator {
  public:
   Evaluator(const rows::RowGraph& g, const RowCosts& c, const EdgeFlowState& s, int layer)
       : g_(g), c_(c), s_(s), layer_(layer) {}
+  // A column layer's columns all go on (to device 0, or to every device of the next column
+  // layer): its score counts, per device, the message of its columns to device 0 too, so that a
+  // small layer is not spread over devices whose messages cost more than their columns save.
   Score operator()(const std::vector<std::int64_t>& x) const {
     std::vector<double> finish;
     Score sc;
-    sc.makespan = layer_finish(g_, c_, s_, layer_, ranges_of_cuts(x), &finish);
+    const std::vector<Range> ranges = ranges_of_cuts(x);
+    sc.makespan = layer_finish(g_, c_, s_, layer_, ranges, &finish);
+    const rows::RowLayer& layer = g_.layers[static_cast<size_t>(layer_)];
+    if (layer.columns) {
+      for (size_t d = 1; d < ranges.size(); ++d) {
+        const double bytes =
+            static_cast<double>((ranges[d].second - ranges[d].first) * layer.bytes_per_row);
+        if (bytes > 0) {
+          sc.makespan =
+              std::max(sc.makespan, finish[d] + c_.message_s(static_cast<int>(d), 0, bytes));
+        }
+      }
+    }
     for (double f : finish) sc.total += f;
     return sc;
   }
@@ -379,6 +394,52 @@ std::vector<std::int64_t> local_search(const Evaluator& eval, std::vector<std::i
 
 }  // namespace
 
+std::vector<Range> column_shares(const rows::RowGraph& graph, const RowCosts& costs,
+                                 const EdgeFlowState& state, int layer) {
+  const size_t n = static_cast<size_t>(costs.devices());
+  const auto l = static_cast<size_t>(layer);
+  const rows::RowLayer& lay = graph.layers[l];
+  // Per device: when a unit of its could start (free, and its inputs arrived: the finish of a
+  // one-column unit less that column), and the seconds per column and fixed seconds of its unit
+  // with the gather of its columns to device 0.
+  std::vector<double> ready(n), per_col(n), fixed(n);
+  for (size_t d = 0; d < n; ++d) {
+    std::vector<Range> one(n, Range{0, 0});
+    one[d] = {0, 1};
+    std::vector<double> finish;
+    layer_finish(graph, costs, state, layer, one, &finish);
+    ready[d] = finish[d] - costs.unit_s(layer, static_cast<int>(d), 1);
+    per_col[d] = std::max(
+        costs.per_row[l][d] + static_cast<double>(lay.bytes_per_row) * costs.seconds_per_byte[d][0],
+        1e-300);
+    fixed[d] = costs.fixed[l][d] + (d == 0 ? 0.0 : costs.message_s(static_cast<int>(d), 0, 1e-300));
+  }
+  const double width = static_cast<double>(lay.rows);
+  const auto columns_by = [&](double lambda) {
+    std::vector<double> x(n);
+    for (size_t d = 0; d < n; ++d)
+      x[d] = std::max(0.0, (lambda - ready[d] - fixed[d]) / per_col[d]);
+    return x;
+  };
+  const auto total = [&](double lambda) {
+    double t = 0;
+    for (double x : columns_by(lambda)) t += x;
+    return t;
+  };
+  double lo = ready[0] + fixed[0], hi = lo;
+  for (size_t d = 0; d < n; ++d) {
+    lo = std::min(lo, ready[d] + fixed[d]);
+    hi = std::max(hi, ready[d] + fixed[d] + width * per_col[d]);
+  }
+  for (int it = 0; it < 100; ++it) {  // the λ at which the columns sum to the width
+    const double mid = 0.5 * (lo + hi);
+    (total(mid) < width ? lo : hi) = mid;
+  }
+  std::vector<double> x = columns_by(hi);
+  if (std::all_of(x.begin(), x.end(), [](double v) { return v <= 0; })) x[0] = 1;
+  return split_ranges(lay.rows, x);
+}
+
 EdgeFlowState EdgeFlowState::start(int devices) {
   EdgeFlowState s;
   s.device_free.assign(static_cast<size_t>(devices), 0.0);
@@ -417,7 +478,9 @@ LayerChoice plan_layer(const rows::RowGraph& graph, const RowCosts& costs,
   const Evaluator eval(graph, costs, state, layer);
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> candidates;
   LayerChoice choice;
-  if (n > 1) {
+  if (n > 1 && graph.layers[l].columns) {
+    candidates.emplace_back("columns", cuts_of_ranges(column_shares(graph, costs, state, layer)));
+  } else if (n > 1) {
     const LayerLp lp(graph, costs, state, layer);
     const auto first = lp.solve([&](size_t k, size_t i, size_t j) { return lp.initial(k, i, j); });
     if (first) {

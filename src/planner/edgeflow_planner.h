@@ -38,6 +38,11 @@
 //   - Links are taken as free (no queueing behind earlier messages) and a layer's transfers are
 //     those its own reads need (the runtime sends the hull over all consumers; the simulator
 //     models that).
+// Column layers (a fully connected head split by output columns, plan/row_graph.h) take no LP:
+// their input is read whole, so the cut points only set how many columns each device computes;
+// column_shares gives them in proportion to speed after each device's input arrives (its link),
+// and the same evaluation (plus, per device, the message of its columns to device 0: they all
+// move on), alternatives and local search follow ("columns" as the source).
 // The LP's cut points are rounded to integers (nearest, kept monotone, x_M = H) and then improved
 // by a local search over single cut points, moved by ±1, ±2, ±4, ... rows, under the exact
 // integer evaluation (layer_finish: forwarding_table transfers, zero-row units free). The
@@ -89,6 +94,14 @@ struct LayerChoice {
 double layer_finish(const rows::RowGraph& graph, const RowCosts& costs, const EdgeFlowState& state,
                     int layer, const std::vector<Range>& ranges,
                     std::vector<double>* finish = nullptr);
+
+// Columns of column layer `layer` per device (contiguous, in device order): device d, whose unit
+// could start at r_d (free, the whole input arrived) and costs a_d per column (its compute plus
+// sending the column to device 0) and b_d fixed (plus the link's latency), gets
+// max(0, (λ − r_d − b_d) / a_d) columns with λ such that they sum to the layer's width, rounded by
+// largest remainder: everyone with columns finishes at about λ.
+std::vector<Range> column_shares(const rows::RowGraph& graph, const RowCosts& costs,
+                                 const EdgeFlowState& state, int layer);
 
 // Accounts on device 0 the tail ops that come before graph op `before_op` (a layer's
 // RowLayer::op; SIZE_MAX: all), after gathering their inputs.

@@ -80,10 +80,13 @@ int default_last_fused(const rows::RowGraph& graph) {
       }
     }
   }
+  int last_row_layer = static_cast<int>(graph.layers.size()) - 1;
   for (size_t l = 0; l < graph.layers.size(); ++l) {
+    if (graph.layers[l].columns) continue;  // a fully connected head is not fused into tiles
+    last_row_layer = static_cast<int>(l);
     if (height > 0 && graph.layers[l].rows * 4 <= height) return static_cast<int>(l);
   }
-  return static_cast<int>(graph.layers.size()) - 1;
+  return last_row_layer;
 }
 
 std::vector<std::vector<Range>> plan_rows_tiles(const rows::RowGraph& graph, const RowCosts& costs,

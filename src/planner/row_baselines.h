@@ -1,5 +1,6 @@
 // Baseline row splits of a CNN (plan/row_graph.h) to compare EdgeFlow with. Each returns, per
-// layer of the RowGraph, per device (costs.devices()), the output rows it computes.
+// layer of the RowGraph, per device (costs.devices()), the output rows it computes (a column
+// layer's output columns, split by the same rule: equal, in proportion to speed, ...).
 #pragma once
 
 #include "plan/row_graph.h"
@@ -22,8 +23,9 @@ std::vector<std::vector<Range>> plan_rows_equal(const rows::RowGraph& graph, int
 std::vector<std::vector<Range>> plan_rows_proportional(const rows::RowGraph& graph,
                                                        const RowCosts& costs);
 
-// The last layer `tiles` fuses by default: the first layer whose height is at most a quarter of
-// the input image's (the first graph input a layer reads by rows); the last layer when none is.
+// The last layer `tiles` fuses by default: the first row layer whose height is at most a quarter
+// of the input image's (the first graph input a layer reads by rows); the last row layer when none
+// is (column layers are never fused).
 int default_last_fused(const rows::RowGraph& graph);
 
 // `tiles` (DeepThings-like fused tile partitions): layers 0..last_fused (default:

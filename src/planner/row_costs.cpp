@@ -18,7 +18,12 @@ double RowCosts::unit_s(int layer, int device, std::int64_t rows) const {
 double RowCosts::message_s(int src, int dst, double bytes) const {
   if (src == dst || bytes <= 0) return 0;
   const auto s = static_cast<std::size_t>(src), d = static_cast<std::size_t>(dst);
-  return latency_s[s][d] + bytes * seconds_per_byte[s][d];
+  return overhead_s(src) + latency_s[s][d] + bytes * seconds_per_byte[s][d];
+}
+
+double RowCosts::overhead_s(int src) const {
+  const auto s = static_cast<std::size_t>(src);
+  return s < message_overhead_s.size() ? message_overhead_s[s] : 0.0;
 }
 
 namespace {
@@ -28,9 +33,18 @@ struct Rate {
   double flops_per_s, fixed_s;
 };
 
-Rate layer_rate(const DeviceSpec& device, OpKind kind) {
-  if (!device.curves) return {device.gflops * 1e9, kRowUnitOverheadS};
-  const OpCurve& curve = kind == OpKind::Conv2d ? device.curves->gemm : device.curves->elementwise;
+// A column layer's linear over one row of input (batch 1: a GEMV, bound by reading the weights)
+// runs at the GEMV curve, over several at the GEMM curve; convs at the GEMM curve; the rest at the
+// element-wise curve.
+Rate layer_rate(const DeviceSpec& device, const rows::RowLayer& layer) {
+  const bool linear = layer.kind == OpKind::Linear || layer.kind == OpKind::MatMul;
+  const bool gemv = linear && layer.bytes_per_row <= static_cast<std::int64_t>(sizeof(float));
+  if (!device.curves) {
+    return {device.gflops * 1e9 / (gemv ? kRowGemvSlowdown : 1.0), kRowUnitOverheadS};
+  }
+  const OpCurve& curve = gemv                                     ? device.curves->gemv
+                         : layer.kind == OpKind::Conv2d || linear ? device.curves->gemm
+                                                                  : device.curves->elementwise;
   return {curve.gflops * 1e9, curve.overhead_s};
 }
 
@@ -47,7 +61,7 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster) {
   for (const rows::RowLayer& layer : graph.layers) {
     std::vector<double> per_row, fixed;
     for (const DeviceSpec& d : cluster.devices()) {
-      const Rate rate = layer_rate(d, layer.kind);
+      const Rate rate = layer_rate(d, layer);
       per_row.push_back(layer.flops_per_row / rate.flops_per_s);
       fixed.push_back(rate.fixed_s);
     }
@@ -57,6 +71,10 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster) {
   const Rate primary = tail_rate(cluster.device(0));
   for (const rows::TailOp& t : graph.tail) {
     c.tail.push_back(t.flops / primary.flops_per_s + primary.fixed_s);
+  }
+  for (const DeviceSpec& d : cluster.devices()) {
+    c.message_overhead_s.push_back(kRowMessageOverheadS /
+                                   (d.cores > 0 ? std::min(d.cores, 1.0) : 1.0));
   }
   c.latency_s.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
   c.seconds_per_byte = c.latency_s;
@@ -84,7 +102,7 @@ rows::RowGraph calibrate_row_graph(const rows::RowGraph& graph, const ClusterSpe
   for (std::size_t l = 0; l < out.layers.size(); ++l) {
     rows::RowLayer& layer = out.layers[l];
     if (profile.layer_s[l] < 0 || layer.rows <= 0) continue;
-    const Rate rate = layer_rate(primary, layer.kind);
+    const Rate rate = layer_rate(primary, layer);
     layer.flops_per_row = std::max(0.0, profile.layer_s[l] - rate.fixed_s) /
                           static_cast<double>(layer.rows) * rate.flops_per_s;
   }

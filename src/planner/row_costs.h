@@ -20,24 +20,42 @@ struct RowCosts {
   std::vector<double> tail;  // seconds of each tail op (RowGraph::tail) on device 0
   // [src][dst]: one-way latency per message and seconds per byte (8 / bandwidth in bit/s).
   std::vector<std::vector<double>> latency_s, seconds_per_byte;
+  // [src]: fixed seconds each message occupies its sender's link before its bytes (packing, the
+  // frame and its encryption, a sender thread: the runtime's cost per message, beside the
+  // network's latency); empty: none.
+  std::vector<double> message_overhead_s;
 
   int devices() const { return static_cast<int>(latency_s.size()); }
   // Y_d(rows) of `layer` on `device`; 0 when rows <= 0.
   double unit_s(int layer, int device, std::int64_t rows) const;
-  // One message of `bytes` from src to dst: latency + bytes / bandwidth; 0 when src == dst or
-  // bytes <= 0.
+  // One message of `bytes` from src to dst: overhead + latency + bytes / bandwidth; 0 when
+  // src == dst or bytes <= 0.
   double message_s(int src, int dst, double bytes) const;
+  // The fixed seconds of a message from `src` (message_overhead_s; 0 when empty).
+  double overhead_s(int src) const;
 };
 
 // Fixed cost of one unit when the cluster file has no op curves (a kernel call, the band's
 // bookkeeping): small against any real layer.
 inline constexpr double kRowUnitOverheadS = 20e-6;
 
-// Costs of `graph`'s layers on `cluster`: a conv's rows at the device's GEMM curve, every other
-// row layer at its element-wise curve (flops_per_row / throughput + the curve's overhead), or at
-// `gflops` plus kRowUnitOverheadS without curves. Tail ops: their FLOPs at device 0's GEMM curve
-// (or `gflops`) — tail ops are small (pooling heads, reshapes, a classifier). Links from
-// ClusterSpec::link (PlanError naming both devices when a pair has none).
+// Without curves, a batch-1 linear (a GEMV: each weight read once, from memory) runs this many
+// times slower per FLOP than the device's `gflops` (a GEMM rate). Measured on the development VM:
+// VGG-16's head (247 MFLOP, 494 MB of weights) in 23.3 ms on one thread, 10.6 GFLOP/s, against
+// the testbed's 86.6 GFLOP/s per core for its GEMM (docs/cnn.md).
+inline constexpr double kRowGemvSlowdown = 8.0;
+
+// Fixed cost of one message of a row exchange on a device of one full core (kRowMessageOverheadS /
+// DeviceSpec::cores below one core): measured on 127.0.0.1 (docs/cnn.md).
+inline constexpr double kRowMessageOverheadS = 150e-6;
+
+// Costs of `graph`'s layers on `cluster`: a conv's rows at the device's GEMM curve, a column
+// layer's linear at the GEMV curve (one input row) or the GEMM curve, every other row layer at its
+// element-wise curve (flops_per_row / throughput + the curve's overhead), or at `gflops` plus
+// kRowUnitOverheadS without curves (a batch-1 linear at gflops / kRowGemvSlowdown). Tail ops: their
+// FLOPs at device 0's GEMM curve (or `gflops`) — tail ops are small (pooling heads, reshapes).
+// Links from ClusterSpec::link (PlanError naming both devices when a pair has none); per message
+// kRowMessageOverheadS.
 RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster);
 
 // EdgeFlow's profiling step: the measured seconds of every row layer (all its rows) and tail op

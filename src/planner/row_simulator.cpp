@@ -87,14 +87,21 @@ class Sim {
   std::vector<double> send(const std::vector<Range>& held, const std::vector<Range>& need,
                            const std::vector<double>& ready, std::int64_t bytes_per_row) {
     std::vector<double> arrival(n_, 0.0);
+    std::vector<double> cpu(n_, 0.0);  // per sender: the fixed costs of its messages so far
     for (const RowTransfer& x : forwarding_table(held, need)) {
       const auto s = static_cast<size_t>(x.src), d = static_cast<size_t>(x.dst);
       if (s == d) continue;
       const double bytes = static_cast<double>((x.end - x.begin) * bytes_per_row);
-      const double start = std::max(ready[s], link_free_[s][d]);
+      cpu[s] += c_.overhead_s(x.src);
+      const double start = std::max(ready[s] + cpu[s], link_free_[s][d]);
       link_free_[s][d] = start + bytes * c_.seconds_per_byte[s][d];
       arrival[d] = std::max(arrival[d], link_free_[s][d] + c_.latency_s[s][d]);
       pred_.bytes_sent[s] += static_cast<std::int64_t>(bytes);
+    }
+    // The sender's exchange returns once its messages are packed and handed to the transport:
+    // their fixed costs delay its next unit.
+    for (size_t s = 0; s < n_; ++s) {
+      if (cpu[s] > 0) free_[s] = std::max(free_[s], ready[s] + cpu[s]);
     }
     return arrival;
   }

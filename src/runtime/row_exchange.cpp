@@ -13,7 +13,9 @@
 namespace huddle {
 namespace {
 
-// A value seen as [planes, rows, row_len] floats: NCHW -> [N·C, H, W]; any other rank is one row.
+// A value seen as [planes, rows, row_len] floats: NCHW -> [N·C, H, W]; any other rank
+// [..., C] -> [numel / C, C, 1] (a "row" is one column: column layers are split by the last axis,
+// rows::split_extent).
 struct RowView {
   std::int64_t planes = 1, rows = 1, row_len = 0;
 };
@@ -22,7 +24,8 @@ RowView view_of(const Shape& s) {
   std::int64_t n = 1;
   for (std::int64_t d : s) n *= d;
   if (s.size() == 4) return {s[0] * s[1], s[2], s[3]};
-  return {1, 1, n};
+  if (s.empty() || s.back() == 0) return {1, 1, n};
+  return {n / s.back(), s.back(), 1};
 }
 
 // Copies rows [r0, r1) of `src` (first row src_row0) into `dst` (first row dst_row0).

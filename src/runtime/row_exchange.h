@@ -2,7 +2,9 @@
 // sends the rows of a value other devices need, directly to each of them, and assembles the rows
 // it needs from its own and the received ones. Sends run on their own threads (one per peer)
 // while this one receives, so two devices that exchange halos with each other never wait on each
-// other's sends, and the messages to different peers travel at the same time.
+// other's sends, and the messages to different peers travel at the same time. A "row" is a row of
+// H for NCHW values and a column (the last axis) for any other rank: the column units of a CNN's
+// fully connected head gather their output columns the same way.
 #pragma once
 
 #include "core/tensor.h"

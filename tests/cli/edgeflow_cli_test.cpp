@@ -1,7 +1,8 @@
 // `huddle run --model M.onnx` split by rows across real processes on 127.0.0.1 (EdgeFlow and its
 // baselines): the CNN fixtures match their float64 references on 2, 3 and 4 devices of uneven
 // speed; workers import the model from their own copy or from the file the primary sends; saved
-// plans replay; a plan for another model, a malformed plan and a dead worker are refused clearly.
+// plans replay; a plan for another model, a malformed plan and a dead worker are refused clearly;
+// the Gemm head split by columns leaves each worker only its columns' weights.
 #include "io/npy.h"
 #include "onnx/cnn_fixtures.h"
 #include "test_util.h"
@@ -79,6 +80,32 @@ TEST_P(EdgeFlowCli, MatchesTheReferenceAcrossProcesses) {
   // Rows split across devices: the primary sends the image rows the others read (edgeflow may
   // keep a slow device idle, never all of them on these slow devices).
   EXPECT_GT(j["bytes_sent"][0].get<double>(), 0.0) << j.dump();
+}
+
+// vgg-tiny's Gemm head ([10, 32] weight and 10 biases) is a column layer: under rows-equal on 3
+// processes the devices compute 4, 3 and 3 of its 10 output columns and each holds only those
+// columns' weights; every device holds the same conv weights (each has rows of every conv). Under
+// `local` the workers hold nothing and the primary everything.
+TEST(EdgeFlowCliColumns, WorkersHoldOnlyTheirColumnsWeights) {
+  testing::TempDir dir;
+  const auto run = [&](const std::string& strategy) {
+    const auto r = run_huddle({"run", "--model", model("vgg-tiny"), "--input", input("vgg-tiny"),
+                               "--local-devices", "3", "--strategy", strategy, "--dump-outputs",
+                               (dir / strategy).string(), "--threads", "1", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    expect_references("vgg-tiny", dir / strategy, strategy);
+    return nlohmann::json::parse(r.out)["weight_bytes"].get<std::vector<std::int64_t>>();
+  };
+  const std::vector<std::int64_t> local = run("local");
+  ASSERT_EQ(local.size(), 3u);
+  EXPECT_EQ(local[1], 0);
+  EXPECT_EQ(local[2], 0);
+  const std::vector<std::int64_t> equal = run("rows-equal");
+  ASSERT_EQ(equal.size(), 3u);
+  const std::int64_t column = (32 + 1) * 4;  // a weight row and a bias, f32
+  const std::int64_t columns[] = {4, 3, 3};
+  for (std::size_t d = 0; d < 3; ++d)
+    EXPECT_EQ(local[0] - equal[d], (10 - columns[d]) * column) << "device " << d;
 }
 
 TEST(EdgeFlowCliProfile, ProfiledLayersPlanAndMatchTheReference) {

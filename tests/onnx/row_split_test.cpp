@@ -1,11 +1,16 @@
 // Row-split CNNs (EdgeFlow's execution units and forwarding tables): the three fixtures split by
 // output rows across 2, 3 and 4 in-process devices — equal rows, uneven rows, zero-row units and
 // overlapping (redundantly computed) ranges — give the float64 references within the manifest's
-// tolerance; odd heights with stride-2 layers, pooling and resize match the single device.
+// tolerance; odd heights with stride-2 layers, pooling and resize match the single device. The
+// fixtures' Gemm heads are column layers split by the same splits (over output columns); a
+// VGG-like head (three linears of odd widths, both weight layouts, activations between) split by
+// columns matches one device, with zero-column devices, and each device holds only its columns'
+// weights.
 #include "cnn_fixtures.h"
 #include "core/error.h"
 #include "onnx/onnx_model.h"
 #include "onnx_builder.h"
+#include "plan/lowering.h"
 #include "plan/lowering_rows.h"
 #include "plan/plan.h"
 #include "plan/row_graph.h"
@@ -99,6 +104,21 @@ TEST_P(RowSplitFixture, MatchesTheFloat64Reference) {
   EXPECT_EQ(reports.size(), static_cast<std::size_t>(c.devices));
 }
 
+TEST(RowSplit, TheFixturesGemmHeadsAreColumnLayers) {
+  for (const char* m : {"vgg-tiny", "resnet-tiny"}) {
+    const OnnxModel model = OnnxModel::load(testing::fixture(std::string("cnn/") + m + ".onnx"));
+    const rows::RowGraph rg = rows::build_row_graph(model.graph());
+    ASSERT_FALSE(rg.layers.empty());
+    const rows::RowLayer& head = rg.layers.back();
+    EXPECT_TRUE(head.columns) << m;
+    EXPECT_EQ(head.kind, OpKind::Linear) << m;
+    EXPECT_EQ(head.rows, 10) << m;  // logits [1, 10]: ten columns
+    EXPECT_EQ(head.inputs.size(), 1u) << m;
+    EXPECT_EQ(head.inputs[0].map.kind, rows::RowMap::Kind::Whole) << m;
+    for (std::size_t l = 0; l + 1 < rg.layers.size(); ++l) EXPECT_FALSE(rg.layers[l].columns);
+  }
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const char* m : {"vgg-tiny", "resnet-tiny", "yolo-tiny"}) {
@@ -168,6 +188,179 @@ TEST(RowSplit, OddHeightsStridesPoolsAndResizeMatchOneDevice) {
       EXPECT_LE(testing::max_abs_diff(got, want), 1e-5) << s << " on " << devices;
     }
   }
+}
+
+// A VGG-like head: conv -> pool -> Flatten -> Gemm (transB, 13 outputs, bias) -> Relu -> Gemm
+// ([K, O] weight, 7 outputs, beta 1) -> Clip -> MatMul ([7, 5] weight) -> Softmax.
+std::filesystem::path head_model(const std::filesystem::path& dir) {
+  testing::OnnxBuilder b;
+  b.input("x", {1, 2, 7, 6});
+  auto weights = [](std::int64_t n, float scale) {
+    std::vector<float> w;
+    for (std::int64_t i = 0; i < n; ++i) w.push_back(scale * static_cast<float>((i * 37) % 17 - 8));
+    return w;
+  };
+  b.init("cw", {3, 2, 3, 3}, weights(54, 0.05f));
+  auto* c = b.node("Conv", {"x", "cw"}, {"conv"});
+  testing::OnnxBuilder::attr_ints(c, "pads", {1, 1, 1, 1});
+  auto* p = b.node("MaxPool", {"conv"}, {"pool"});  // [1, 3, 3, 3]
+  testing::OnnxBuilder::attr_ints(p, "kernel_shape", {2, 2});
+  testing::OnnxBuilder::attr_ints(p, "strides", {2, 2});
+  b.node("Flatten", {"pool"}, {"flat"});  // [1, 27]
+  b.init("w6", {13, 27}, weights(13 * 27, 0.02f));
+  b.init("b6", {13}, weights(13, 0.1f));
+  testing::OnnxBuilder::attr_int(b.node("Gemm", {"flat", "w6", "b6"}, {"fc6"}), "transB", 1);
+  b.node("Relu", {"fc6"}, {"relu6"});
+  b.init("w7", {13, 7}, weights(13 * 7, 0.03f));
+  b.init("b7", {7}, weights(7, 0.05f));
+  b.node("Gemm", {"relu6", "w7", "b7"}, {"fc7"});
+  b.init("lo", {}, {-0.2f});
+  b.init("hi", {}, {0.3f});
+  b.node("Clip", {"fc7", "lo", "hi"}, {"clip7"});
+  b.init("w8", {7, 5}, weights(35, 0.04f));
+  b.node("MatMul", {"clip7", "w8"}, {"fc8"});
+  b.node("Softmax", {"fc8"}, {"prob"});
+  b.output("prob");
+  b.output("fc8");
+  return b.save(dir / "head.onnx");
+}
+
+Tensor head_input() {
+  Tensor x = Tensor::empty(DType::F32, {1, 2, 7, 6});
+  for (std::int64_t i = 0; i < x.numel(); ++i)
+    x.f32()[i] = static_cast<float>((i * 7919) % 23) / 11.0f - 1.0f;
+  return x;
+}
+
+TEST(RowSplit, ColumnSplitHeadMatchesOneDevice) {
+  testing::TempDir dir;
+  const OnnxModel model = OnnxModel::load(head_model(dir.path()));
+  const Tensor x = head_input();
+  Executor one(model.graph(), model.weights(), 0);
+  const auto want = one.run({{"x", x}});
+  const rows::RowGraph rg = rows::build_row_graph(model.graph());
+  std::vector<std::string> columns;
+  for (const rows::RowLayer& l : rg.layers) {
+    if (l.columns) columns.push_back(fmt::format("{}:{}", l.name, l.rows));
+  }
+  EXPECT_EQ(columns, (std::vector<std::string>{"fc6:13", "relu6:13", "fc7:7", "clip7:7", "fc8:5"}));
+  // The Flatten is folded into fc6: each device with fc6 columns gathers the pool's rows whole
+  // from their holders and flattens them itself (device 0 does not send the flattened value).
+  ASSERT_EQ(rg.folded.size(), 1u);
+  EXPECT_EQ(model.graph().ops()[rg.folded[0]].name, "flat");
+  const rows::RowLayer& fc6 = rg.layers[rg.layers.size() - 5];
+  ASSERT_EQ(fc6.inputs.size(), 1u);
+  EXPECT_EQ(model.graph().value(fc6.inputs[0].value).name, "pool");
+  EXPECT_EQ(fc6.inputs[0].reshape, static_cast<int>(rg.folded[0]));
+  EXPECT_EQ(fc6.inputs[0].map.in_rows, 3);         // the pool's height
+  EXPECT_EQ(fc6.inputs[0].bytes_per_row, 27 * 4);  // read whole: all its bytes
+  EXPECT_GE(fc6.inputs[0].producer, 0);
+  for (int devices : {2, 3, 4}) {
+    for (const char* s : {"equal", "uneven", "zero-rows", "overlap"}) {
+      const Plan plan = row_plan(rg, devices, split(s, devices));
+      const auto got = run_in_process(model.graph(), model.weights(), plan, {{"x", x}});
+      for (const char* out : {"prob", "fc8"}) {
+        EXPECT_LE(testing::max_abs_diff(got.at(out), want.at(out)), 1e-6)
+            << out << " " << s << " on " << devices;
+      }
+    }
+    // Device 0 computes no column anywhere: every column comes back to it for the outputs.
+    const Plan none_on_0 = row_plan(rg, devices, [&](const rows::RowLayer& l, std::size_t) {
+      std::vector<double> share(static_cast<std::size_t>(devices), 1.0);
+      if (l.columns) share[0] = 0;
+      return split_ranges(l.rows, share);
+    });
+    const auto got = run_in_process(model.graph(), model.weights(), none_on_0, {{"x", x}});
+    EXPECT_LE(testing::max_abs_diff(got.at("prob"), want.at("prob")), 1e-6) << devices;
+  }
+}
+
+// 13 columns over 3 devices, the middle one with none (and the last with none of fc8): it holds
+// no weight of those layers, the others exactly their columns' rows, columns and bias entries.
+TEST(RowSplit, ZeroColumnDeviceHoldsNoHeadWeights) {
+  testing::TempDir dir;
+  const OnnxModel model = OnnxModel::load(head_model(dir.path()));
+  const rows::RowGraph rg = rows::build_row_graph(model.graph());
+  const std::map<std::string, std::vector<Range>> head = {{"fc6", {{0, 6}, {6, 6}, {6, 13}}},
+                                                          {"relu6", {{0, 6}, {6, 6}, {6, 13}}},
+                                                          {"fc7", {{0, 2}, {2, 2}, {2, 7}}},
+                                                          {"clip7", {{0, 2}, {2, 2}, {2, 7}}},
+                                                          {"fc8", {{0, 5}, {5, 5}, {5, 5}}}};
+  const Plan plan = row_plan(rg, 3, [&](const rows::RowLayer& l, std::size_t) {
+    if (const auto it = head.find(l.name); it != head.end()) return it->second;
+    return split_ranges(l.rows, {1.0, 1.0, 1.0});
+  });
+  const auto got = run_in_process(model.graph(), model.weights(), plan, {{"x", head_input()}});
+  Executor one(model.graph(), model.weights(), 0);
+  EXPECT_LE(testing::max_abs_diff(got.at("prob"), one.run({{"x", head_input()}}).at("prob")), 1e-6);
+  // Weight floats per device: the conv's 54 everywhere (every device has conv rows); fc6's
+  // [13, 27] + 13, fc7's [13, 7] + 7 and fc8's [7, 5] split by columns.
+  const std::int64_t conv = 54;
+  const std::vector<std::int64_t> want = {conv + 6 * 27 + 6 + 13 * 2 + 2 + 7 * 5, conv,
+                                          conv + 7 * 27 + 7 + 13 * 5 + 5};
+  for (int rank = 0; rank < 3; ++rank) {
+    Program program = lower_rows(model.graph(), plan, rank);
+    EXPECT_EQ(program_weight_bytes(program),
+              static_cast<std::size_t>(want[static_cast<std::size_t>(rank)]) * sizeof(float))
+        << "device " << rank;
+    // What a worker keeps: the slices, copied out of the model's tensors.
+    const WeightMap weights = extract_weights(program, model.weights());
+    localize_weights(program);
+    EXPECT_EQ(program_weight_bytes(program, weights), program_weight_bytes(program)) << rank;
+  }
+}
+
+TEST(RowSplit, ColumnEntriesRoundTripAndMalformedOnesAreNamed) {
+  testing::TempDir dir;
+  const OnnxModel model = OnnxModel::load(head_model(dir.path()));
+  const rows::RowGraph rg = rows::build_row_graph(model.graph());
+  const Plan plan = row_plan(rg, 3, split("uneven", 3));
+  nlohmann::json j = plan.to_json();
+  std::size_t fc6 = 0;
+  for (std::size_t i = 0; i < j["rows"].size(); ++i) {
+    if (j["rows"][i]["op"] == "fc6") fc6 = i;
+  }
+  ASSERT_TRUE(j["rows"][fc6].contains("columns")) << j["rows"][fc6].dump();
+  EXPECT_FALSE(j["rows"][fc6].contains("ranges"));
+  EXPECT_EQ(Plan::from_json(j, "again").to_json(), j);
+  EXPECT_TRUE(Plan::from_json(j, "again").rows->ops[fc6].columns);
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit,
+                           const std::vector<std::string>& words) {
+    nlohmann::json bad = j;
+    edit(bad["rows"][fc6]);
+    try {
+      Plan::from_json(bad, "bad.json").validate(rg, "bad.json");
+      ADD_FAILURE() << "accepted " << bad["rows"][fc6].dump();
+    } catch (const PlanError& e) {
+      for (const std::string& w : words)
+        EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << w << " in " << e.what();
+    }
+  };
+  const std::string entry = fmt::format("[{}]", fc6);  // "rows: [i].columns[d]" or "rows[i]"
+  refused(
+      [](nlohmann::json& e) {
+        e["columns"][2] = {9, 14};
+      },
+      {entry, "fc6", "columns [9, 14)", "13 columns"});
+  refused([](nlohmann::json& e) { e["columns"][1] = {5, 3}; }, {entry, "[5, 3]", "columns"});
+  refused(
+      [](nlohmann::json& e) {
+        e["columns"][0] = {0, 0};
+      },
+      {entry, "fc6", "no device computes column 0"});
+  refused([](nlohmann::json& e) { e["columns"].erase(2); }, {entry, "2 ranges of columns"});
+  refused([](nlohmann::json& e) { e["columns"][0] = {1}; }, {entry, "[begin, end]"});
+  refused([](nlohmann::json& e) { e["ranges"] = e["columns"]; }, {entry, "not both"});
+  refused(
+      [](nlohmann::json& e) {
+        e["ranges"] = e["columns"];
+        e.erase("columns");
+      },
+      {entry, "fc6", "column layer", "\"columns\""});
+  nlohmann::json rows_as_columns = j;
+  rows_as_columns["rows"][0]["columns"] = rows_as_columns["rows"][0]["ranges"];
+  rows_as_columns["rows"][0].erase("ranges");
+  EXPECT_THROW(Plan::from_json(rows_as_columns, "x").validate(rg, "x"), PlanError);
 }
 
 }  // namespace

@@ -176,6 +176,97 @@ TEST(RowSimulator, ALinkCarriesItsMessagesOneAfterAnother) {
   EXPECT_NEAR(p.latency_s, want, 1e-15);
 }
 
+// A column layer (a linear split by output columns) reads its input whole: every device with
+// columns gets the whole input (a tail op's output, from device 0), and its columns go back to
+// device 0 (a graph output): the gather's bytes are the columns' bytes.
+TEST(RowSimulator, AColumnLayerBroadcastsItsInputAndGathersItsColumns) {
+  RowGraph g;
+  RowInput flat = graph_input(1, 4000);  // a [1, 1000] value held whole by device 0
+  flat.map.kind = RowMap::Kind::Whole;
+  add_layer(g, 10, 4, {flat}, OpKind::Linear);
+  g.layers[0].columns = true;
+  g.output_layers = {0};
+  const double lat = 1e-3, spb = 1e-6;
+  const RowCosts c = hand_costs(g, {1e-3, 1e-3, 1e-3}, {1e-4, 1e-4, 1e-4}, lat, spb);
+  const std::vector<std::vector<Range>> ranges = {{{0, 4}, {4, 7}, {7, 10}}};
+  const RowPrediction p = simulate_rows(g, c, ranges);
+  EXPECT_EQ(p.bytes_sent, (std::vector<std::int64_t>{2 * 4000, 3 * 4, 3 * 4}));
+  const double remote = lat + 4000 * spb + 3e-3 + 1e-4 + lat + 12 * spb;
+  EXPECT_NEAR(p.latency_s, std::max(4e-3 + 1e-4, remote), 1e-15);
+}
+
+TEST(RowSimulator, EveryMessageCostsItsSenderAFixedOverhead) {
+  RowGraph g;
+  add_layer(g, 8, 100, {graph_input(8, 100)});
+  add_layer(g, 8, 50, {from_layer(g, 0)});
+  g.output_layers = {1};
+  const double lat = 2e-3, spb = 1e-6;
+  RowCosts c = hand_costs(g, {1e-3, 2e-3}, {1e-4, 3e-4}, lat, spb);
+  const std::vector<std::vector<Range>> ranges = {{{0, 8}, {0, 0}}, {{0, 0}, {0, 8}}};
+  const double without = simulate_rows(g, c, ranges).latency_s;
+  c.message_overhead_s = {5e-4, 7e-4};
+  EXPECT_NEAR(simulate_rows(g, c, ranges).latency_s, without + 5e-4 + 7e-4, 1e-15);
+  EXPECT_NEAR(c.message_s(1, 0, 400), 7e-4 + lat + 400 * spb, 1e-15);
+}
+
+// Column shares: in proportion to speed when the links are free; a device behind a slow link
+// (the whole input must reach it first) gets fewer columns, none when its input arrives after the
+// others have finished.
+TEST(EdgeFlowColumns, SharesFollowSpeedAndTheInputsArrival) {
+  RowGraph g;
+  RowInput flat = graph_input(1, 4000);
+  flat.map.kind = RowMap::Kind::Whole;
+  add_layer(g, 700, 4, {flat}, OpKind::Linear);
+  g.layers[0].columns = true;
+  g.output_layers = {0};
+  RowCosts c = hand_costs(g, {1e-5, 3e-5, 1e-5}, {0, 0, 0}, 0, 0);
+  const EdgeFlowState start = EdgeFlowState::start(3);
+  // Free links: 3 : 1 : 3 columns.
+  EXPECT_EQ(column_shares(g, c, start, 0), (std::vector<Range>{{0, 300}, {300, 400}, {400, 700}}));
+  // Device 2's input arrives 1 ms late (100 of its columns): it gets ~57 fewer, the others more.
+  c.latency_s[0][2] = 1e-3;
+  const auto late = column_shares(g, c, start, 0);
+  EXPECT_NEAR(static_cast<double>(late[2].second - late[2].first), 243, 1);
+  EXPECT_NEAR(static_cast<double>(late[0].second - late[0].first), 343, 1);
+  // 10 ms late: nothing for device 2 (the others finish 700 columns in ~5.3 ms).
+  c.latency_s[0][2] = 1e-2;
+  const auto never = column_shares(g, c, start, 0);
+  EXPECT_EQ(never[2].first, never[2].second);
+  const LayerChoice choice = plan_layer(g, c, start, 0);
+  EXPECT_EQ(choice.ranges[2].first, choice.ranges[2].second);
+  EXPECT_EQ(choice.source.rfind("columns", 0), 0u) << choice.source;
+}
+
+// A conv and a heavy fully connected head (a column layer reading the conv's output whole, then
+// gathered to device 0): on 3 equal devices and a fast network EdgeFlow splits the head and
+// predicts less than the same plan with the head on device 0; on a slow network (each message
+// 20 ms) it keeps the head on device 0.
+TEST(EdgeFlowColumns, SplitsAHeavyHeadOnlyWhereItPays) {
+  RowGraph g;
+  add_layer(g, 12, 400, {graph_input(12, 120)}, OpKind::Conv2d);
+  add_layer(g, 3000, 4, {from_layer(g, 0, RowMap::Kind::Whole)}, OpKind::Linear);
+  g.layers[1].columns = true;
+  g.output_layers = {1};
+  for (const double latency : {1e-4, 2e-2}) {
+    RowCosts c = hand_costs(g, {1e-3, 1e-3, 1e-3}, {1e-4, 1e-4, 1e-4}, latency, 1e-8);
+    c.per_row[1] = {1e-5, 1e-5, 1e-5};  // the head: 30 ms on one device
+    auto ranges = plan_edgeflow(g, c);
+    const double split = simulate_rows(g, c, ranges).latency_s;
+    std::vector<Range> local = {{0, 3000}, {0, 0}, {0, 0}};
+    const bool spread = std::any_of(ranges[1].begin() + 1, ranges[1].end(),
+                                    [](const Range& r) { return r.second > r.first; });
+    ranges[1] = local;
+    const double head_on_0 = simulate_rows(g, c, ranges).latency_s;
+    if (latency < 1e-3) {
+      EXPECT_TRUE(spread);
+      EXPECT_LT(split, head_on_0 - 15e-3) << "latency " << latency;
+    } else {
+      EXPECT_FALSE(spread);
+      EXPECT_DOUBLE_EQ(split, head_on_0);
+    }
+  }
+}
+
 // ---- the LP against brute force --------------------------------------------------------------
 
 // The best makespan of `layer` over every pair of cut points 0 <= x1 <= x2 <= H (3 devices).
@@ -395,16 +486,20 @@ TEST(RowCosts, FromTheClusterByLayerKind) {
   curves.gemm = {40, 1e-5};
   curves.attention = {10, 0};
   curves.elementwise = {4, 2e-6};
-  curves.gemv = curves.gemm;
+  curves.gemv = {8, 3e-6};
   cluster.mutable_device(1).curves = curves;
   const RowCosts c = row_costs(g, cluster);
   ASSERT_EQ(c.devices(), 2);
   bool conv = false, other = false;
   for (std::size_t l = 0; l < g.layers.size(); ++l) {
     const rows::RowLayer& layer = g.layers[l];
-    EXPECT_DOUBLE_EQ(c.per_row[l][0], layer.flops_per_row / 2e9);
+    const double slowdown = layer.kind == OpKind::Linear ? kRowGemvSlowdown : 1.0;
+    EXPECT_DOUBLE_EQ(c.per_row[l][0], layer.flops_per_row / 2e9 * slowdown);
     EXPECT_DOUBLE_EQ(c.fixed[l][0], kRowUnitOverheadS);
-    const OpCurve& curve = layer.kind == OpKind::Conv2d ? curves.gemm : curves.elementwise;
+    // The Gemm head (one input row): a GEMV; convs: GEMM; the rest element-wise.
+    const OpCurve& curve = layer.kind == OpKind::Linear   ? curves.gemv
+                           : layer.kind == OpKind::Conv2d ? curves.gemm
+                                                          : curves.elementwise;
     EXPECT_DOUBLE_EQ(c.per_row[l][1], layer.flops_per_row / (curve.gflops * 1e9));
     EXPECT_DOUBLE_EQ(c.fixed[l][1], curve.overhead_s);
     EXPECT_DOUBLE_EQ(c.unit_s(static_cast<int>(l), 1, 0), 0);
@@ -412,7 +507,7 @@ TEST(RowCosts, FromTheClusterByLayerKind) {
     other = other || layer.kind != OpKind::Conv2d;
   }
   EXPECT_TRUE(conv && other);
-  EXPECT_DOUBLE_EQ(c.message_s(0, 1, 1e5), 3e-3 + 1e5 * 8 / 1e8);
+  EXPECT_DOUBLE_EQ(c.message_s(0, 1, 1e5), kRowMessageOverheadS + 3e-3 + 1e5 * 8 / 1e8);
   EXPECT_EQ(c.message_s(1, 1, 1e5), 0);
   EXPECT_EQ(c.tail.size(), g.tail.size());
 }
