@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,9 +63,15 @@ void LocalWorkers::start(int count, double peer_timeout_s, int threads, double s
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) throw Error(fmt::format("fork: {}", std::strerror(errno)));
     if (pid == 0) {
+      // A primary that dies without running its destructors (killed, or SIGPIPE on its output)
+      // takes its workers with it instead of leaving them listening for ever. (The signal
+      // follows the forking thread: LocalWorkers is made on the main thread.)
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(0);  // the primary died before prctl
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);

@@ -14,7 +14,8 @@ namespace huddle::cli {
 class LocalWorkers {
  public:
   // Starts `count` workers and waits (up to `start_timeout_s`) until each prints its address.
-  // Error naming the worker that failed to start.
+  // Error naming the worker that failed to start. The workers get SIGTERM when the thread that
+  // made them ends (this process dying included): make LocalWorkers on the main thread.
   LocalWorkers(int count, double peer_timeout_s, int threads, double start_timeout_s = 20);
   ~LocalWorkers();
   LocalWorkers(const LocalWorkers&) = delete;

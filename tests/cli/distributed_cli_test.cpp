@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -379,6 +381,59 @@ TEST(DistributedCli, NoDeviceLeftThatHoldsTheModelIsAClearError) {
   EXPECT_EQ(run.result.exit_code, 1) << run.result.out << run.result.err;
   EXPECT_TRUE(contains(run.result.err, "cannot go on without " + run.victim)) << run.result.err;
   EXPECT_TRUE(contains(run.result.err, "does not fit")) << run.result.err;
+}
+
+// The processes whose parent is `pid` (from /proc).
+std::vector<int> children_of(int pid) {
+  std::vector<int> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == pid && state != "Z") out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// Whether process `pid` still runs (not gone, not a zombie).
+bool running(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const std::size_t close = line.rfind(')');
+  return close != std::string::npos && line.substr(close + 2, 1) != "Z";
+}
+
+// A primary killed outright (no destructors run) does not leave its --local-devices workers
+// listening for ever: they get SIGTERM with their parent's death.
+TEST(DistributedCli, LocalWorkersDieWithAKilledPrimary) {
+  testing::BackgroundHuddle server({"serve", "--model", fixture_model("gpt2-tiny"), "--port", "0",
+                                    "--threads", "1", "--local-devices", "3"});
+  ASSERT_FALSE(server.worker_address(30).empty()) << "no 'listening on' line";
+  std::vector<int> workers;
+  const auto start = std::chrono::steady_clock::now();
+  while (workers.size() < 2 &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+    workers = children_of(server.pid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(workers.size(), 2u);
+  server.kill(SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  for (const int w : workers) {
+    while (running(w) && std::chrono::steady_clock::now() - killed < std::chrono::seconds(20)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_FALSE(running(w)) << "worker " << w << " outlived its primary";
+  }
 }
 
 TEST(DistributedCli, WorkerWithItsOwnCopyMapsWeightsAndAStaleCopyIsNotUsed) {
