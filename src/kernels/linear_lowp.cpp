@@ -5,7 +5,7 @@
 //     activation is quantised to int8 blocks and tiles of weight rows x tokens multiply blocks
 //     as integers, at every T; each output gets the bits the path's dot product gives it, so
 //     a plan that splits tokens differently from one device gives exactly its answer.
-//   otherwise, T < kLowpGemmTokens (decode): one dot product per output element on the active
+//   otherwise, T < kLowpGemmTokens (decode, short prompts): one dot product per output element on the active
 //     path (qdot.h), threaded over output rows like the F32 GEMV; a weight row is read once per
 //     call and reused from cache by every token;
 //   otherwise, T >= kLowpGemmTokens (prefill): panels of weight rows are widened to F32 and

@@ -140,7 +140,7 @@ TEST(LowpLinear, EveryPathMatchesReferenceOverShapeGrid) {
   for (Isa isa : supported_isas()) {
     for (DType dtype : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0}) {
       // T below and above kLowpGemmTokens (dot products, then sgemm on widened panels).
-      for (std::int64_t t : {1, 3, 13}) {
+      for (std::int64_t t : {std::int64_t{1}, std::int64_t{3}, detail::kLowpGemmTokens + 6}) {
         for (std::int64_t k : {32, 96, 320}) {
           for (std::int64_t n : {1, 13, 127}) {
             for (WeightLayout layout : {WeightLayout::OutIn, WeightLayout::InOut}) {
