@@ -246,15 +246,14 @@ TEST_F(ChatHttp, ToolsForATemplateWithoutToolSupportAreA400) {
   EXPECT_EQ(berror["error"]["type"], "invalid_request_error");
 }
 
-// A short template in the Hermes style (it names <tool_call>), so that a prompt with tools fits
-// llama-tiny's 128 positions: the tools by name, the messages, an assistant's calls.
+// A short template in the Hermes style (it names <tool_call>, here in a comment), so that a
+// prompt with tools fits llama-tiny's 128 positions: the tools by name, the messages, the name
+// of an assistant's call.
 const char* const kToolTemplate =
-    "{%- if tools %}<|start_header_id|>T:{% for t in tools %}{{ t.function.name }}{% endfor %}"
-    "<|eot_id|>{% endif %}"
-    "{%- for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>{{ m.content }}"
-    "{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}"
-    "</tool_call>{% endfor %}{% endif %}<|eot_id|>{% endfor %}"
-    "{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>{% endif %}";
+    "{# calls: <tool_call> #}{% if tools %}T:{% for t in tools %}{{ t.function.name }}{% endfor %}"
+    "\n{% endif %}{% for m in messages %}{{ m.role[:1] }}:{{ m.content }}"
+    "{% if m.tool_calls %}{{ m.tool_calls[0].function.name }}(){% endif %}\n{% endfor %}"
+    "{% if add_generation_prompt %}a:{% endif %}";
 
 // The random fixture model does not call tools; the parsing of calls is tested on given replies
 // (tool_calls_test.cpp). Here a request with tools must give a valid reply either way, streamed

@@ -169,12 +169,10 @@ const tools = [{
 // A short Hermes-style template (it names <tool_call>) that fits llama-tiny's context, as
 // tests/serve/chat_http_test.cpp's kToolTemplate.
 const toolTemplate =
-  '{%- if tools %}<|start_header_id|>T:{% for t in tools %}{{ t.function.name }}{% endfor %}' +
-  '<|eot_id|>{% endif %}' +
-  '{%- for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>{{ m.content }}' +
-  '{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}' +
-  '</tool_call>{% endfor %}{% endif %}<|eot_id|>{% endfor %}' +
-  '{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>{% endif %}';
+  '{# calls: <tool_call> #}{% if tools %}T:{% for t in tools %}{{ t.function.name }}{% endfor %}' +
+  '\n{% endif %}{% for m in messages %}{{ m.role[:1] }}:{{ m.content }}' +
+  '{% if m.tool_calls %}{{ m.tool_calls[0].function.name }}(){% endif %}\n{% endfor %}' +
+  '{% if add_generation_prompt %}a:{% endif %}';
 
 // The random model does not call tools (the parsing of calls is tested in C++ on given replies):
 // the client must accept the reply to a request with tools and a tool-call history, streamed and
