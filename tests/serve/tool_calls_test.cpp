@@ -198,6 +198,28 @@ TEST(ToolCallStream, AgreesWithTheWholeParseInAnyPieces) {
   }
 }
 
+// Every prefix of a call (a reply cut off by max_tokens) and bytes that are not text: never a
+// throw, and the streamed split still agrees with the whole one.
+TEST(ToolCallStream, TruncatedAndHostileRepliesAgree) {
+  const std::string call =
+      "Ok.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"q\": \"a\\\"}{\"}}"
+      "\n</tool_call><|python_tag|>{\"name\": \"get_time\", \"parameters\": {}};";
+  std::string junk = "{{{\"\\";
+  for (int i = 0; i < 64; ++i) junk += static_cast<char>(i * 37 % 256);
+  for (const std::string& text : {call, junk}) {
+    for (const ToolCallSyntax& syntax : {kHermes, kLlama, kGeneric}) {
+      for (std::size_t n = 0; n <= text.size(); ++n) {
+        const std::string prefix = text.substr(0, n);
+        SCOPED_TRACE(prefix);
+        const ParsedReply whole = parse_tool_calls(prefix, syntax);
+        const Streamed s = stream_in_pieces(prefix, syntax, 3);
+        EXPECT_EQ(s.early + s.rest.content.value_or(""), whole.content.value_or(""));
+        EXPECT_EQ(s.rest.calls.size(), whole.calls.size());
+      }
+    }
+  }
+}
+
 TEST(ToolCallStream, PlainTextStreamsAsItComes) {
   ToolCallStream hermes(kHermes);
   EXPECT_EQ(hermes.push("Hello"), "Hello");
