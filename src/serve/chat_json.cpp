@@ -27,11 +27,20 @@ std::string new_chat_completion_id() {
 }
 
 json chat_completion_json(const ResponseHeader& header, const CompletionResult& result) {
+  return chat_completion_json(header, result, ParsedReply{result.text, {}});
+}
+
+json chat_completion_json(const ResponseHeader& header, const CompletionResult& result,
+                          const ParsedReply& reply) {
+  json message = {{"role", "assistant"},
+                  {"content", reply.content ? json(*reply.content) : json(nullptr)}};
+  if (!reply.calls.empty()) message["tool_calls"] = tool_calls_json(reply.calls);
   json j = base(header, "chat.completion");
-  j["choices"] = json::array({{{"index", 0},
-                               {"message", {{"role", "assistant"}, {"content", result.text}}},
-                               {"logprobs", nullptr},
-                               {"finish_reason", result.finish_reason}}});
+  j["choices"] =
+      json::array({{{"index", 0},
+                    {"message", std::move(message)},
+                    {"logprobs", nullptr},
+                    {"finish_reason", reply.calls.empty() ? result.finish_reason : "tool_calls"}}});
   j["usage"] = usage(result);
   return j;
 }
@@ -45,6 +54,17 @@ json chat_chunk_json(const ResponseHeader& header, const json& delta,
         {"logprobs", nullptr},
         {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)}}});
   return j;
+}
+
+std::vector<json> chat_finish_chunks(const ResponseHeader& header, const ParsedReply& rest,
+                                     const std::string& reason) {
+  std::vector<json> chunks;
+  if (rest.content) chunks.push_back(chat_chunk_json(header, {{"content", *rest.content}}, ""));
+  for (const json& call : tool_calls_json(rest.calls, /*with_index=*/true))
+    chunks.push_back(chat_chunk_json(header, {{"tool_calls", json::array({call})}}, ""));
+  chunks.push_back(
+      chat_chunk_json(header, json::object(), rest.calls.empty() ? reason : "tool_calls"));
+  return chunks;
 }
 
 json chat_usage_chunk_json(const ResponseHeader& header, const CompletionResult& result) {

@@ -11,7 +11,7 @@
 namespace huddle::serve {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 constexpr int kMaxTokens = 1 << 24;  // as completions' max_tokens allows
 
@@ -51,6 +51,109 @@ std::string content_text(const json& content, const std::string& where, const st
   return text;
 }
 
+// An assistant message's tool_calls, for the template: each {"id", "type": "function",
+// "function": {"name", "arguments"}} with the arguments' JSON string parsed where it holds an
+// object (an object given is kept).
+json parse_tool_calls_field(const json& calls, const std::string& where) {
+  if (!calls.is_array()) throw bad_field(where, "expected a list of calls");
+  json out = json::array();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const json& call = calls[i];
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (!call.is_object()) throw bad_field(at, "expected an object");
+    const json* id = field(call, "id");
+    if (!id || !id->is_string()) throw bad_field(at + ".id", "required: a string");
+    if (const json* type = field(call, "type"); type && *type != "function")
+      throw bad_field(at + ".type", "expected \"function\"");
+    const json* function = field(call, "function");
+    if (!function || !function->is_object())
+      throw bad_field(at + ".function", "required: {\"name\", \"arguments\"}");
+    const json* name = field(*function, "name");
+    if (!name || !name->is_string()) throw bad_field(at + ".function.name", "required: a string");
+    const json* arguments = field(*function, "arguments");
+    json args = json::object();
+    if (arguments && arguments->is_string()) {
+      json parsed = json::parse(arguments->get<std::string>(), nullptr, false);
+      args = parsed.is_object() ? std::move(parsed) : *arguments;
+    } else if (arguments && arguments->is_object()) {
+      args = *arguments;
+    } else {
+      throw bad_field(at + ".function.arguments", "required: a JSON string");
+    }
+    out.push_back({{"id", *id},
+                   {"type", "function"},
+                   {"function", {{"name", *name}, {"arguments", std::move(args)}}}});
+  }
+  return out;
+}
+
+bool valid_function_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+// `tools`: a list of function definitions with distinct names.
+json parse_tools(const json& tools) {
+  if (!tools.is_array())
+    throw bad_field("tools", "expected a list of {\"type\": \"function\", \"function\": {...}}");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < tools.size(); ++i) {
+    const json& tool = tools[i];
+    const std::string at = fmt::format("tools[{}]", i);
+    if (!tool.is_object()) throw bad_field(at, "expected an object");
+    const json* type = field(tool, "type");
+    if (!type || *type != "function") throw bad_field(at + ".type", "required: \"function\"");
+    const json* function = field(tool, "function");
+    if (!function || !function->is_object())
+      throw bad_field(at + ".function", "required: {\"name\", \"description\", \"parameters\"}");
+    const json* name = field(*function, "name");
+    if (!name || !name->is_string() || !valid_function_name(name->get<std::string>()))
+      throw bad_field(at + ".function.name", "required: 1 to 64 letters, digits, '_' or '-'");
+    if (std::find(names.begin(), names.end(), name->get<std::string>()) != names.end())
+      throw bad_field(at + ".function.name",
+                      fmt::format("'{}' is defined twice", name->get<std::string>()));
+    names.push_back(name->get<std::string>());
+    if (const json* d = field(*function, "description"); d && !d->is_string())
+      throw bad_field(at + ".function.description", "expected a string");
+    if (const json* p = field(*function, "parameters"); p && !p->is_object())
+      throw bad_field(at + ".function.parameters", "expected a JSON Schema object");
+    if (const json* s = field(*function, "strict"); s && !s->is_boolean())
+      throw bad_field(at + ".function.strict", "expected true or false");
+  }
+  return tools;
+}
+
+void parse_tool_choice(const json& choice, ChatRequest& r) {
+  if (choice == "none") {
+    r.tool_choice = ToolChoice::kNone;
+  } else if (choice == "auto") {
+    r.tool_choice = ToolChoice::kAuto;
+  } else if (choice == "required") {
+    r.tool_choice = ToolChoice::kRequired;
+  } else if (choice.is_object()) {
+    if (const json* type = field(choice, "type"); !type || *type != "function")
+      throw bad_field("tool_choice.type", "required: \"function\"");
+    const json* function = field(choice, "function");
+    const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
+    if (!name || !name->is_string())
+      throw bad_field("tool_choice.function.name", "required: a string");
+    r.tool_choice = ToolChoice::kFunction;
+    r.tool_choice_name = name->get<std::string>();
+    const std::vector<std::string> names = r.tool_names();
+    if (std::find(names.begin(), names.end(), r.tool_choice_name) == names.end())
+      throw bad_field("tool_choice.function.name",
+                      fmt::format("'{}' is not one of the tools", r.tool_choice_name));
+  } else {
+    throw bad_field("tool_choice",
+                    "expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                    "\"function\": {\"name\"}}");
+  }
+  if (r.tools.empty() && r.tool_choice != ToolChoice::kNone && r.tool_choice != ToolChoice::kAuto)
+    throw bad_field("tool_choice", "requires tools");
+}
+
 ChatMessage parse_message(const json& m, std::size_t index) {
   const std::string where = fmt::format("messages[{}]", index);
   if (!m.is_object()) throw bad_field(where, "expected an object with 'role' and 'content'");
@@ -64,19 +167,35 @@ ChatMessage parse_message(const json& m, std::size_t index) {
     throw bad_field(where + ".role",
                     fmt::format("'{}' is not one of system, developer, user, assistant, tool", r));
   }
-  if (const json* calls = field(m, "tool_calls"); calls && !(calls->is_array() && calls->empty()))
-    throw bad_field(where + ".tool_calls", "tool calls are not supported by this server");
   const auto content = m.find("content");
-  ChatMessage message{
-      r, content_text(content == m.end() ? json() : *content, where + ".content", r), std::nullopt};
+  ChatMessage message;
+  message.role = r;
+  message.content = content_text(content == m.end() ? json() : *content, where + ".content", r);
   if (const json* name = field(m, "name")) {
     if (!name->is_string()) throw bad_field(where + ".name", "expected a string");
     message.name = name->get<std::string>();
+  }
+  if (const json* calls = field(m, "tool_calls"); calls && !(calls->is_array() && calls->empty())) {
+    if (r != "assistant")
+      throw bad_field(where + ".tool_calls", "only an assistant makes tool calls");
+    message.tool_calls = parse_tool_calls_field(*calls, where + ".tool_calls");
+  }
+  if (r == "tool") {
+    const json* id = field(m, "tool_call_id");
+    if (!id || !id->is_string())
+      throw bad_field(where + ".tool_call_id", "required: the id of the call this answers");
+    message.tool_call_id = id->get<std::string>();
   }
   return message;
 }
 
 }  // namespace
+
+std::vector<std::string> ChatRequest::tool_names() const {
+  std::vector<std::string> names;
+  for (const auto& tool : tools) names.push_back(tool["function"]["name"].get<std::string>());
+  return names;
+}
 
 ChatRequest parse_chat_request(const json& body) {
   ChatRequest r;
@@ -86,10 +205,15 @@ ChatRequest parse_chat_request(const json& body) {
     throw bad_field("messages", "expected a non-empty list");
   for (std::size_t i = 0; i < messages->size(); ++i)
     r.messages.push_back(parse_message((*messages)[i], i));
-  if (const json* tools = field(body, "tools"); tools && !(tools->is_array() && tools->empty()))
-    throw bad_field("tools", "tools are not supported by this server");
-  if (const json* tool_choice = field(body, "tool_choice"); tool_choice && *tool_choice != "none")
-    throw bad_field("tool_choice", "tools are not supported by this server");
+  if (const json* tools = field(body, "tools")) r.tools = parse_tools(*tools);
+  if (const json* tool_choice = field(body, "tool_choice")) parse_tool_choice(*tool_choice, r);
+  if (const json* v = field(body, "parallel_tool_calls")) {
+    if (!v->is_boolean()) throw bad_field("parallel_tool_calls", "expected true or false");
+    r.parallel_tool_calls = v->get<bool>();
+  }
+  if (field(body, "functions") || field(body, "function_call"))
+    throw bad_field(field(body, "functions") ? "functions" : "function_call",
+                    "the deprecated function fields are not supported; use tools and tool_choice");
   if (const json* format = field(body, "response_format");
       format && !(format->is_object() && format->value("type", json()) == "text")) {
     throw bad_field("response_format", "only {\"type\": \"text\"} is supported");
@@ -98,7 +222,7 @@ ChatRequest parse_chat_request(const json& body) {
     throw bad_field("top_logprobs", "this value is not supported by this server");
   // Chat replies run to the end of the turn or of the context unless limited.
   r.generation.max_tokens = kMaxTokens;
-  parse_generation_fields(body, r.generation);
+  parse_generation_fields(nlohmann::json(body), r.generation);
   // The newer name of max_tokens in chat completions.
   if (const json* v = field(body, "max_completion_tokens")) {
     if (!v->is_number_integer() || *v < 0 || *v > kMaxTokens)

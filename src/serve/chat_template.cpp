@@ -70,18 +70,21 @@ std::optional<ChatTemplate> ChatTemplate::load(const std::filesystem::path& mode
 }
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                 bool add_generation_prompt) const {
+                                 bool add_generation_prompt,
+                                 const nlohmann::ordered_json& tools) const {
   jinja::List list;
   for (const ChatMessage& m : messages) {
     jinja::Map message;
     message.set("role", jinja::Value(m.role));
     message.set("content", jinja::Value(m.content));
     if (m.name) message.set("name", jinja::Value(*m.name));
+    if (!m.tool_calls.is_null()) message.set("tool_calls", jinja::Value::from_json(m.tool_calls));
+    if (m.tool_call_id) message.set("tool_call_id", jinja::Value(*m.tool_call_id));
     list.push_back(jinja::Value::map(std::move(message)));
   }
   jinja::Map variables;
   variables.set("messages", jinja::Value(std::move(list)));
-  variables.set("tools", jinja::Value(nullptr));
+  variables.set("tools", tools.is_null() ? jinja::Value(nullptr) : jinja::Value::from_json(tools));
   variables.set("documents", jinja::Value(nullptr));
   variables.set("add_generation_prompt", jinja::Value(add_generation_prompt));
   if (!bos_token_.empty()) variables.set("bos_token", jinja::Value(bos_token_));

@@ -6,6 +6,8 @@
 #include "jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -18,6 +20,11 @@ struct ChatMessage {
   std::string role;
   std::string content;
   std::optional<std::string> name;
+  // An assistant's calls, [{"id", "type": "function", "function": {"name", "arguments"}}], with
+  // arguments an object where the request's JSON string parses to one (the templates print
+  // them with tojson, as transformers' callers pass dicts); null when none.
+  nlohmann::ordered_json tool_calls = nullptr;
+  std::optional<std::string> tool_call_id;  // a tool message's
 };
 
 class ChatTemplate {
@@ -31,10 +38,13 @@ class ChatTemplate {
   // (with the line and column in the template).
   static std::optional<ChatTemplate> load(const std::filesystem::path& model_dir);
 
-  // The prompt for `messages`: variables messages ([{role, content[, name]}]),
-  // add_generation_prompt, bos_token, eos_token, tools and documents (none). Throws
-  // jinja::TemplateError when the template refuses them (raise_exception) or fails.
-  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // The prompt for `messages`: variables messages ([{role, content[, name][, tool_calls]
+  // [, tool_call_id]}], keys present only when set), add_generation_prompt, bos_token,
+  // eos_token, tools (the list as given, or none when null) and documents (none), as
+  // transformers' apply_chat_template(messages, tools=...). Throws jinja::TemplateError when
+  // the template refuses them (raise_exception) or fails.
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                     const nlohmann::ordered_json& tools = nullptr) const;
 
   const std::string& source() const { return source_; }
   const std::string& bos_token() const { return bos_token_; }

@@ -76,13 +76,22 @@ void refuse_unsupported(const json& body) {
     refuse("logit_bias");
 }
 
-}  // namespace
-
-json parse_json_body(const std::string& body) {
-  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+template <typename Json>
+Json parse_body(const std::string& body) {
+  Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) throw RequestError(400, "the request body is not valid JSON");
   if (!parsed.is_object()) throw RequestError(400, "the request body must be a JSON object");
   return parsed;
+}
+
+}  // namespace
+
+json parse_json_body(const std::string& body) {
+  return parse_body<json>(body);
+}
+
+nlohmann::ordered_json parse_ordered_json_body(const std::string& body) {
+  return parse_body<nlohmann::ordered_json>(body);
 }
 
 CompletionRequest parse_completion_request(const json& body) {

@@ -37,5 +37,7 @@ void parse_generation_fields(const nlohmann::json& body, CompletionRequest& r);
 
 // Parses a request body as JSON; RequestError (400) when it is not a JSON object.
 nlohmann::json parse_json_body(const std::string& body);
+// The same keeping objects' key order (chat: the tools are printed into the prompt).
+nlohmann::ordered_json parse_ordered_json_body(const std::string& body);
 
 }  // namespace huddle::serve

@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace huddle::serve {
 
@@ -40,9 +41,10 @@ inline std::string sse(const nlohmann::json& chunk) {
 
 // How one streamed response spells its events; completions and chat differ only in these.
 struct StreamEvents {
-  std::optional<nlohmann::json> first;                       // sent before any text (chat's role)
-  std::function<nlohmann::json(const std::string&)> piece;   // a piece of generated text
-  std::function<nlohmann::json(const std::string&)> finish;  // the finish reason
+  using Chunks = std::vector<nlohmann::json>;
+  std::optional<nlohmann::json> first;               // sent before any text (chat's role)
+  std::function<Chunks(const std::string&)> piece;   // for a piece of text (none: held back)
+  std::function<Chunks(const std::string&)> finish;  // the last, given the finish reason
   std::function<nlohmann::json(const CompletionResult&)> usage;  // with include_usage
 };
 

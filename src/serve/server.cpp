@@ -26,10 +26,12 @@ void stream_completion(httplib::Response& res, Engine& engine, CompletionRequest
       res, engine, std::move(request),
       {.first = std::nullopt,
        .piece =
-           [header](const std::string& text) { return completion_chunk_json(header, text, ""); },
+           [header](const std::string& text) {
+             return StreamEvents::Chunks{completion_chunk_json(header, text, "")};
+           },
        .finish =
            [header](const std::string& reason) {
-             return completion_chunk_json(header, "", reason);
+             return StreamEvents::Chunks{completion_chunk_json(header, "", reason)};
            },
        .usage = [header](const CompletionResult& r) { return usage_chunk_json(header, r); }});
 }
@@ -45,11 +47,16 @@ void stream_events(httplib::Response& res, Engine& engine, CompletionRequest req
         auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
         try {
           if (events.first && !write(sse(*events.first))) return false;
+          const auto write_all = [&](const StreamEvents::Chunks& chunks) {
+            for (const nlohmann::json& chunk : chunks)
+              if (!write(sse(chunk))) return false;
+            return true;
+          };
           const CompletionResult result = engine.complete(request, [&](std::string_view text) {
-            return write(sse(events.piece(std::string(text))));
+            return write_all(events.piece(std::string(text)));
           });
           if (result.cancelled) return false;
-          write(sse(events.finish(result.finish_reason)));
+          write_all(events.finish(result.finish_reason));
           if (request.include_usage) write(sse(events.usage(result)));
         } catch (const RequestError& e) {
           write(sse(error_json(e.what(), e.type(), e.param(), e.code())));

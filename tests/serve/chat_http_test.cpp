@@ -219,6 +219,104 @@ TEST_F(ChatHttp, MalformedMessagesAre400sNamingTheField) {
   EXPECT_EQ(server_->chat({{"messages", kMessages}, {"max_tokens", 1}}).first, 200);
 }
 
+const json kTools =
+    json::array({{{"type", "function"},
+                  {"function",
+                   {{"name", "get_time"},
+                    {"description", "The time."},
+                    {"parameters", {{"type", "object"}, {"properties", json::object()}}}}}}});
+
+TEST_F(ChatHttp, ToolsForATemplateWithoutToolSupportAreA400) {
+  // Llama 3's template ignores tools: the model would never hear of them.
+  const auto [status, error] =
+      server_->chat({{"messages", kMessages}, {"tools", kTools}, {"max_tokens", 2}});
+  EXPECT_EQ(status, 400) << error;
+  EXPECT_EQ(error["error"]["code"], "tools_unsupported") << error;
+  EXPECT_EQ(error["error"]["param"], "tools") << error;
+  // tool_choice "none" offers no tools, so the request is answered.
+  const auto none = server_->chat(
+      {{"messages", kMessages}, {"tools", kTools}, {"tool_choice", "none"}, {"max_tokens", 2}});
+  EXPECT_EQ(none.first, 200) << none.second;
+  // Malformed tool fields are 400s naming the field.
+  json bad = kTools;
+  bad[0]["function"]["name"] = "get time";
+  const auto [bstatus, berror] = server_->chat({{"messages", kMessages}, {"tools", bad}});
+  EXPECT_EQ(bstatus, 400);
+  EXPECT_EQ(berror["error"]["param"], "tools[0].function.name") << berror;
+  EXPECT_EQ(berror["error"]["type"], "invalid_request_error");
+}
+
+// A short template in the Hermes style (it names <tool_call>, here in a comment), so that a
+// prompt with tools fits llama-tiny's 128 positions: the tools by name, the messages, the name
+// of an assistant's call.
+const char* const kToolTemplate =
+    "{# calls: <tool_call> #}{% if tools %}T:{% for t in tools %}{{ t.function.name }}{% endfor %}"
+    "\n{% endif %}{% for m in messages %}{{ m.role[:1] }}:{{ m.content }}"
+    "{% if m.tool_calls %}{{ m.tool_calls[0].function.name }}(){% endif %}\n{% endfor %}"
+    "{% if add_generation_prompt %}a:{% endif %}";
+
+// The random fixture model does not call tools; the parsing of calls is tested on given replies
+// (tool_calls_test.cpp). Here a request with tools must give a valid reply either way, streamed
+// or not, alike.
+TEST(ChatHttpTools, ARequestWithToolsGetsAValidReplyStreamedOrNot) {
+  testing::TempDir dir;
+  testing::make_chat_model(dir.path(), kToolTemplate);
+  ChatServer server(dir.path());
+  const json messages =
+      json::array({{{"role", "user"}, {"content", "Time?"}},
+                   {{"role", "assistant"},
+                    {"content", nullptr},
+                    {"tool_calls",
+                     {{{"id", "call_1"},
+                       {"type", "function"},
+                       {"function", {{"name", "get_time"}, {"arguments", "{}"}}}}}}},
+                   {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "noon"}}});
+  const json request = {
+      {"messages", messages}, {"tools", kTools}, {"max_tokens", 8}, {"temperature", 0}};
+  const auto [status, reply] = server.chat(request);
+  ASSERT_EQ(status, 200) << reply;
+  const json& choice = reply["choices"][0];
+  const json& message = choice["message"];
+  EXPECT_EQ(message["role"], "assistant");
+  const std::string finish = choice["finish_reason"];
+  if (message.contains("tool_calls")) {
+    EXPECT_EQ(finish, "tool_calls");
+    for (const json& call : message["tool_calls"]) {
+      EXPECT_EQ(call["type"], "function");
+      EXPECT_EQ(call["function"]["name"], "get_time");
+      EXPECT_TRUE(json::parse(call["function"]["arguments"].get<std::string>()).is_object());
+    }
+  } else {
+    EXPECT_TRUE(message["content"].is_string()) << reply;
+    EXPECT_TRUE(finish == "stop" || finish == "length") << finish;
+  }
+  // Streamed: the same content (and calls), ending with the same finish reason.
+  json streamed = request;
+  streamed["stream"] = true;
+  const auto res =
+      server.client().Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  const std::vector<std::string> payloads = sse_payloads(res->body);
+  ASSERT_GE(payloads.size(), 3u) << res->body;
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  std::string content;
+  std::string streamed_finish;
+  std::size_t calls = 0;
+  for (std::size_t i = 0; i + 1 < payloads.size(); ++i) {
+    const json chunk = json::parse(payloads[i]);
+    ASSERT_TRUE(chunk.contains("choices")) << chunk;
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+    if (delta.contains("tool_calls")) calls += delta["tool_calls"].size();
+    if (!chunk["choices"][0]["finish_reason"].is_null())
+      streamed_finish = chunk["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(streamed_finish, finish);
+  EXPECT_EQ(content, message["content"].is_null() ? "" : message["content"].get<std::string>());
+  EXPECT_EQ(calls, message.contains("tool_calls") ? message["tool_calls"].size() : 0u);
+}
+
 TEST(ChatHttpTemplates, ATemplateThatRefusesTheMessagesIsA400WithItsMessage) {
   testing::TempDir dir;
   testing::make_chat_model(

@@ -78,7 +78,8 @@ TEST(ChatRequest, MalformedMessagesNameTheField) {
             "messages[0].content[0].text");
   EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", {"x"}}}}}}),
             "messages[0].content[0]");
-  EXPECT_EQ(param_of({{"messages", {user}}, {"tools", {{{"type", "function"}}}}}), "tools");
+  EXPECT_EQ(param_of({{"messages", {user}}, {"tools", {{{"type", "function"}}}}}),
+            "tools[0].function");
   EXPECT_EQ(param_of({{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}),
             "response_format");
   EXPECT_EQ(param_of({{"messages", {user}}, {"max_completion_tokens", -1}}),
@@ -87,6 +88,139 @@ TEST(ChatRequest, MalformedMessagesNameTheField) {
   EXPECT_EQ(param_of({{"messages", {user}}, {"n", 2}}), "n");
   EXPECT_EQ(param_of({{"messages", {user}}, {"logprobs", true}}), "logprobs");
   EXPECT_EQ(param_of({{"messages", {user}}}), "");
+}
+
+// A weather tool, and an assistant's call of it with the OpenAI client's JSON-string arguments
+// answered by a tool message.
+const char* const kToolRequest = R"({
+  "tools": [
+    {"type": "function", "function": {"name": "get_weather", "description": "Current weather.",
+      "parameters": {"type": "object", "properties": {"location": {"type": "string"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["location"]}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}],
+  "messages": [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Weather in Paris, in celsius?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris\", \"unit\": \"celsius\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "{\"temperature\": 18}"}]})";
+
+TEST(ChatRequest, ParsesToolsToolChoiceAndToolMessages) {
+  const ChatRequest r = parse_chat_request(nlohmann::ordered_json::parse(kToolRequest));
+  ASSERT_EQ(r.tools.size(), 2u);
+  EXPECT_EQ(r.tool_names(), (std::vector<std::string>{"get_weather", "get_time"}));
+  EXPECT_TRUE(r.offers_tools());
+  EXPECT_EQ(r.tool_choice, ToolChoice::kAuto);
+  // The tools keep the client's key order (the template prints them).
+  EXPECT_EQ(
+      r.tools[0]["function"]["parameters"].dump(),
+      R"({"type":"object","properties":{"location":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]})");
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[2].content, "");
+  // The arguments' JSON string becomes the object the templates print with tojson.
+  EXPECT_EQ(
+      r.messages[2].tool_calls.dump(),
+      R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"location":"Paris","unit":"celsius"}}}])");
+  EXPECT_EQ(r.messages[3].tool_call_id.value_or(""), "call_1");
+  EXPECT_TRUE(r.messages[1].tool_calls.is_null());
+  auto with = [](const char* field, const nlohmann::ordered_json& value) {
+    nlohmann::ordered_json body = nlohmann::ordered_json::parse(kToolRequest);
+    body[field] = value;
+    return parse_chat_request(body);
+  };
+  EXPECT_FALSE(with("tool_choice", "none").offers_tools());
+  EXPECT_EQ(with("tool_choice", "required").tool_choice, ToolChoice::kRequired);
+  const ChatRequest named =
+      with("tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}});
+  EXPECT_EQ(named.tool_choice, ToolChoice::kFunction);
+  EXPECT_EQ(named.tool_choice_name, "get_time");
+  EXPECT_FALSE(with("parallel_tool_calls", false).parallel_tool_calls);
+  // No tools, or none: nothing offered.
+  EXPECT_FALSE(with("tools", nlohmann::ordered_json::array()).offers_tools());
+}
+
+TEST(ChatRequest, MalformedToolFieldsNameTheField) {
+  const json base = json::parse(kToolRequest);
+  const auto with = [&](const std::string& pointer, const json& value) {
+    json body = base;
+    body[json::json_pointer(pointer)] = value;
+    return param_of(body);
+  };
+  const auto without = [&](const std::string& pointer) {
+    json body = base;
+    const json::json_pointer p(pointer);
+    body[p.parent_pointer()].erase(p.back());
+    return param_of(body);
+  };
+  EXPECT_EQ(param_of(base), "");
+  EXPECT_EQ(with("/tools", "get_weather"), "tools");
+  EXPECT_EQ(with("/tools/0", 1), "tools[0]");
+  EXPECT_EQ(with("/tools/0/type", "retrieval"), "tools[0].type");
+  EXPECT_EQ(without("/tools/1/function"), "tools[1].function");
+  EXPECT_EQ(with("/tools/1/function/name", "get time"), "tools[1].function.name");
+  EXPECT_EQ(with("/tools/1/function/name", std::string(65, 'a')), "tools[1].function.name");
+  EXPECT_EQ(with("/tools/1/function/name", "get_weather"), "tools[1].function.name");  // twice
+  EXPECT_EQ(with("/tools/0/function/parameters", "{}"), "tools[0].function.parameters");
+  EXPECT_EQ(with("/tools/0/function/description", 5), "tools[0].function.description");
+  EXPECT_EQ(with("/tool_choice", "always"), "tool_choice");
+  EXPECT_EQ(with("/tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}),
+            "tool_choice.function.name");
+  EXPECT_EQ(with("/tool_choice", {{"type", "function"}}), "tool_choice.function.name");
+  EXPECT_EQ(with("/tool_choice", {{"type", "code"}}), "tool_choice.type");
+  EXPECT_EQ(with("/parallel_tool_calls", "yes"), "parallel_tool_calls");
+  EXPECT_EQ(with("/functions", json::array({{{"name", "f"}}})), "functions");
+  EXPECT_EQ(with("/messages/2/tool_calls", "get_weather"), "messages[2].tool_calls");
+  EXPECT_EQ(without("/messages/2/tool_calls/0/id"), "messages[2].tool_calls[0].id");
+  EXPECT_EQ(with("/messages/2/tool_calls/0/type", "code"), "messages[2].tool_calls[0].type");
+  EXPECT_EQ(without("/messages/2/tool_calls/0/function/name"),
+            "messages[2].tool_calls[0].function.name");
+  EXPECT_EQ(with("/messages/2/tool_calls/0/function/arguments", 5),
+            "messages[2].tool_calls[0].function.arguments");
+  EXPECT_EQ(with("/messages/1/tool_calls", base["messages"][2]["tool_calls"]),
+            "messages[1].tool_calls");  // only an assistant calls
+  EXPECT_EQ(without("/messages/3/tool_call_id"), "messages[3].tool_call_id");
+  EXPECT_EQ(without("/messages/3/content"), "messages[3].content");
+  // "required" or a named function without tools.
+  json no_tools = base;
+  no_tools.erase("tools");
+  no_tools["tool_choice"] = "required";
+  EXPECT_EQ(param_of(no_tools), "tool_choice");
+  no_tools["tool_choice"] = "auto";
+  EXPECT_EQ(param_of(no_tools), "");
+}
+
+// The request above through the server's parser and ChatTemplate::render gives what Python's
+// jinja2 renders for the "openai_tools" case of tests/fixtures/chat_templates (cases.json holds
+// the messages as the parser hands them to the template).
+TEST(ChatTemplate, ToolsRenderAsJinja2Does) {
+  const nlohmann::ordered_json expected = nlohmann::ordered_json::parse(
+      testing::read_text(testing::fixture("chat_templates/expected.json")));
+  const ChatRequest r = parse_chat_request(nlohmann::ordered_json::parse(kToolRequest));
+  const struct {
+    const char* name;
+    const char* bos;
+    const char* eos;
+  } templates[] = {{"llama-3.1", "<|begin_of_text|>", "<|eot_id|>"},
+                   {"qwen2.5", "", "<|im_end|>"},
+                   {"llama-3", "<|begin_of_text|>", "<|eot_id|>"}};
+  for (const auto& t : templates) {
+    SCOPED_TRACE(t.name);
+    const ChatTemplate chat(
+        testing::read_text(testing::fixture(std::string("chat_templates/") + t.name + ".jinja")),
+        t.bos, t.eos);
+    for (const bool gen : {false, true}) {
+      const std::string key = std::string(t.name) + "/openai_tools/" + (gen ? "gen" : "nogen");
+      ASSERT_TRUE(expected.contains(key)) << key;
+      EXPECT_EQ(chat.render(r.messages, gen, r.tools), expected[key]["output"].get<std::string>());
+    }
+  }
+}
+
+ChatMessage user_hi() {
+  ChatMessage m;
+  m.role = "user";
+  m.content = "hi";
+  return m;
 }
 
 void write_config(const std::filesystem::path& dir, const json& config) {
@@ -106,14 +240,14 @@ TEST(ChatTemplate, LoadsTheStringOrTheDefaultOfNamedTemplates) {
   auto chat = ChatTemplate::load(dir.path());
   ASSERT_TRUE(chat);
   EXPECT_EQ(chat->bos_token(), "<s>");
-  EXPECT_EQ(chat->render({{"user", "hi", std::nullopt}}, true), "<s>hi</s>");
+  EXPECT_EQ(chat->render({user_hi()}, true), "<s>hi</s>");
   write_config(dir.path(),
                {{"chat_template",
                  {{{"name", "tool_use"}, {"template", "T"}},
                   {{"name", "default"}, {"template", "D{{ add_generation_prompt }}"}}}}});
   chat = ChatTemplate::load(dir.path());
   ASSERT_TRUE(chat);
-  EXPECT_EQ(chat->render({{"user", "hi", std::nullopt}}, false), "DFalse");
+  EXPECT_EQ(chat->render({user_hi()}, false), "DFalse");
   // Unset tokens are undefined in the template, as in Hugging Face's.
   write_config(dir.path(), {{"chat_template", "{{ bos_token is defined }}"}});
   EXPECT_EQ(ChatTemplate::load(dir.path())->render({}, true), "False");

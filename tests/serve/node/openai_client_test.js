@@ -1,7 +1,7 @@
 // The official `openai` npm client against `huddle serve` (gpt2-tiny, an API key set): models,
 // a greedy completion equal to `huddle run`'s text, a streamed completion that reassembles to
 // it, and the client's typed errors for a wrong key (401) and a bad field (400); and a chat,
-// streamed and not, with a chat-capable copy of llama-tiny.
+// streamed and not, with a chat-capable copy of llama-tiny; and chats with tools.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -114,14 +114,16 @@ test('a chat request to a model without a chat template is a 400 no_chat_templat
 });
 
 // A chat-capable copy of llama-tiny, made as tests/serve/chat_model.h makes it: its special
-// token <|pad|> renamed <|eot_id|> and the real Llama 3 chat template in tokenizer_config.json.
-function makeChatModel(dir) {
+// token <|pad|> renamed <|eot_id|> and a chat template (default: the real Llama 3 template) in
+// tokenizer_config.json.
+function makeChatModel(dir, template) {
   cpSync(join(args.fixtures, 'models', 'llama-tiny'), dir, { recursive: true });
   const tokenizer = readFileSync(join(dir, 'tokenizer.json'), 'utf8');
   writeFileSync(join(dir, 'tokenizer.json'), tokenizer.replaceAll('"<|pad|>"', '"<|eot_id|>"'));
   const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
   config.pad_token = '<|eot_id|>';
-  config.chat_template = readFileSync(join(args.fixtures, 'chat_templates', 'llama-3.jinja'), 'utf8');
+  config.chat_template = template ??
+    readFileSync(join(args.fixtures, 'chat_templates', 'llama-3.jinja'), 'utf8');
   writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));
 }
 
@@ -155,6 +157,75 @@ test('chat: a greedy reply, and the streamed deltas reassemble to it', async () 
     assert.equal(finish, whole.choices[0].finish_reason);
   } finally {
     await chatServer.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const tools = [{
+  type: 'function',
+  function: { name: 'get_time', description: 'The time.', parameters: { type: 'object', properties: {} } },
+}];
+
+// A short Hermes-style template (it names <tool_call>) that fits llama-tiny's context, as
+// tests/serve/chat_http_test.cpp's kToolTemplate.
+const toolTemplate =
+  '{# calls: <tool_call> #}{% if tools %}T:{% for t in tools %}{{ t.function.name }}{% endfor %}' +
+  '\n{% endif %}{% for m in messages %}{{ m.role[:1] }}:{{ m.content }}' +
+  '{% if m.tool_calls %}{{ m.tool_calls[0].function.name }}(){% endif %}\n{% endfor %}' +
+  '{% if add_generation_prompt %}a:{% endif %}';
+
+// The random model does not call tools (the parsing of calls is tested in C++ on given replies):
+// the client must accept the reply to a request with tools and a tool-call history, streamed and
+// not; a template without tools is a typed 400.
+test('chat with tools: valid replies through the client; tools_unsupported for Llama 3', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'huddle-tools-'));
+  const plainModel = join(dir, 'llama-chat');
+  const toolModel = join(dir, 'llama-tools');
+  makeChatModel(plainModel);
+  makeChatModel(toolModel, toolTemplate);
+  const plainServer = await HuddleServer.start(args.huddle, plainModel, []);
+  const toolServer = await HuddleServer.start(args.huddle, toolModel, []);
+  try {
+    const plain = new OpenAI({ apiKey: 'x', baseURL: `${plainServer.url}/v1`, maxRetries: 0 });
+    await assert.rejects(
+      plain.chat.completions.create({
+        model: 'llama-chat', messages: [{ role: 'user', content: 'Time?' }], tools, max_tokens: 2,
+      }),
+      (e) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, `got ${e.constructor.name}: ${e}`);
+        assert.equal(e.code, 'tools_unsupported');
+        return true;
+      });
+    const chat = new OpenAI({ apiKey: 'x', baseURL: `${toolServer.url}/v1`, maxRetries: 0 });
+    const messages = [
+      { role: 'user', content: 'Time?' },
+      { role: 'assistant', content: null, tool_calls: [
+        { id: 'call_1', type: 'function', function: { name: 'get_time', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'noon' },
+    ];
+    const request = { model: 'llama-tools', messages, tools, tool_choice: 'auto', max_tokens: 8, temperature: 0 };
+    const whole = await chat.chat.completions.create(request);
+    const message = whole.choices[0].message;
+    assert.equal(message.role, 'assistant');
+    if (message.tool_calls?.length) {
+      assert.equal(whole.choices[0].finish_reason, 'tool_calls');
+      for (const call of message.tool_calls) JSON.parse(call.function.arguments);
+    } else {
+      assert.equal(typeof message.content, 'string');
+      assert.ok(['stop', 'length'].includes(whole.choices[0].finish_reason));
+    }
+    let text = '';
+    let finish = null;
+    for await (const chunk of await chat.chat.completions.create({ ...request, stream: true })) {
+      if (chunk.choices.length === 0) continue;
+      text += chunk.choices[0].delta.content ?? '';
+      if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+    }
+    assert.equal(text, message.content ?? '');
+    assert.equal(finish, whole.choices[0].finish_reason);
+  } finally {
+    await plainServer.stop();
+    await toolServer.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
