@@ -14,7 +14,7 @@ one thread: the project's measure, several devices against llama.cpp on one.
 Prints median and min..max per cell, the machine and the commands; a benchmark, not a test.
 
 Usage: decode_bench.py --huddle build/huddle [--work /tmp/huddle-llamacpp] [--types f16,q8_0,q4_0]
-       [--threads 1,2] [--prompt 32] [-n 32] [--repeats 3] [--devices 2 --strategy megatron]
+       [--threads 1,2] [--prompt 32] [-n 32] [--repeats 3] [--devices 2 --strategy megatron --pin]
 """
 import argparse
 import json
@@ -30,6 +30,35 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def run_devices(a, gguf, ids, devices):
+    """Huddle on `devices` devices, one thread each: local worker processes (--local-devices), or
+    with --pin, workers started here each on its own core (taskset) and the primary on core 0,
+    as separate devices would be (unpinned, the kernel may put both on one core while the other
+    runs something else, since each wakes the other at every collective)."""
+    cmd = [a.huddle, "run", "--model", gguf, "--ids", ids, "--n-predict", str(a.n),
+           "--ignore-eos", "--threads", "1", "--strategy", a.strategy, "--json"]
+    if not a.pin:
+        return run(cmd + ["--local-devices", str(devices)]).stdout
+    key = os.path.join(a.work, "bench.key")
+    if not os.path.exists(key):
+        run([a.huddle, "keygen", "-o", key])
+    workers, addresses = [], []
+    try:
+        for d in range(1, devices):
+            w = subprocess.Popen(["taskset", "-c", str(d % os.cpu_count()), a.huddle, "worker",
+                                  "--listen", "127.0.0.1:0", "--key-file", key, "--threads", "1"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            workers.append(w)
+            line = w.stdout.readline()  # "huddle worker listening on HOST:PORT ..."
+            addresses.append(line.split("listening on ")[1].split()[0])
+        return run(["taskset", "-c", "0"] + cmd +
+                   ["--workers", ",".join(addresses), "--key-file", key]).stdout
+    finally:
+        for w in workers:
+            w.terminate()
+            w.wait()
 
 
 def cell(values):
@@ -49,6 +78,8 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--devices", default="", help="also Huddle on these device counts, 1 thread each")
     p.add_argument("--strategy", default="megatron", help="Huddle's strategy with --devices")
+    p.add_argument("--pin", action="store_true",
+                   help="with --devices: each device's process on its own core (taskset)")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     src = os.path.join(a.work, "llama-1b")
@@ -88,13 +119,12 @@ def main():
         for devices in [int(d) for d in a.devices.split(",") if d]:
             h_dec, h_pre = [], []
             for _ in range(a.repeats):
-                out = json.loads(run([a.huddle, "run", "--model", gguf, "--ids", ids,
-                                      "--n-predict", str(a.n), "--ignore-eos", "--threads", "1",
-                                      "--local-devices", str(devices), "--strategy", a.strategy,
-                                      "--json"]).stdout.splitlines()[0])
+                out = json.loads(run_devices(a, gguf, ids, devices).splitlines()[0])
                 h_dec.append(1000.0 / out["decode_ms_per_token"])
                 h_pre.append(out["prefill_ms"])
             label = f"{devices} devices ({a.strategy}), 1 thread each"
+            if a.pin:
+                label += ", one core each"
             rows.append((t, label, cell(h_dec), "-", cell(h_pre), "-"))
             print(f"{t} {label}: huddle {cell(h_dec)} tok/s; prefill {cell(h_pre)} ms", flush=True)
     print("\n| weights | threads | Huddle decode tok/s | llama.cpp decode tok/s | Huddle prefill ms "
