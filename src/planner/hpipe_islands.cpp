@@ -24,15 +24,6 @@ double bandwidth(const ClusterSpec& cluster, int a, int b) {
   }
 }
 
-double send_s(const ClusterSpec& cluster, int from, int to, double bytes) {
-  if (from == to) return 0;
-  try {
-    return cluster.link(from, to).transfer_s(bytes);
-  } catch (const PlanError&) {
-    return kInf;
-  }
-}
-
 // Components of the devices joined by links of at least `level` bits per second.
 std::vector<std::vector<int>> components(const std::vector<std::vector<double>>& bw, double level) {
   const auto n = static_cast<int>(bw.size());
@@ -55,6 +46,15 @@ std::vector<std::vector<int>> components(const std::vector<std::vector<double>>&
 }
 
 }  // namespace
+
+double link_send_s(const ClusterSpec& cluster, int from, int to, double bytes) {
+  if (from == to) return 0;
+  try {
+    return cluster.link(from, to).transfer_s(bytes);
+  } catch (const PlanError&) {
+    return std::numeric_limits<double>::infinity();
+  }
+}
 
 StageGroup StageGroup::island(const ClusterSpec& cluster, std::vector<int> members) {
   StageGroup g;
@@ -180,9 +180,9 @@ double group_unit_seconds(const CostModel& cost, const ClusterSpec& cluster,
 
 double group_transfer_s(const ClusterSpec& cluster, const StageGroup& from, const StageGroup& to,
                         double bytes) {
-  double s = send_s(cluster, from.leader, to.leader, bytes);
+  double s = link_send_s(cluster, from.leader, to.leader, bytes);
   for (const int m : to.members) {
-    if (m != to.leader) s += send_s(cluster, to.leader, m, bytes);
+    if (m != to.leader) s += link_send_s(cluster, to.leader, m, bytes);
   }
   return s;
 }

@@ -40,6 +40,10 @@ struct StageGroup {
   static StageGroup island(const ClusterSpec& cluster, std::vector<int> members);
 };
 
+// Seconds to send `bytes` from device `from` to `to` (cluster indices): 0 on one device,
+// infinite when the cluster has no such link (the pair then cannot be adjacent in a pipeline).
+double link_send_s(const ClusterSpec& cluster, int from, int to, double bytes);
+
 // The islands of `cluster` (each ascending, two or more devices, fewer than all), for every
 // bandwidth level at which the links at least that fast join devices into such a set; nested
 // islands are all listed.

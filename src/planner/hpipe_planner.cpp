@@ -19,17 +19,6 @@ namespace {
 constexpr double kF32 = 4;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Seconds to send `bytes` from device `from` to `to` (cluster indices); nothing on one device;
-// infinite when the cluster has no such link (the pair then cannot be adjacent).
-double send_s(const ClusterSpec& cluster, int from, int to, double bytes) {
-  if (from == to) return 0;
-  try {
-    return cluster.link(from, to).transfer_s(bytes);
-  } catch (const PlanError&) {
-    return kInf;
-  }
-}
-
 double activation_bytes(const CostModel& cost, std::int64_t tokens) {
   return static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32;
 }
@@ -41,11 +30,11 @@ double output_s(const CostModel& cost, const ClusterSpec& cluster, int last, std
   const double width = cost.footprint().head_outputs > 0
                            ? static_cast<double>(cost.footprint().head_outputs)
                            : static_cast<double>(cost.config().hidden);
-  return send_s(cluster, last, 0, rows * width * kF32);
+  return link_send_s(cluster, last, 0, rows * width * kF32);
 }
 
 double ids_s(const ClusterSpec& cluster, int first, std::int64_t tokens) {
-  return send_s(cluster, 0, first, static_cast<double>(tokens) * 4);
+  return link_send_s(cluster, 0, first, static_cast<double>(tokens) * 4);
 }
 
 std::vector<std::int64_t> unit_bytes(const CostModel& cost, std::int64_t max_tokens) {
