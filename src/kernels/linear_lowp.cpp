@@ -3,11 +3,11 @@
 // OutIn [N, K] weights, the layout of every decoder's projections:
 //   Q8_0/Q4_0 where the active path has tile kernels (qtile.h: AVX2, AVX-512 VNNI): the
 //     activation is quantised to int8 blocks and tiles of weight rows x tokens multiply blocks
-//     as integers, at every T; each output gets the bits the path's dot product gives it, so
-//     a plan that splits tokens differently from one device gives exactly its answer.
-//   otherwise, T < kLowpGemmTokens (decode, short prompts): one dot product per output element on the active
-//     path (qdot.h), threaded over output rows like the F32 GEMV; a weight row is read once per
-//     call and reused from cache by every token;
+//     as integers, at every T; each output gets the same bits whatever T, so a plan that splits
+//     tokens differently from one device gives exactly its answer.
+//   otherwise, T < kLowpGemmTokens (decode, short prompts): one dot product per output element
+//     on the active path (qdot.h), threaded over output rows like the F32 GEMV; a weight row is
+//     read once per call and reused from cache by every token;
 //   otherwise, T >= kLowpGemmTokens (prefill): panels of weight rows are widened to F32 and
 //     multiplied by OpenBLAS sgemm.
 // For Q8_0/Q4_0 weights all of them read the activation quantised to int8 blocks (the GEMM path

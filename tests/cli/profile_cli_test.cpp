@@ -124,11 +124,26 @@ TEST(ProfileCli, RunReplansWhenMeasuredSpeedsContradictTheClusterFile) {
                                   {"default_link", {{"bandwidth_bps", 1e10}, {"latency_s", 1e-6}}}};
   std::ofstream(dir / "c.json") << cluster.dump();
   const auto ids = testing::read_ids(fixture("references/gpt2-tiny.16.ids.json"));
-  const auto r =
-      run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", ids_arg(ids),
-                  "--local-devices", "2", "--cluster", dir / "c.json", "--strategy", "galaxy",
-                  "--repeat", "6", "--replan-threshold", "0.02", "--threads", "1", "--dump-logits",
-                  dir / "out.npy", "--json"});
+  const auto r = run_huddle({"run",
+                             "--model",
+                             fixture_model("gpt2-tiny"),
+                             "--ids",
+                             ids_arg(ids),
+                             "--local-devices",
+                             "2",
+                             "--cluster",
+                             dir / "c.json",
+                             "--strategy",
+                             "galaxy",
+                             "--repeat",
+                             "6",
+                             "--replan-threshold",
+                             "0.02",
+                             "--threads",
+                             "1",
+                             "--dump-logits",
+                             dir / "out.npy",
+                             "--json"});
   // (Six requests: the estimate needs a few steps to settle on a loaded machine, and each
   // request but the last may re-plan. The threshold is low because on a model this small each
   // op's fixed overhead makes the device with 10x the work look faster than it is, so the
