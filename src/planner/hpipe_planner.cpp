@@ -17,7 +17,6 @@ namespace huddle {
 namespace {
 
 constexpr double kF32 = 4;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double activation_bytes(const CostModel& cost, std::int64_t tokens) {
   return static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32;
