@@ -6,6 +6,7 @@
 // identical to one device's over 16 decode steps.
 #include "io/npy.h"
 #include "model/model.h"
+#include "pipeline_references.h"
 #include "plan/lowering.h"
 #include "planner/strategies.h"
 #include "reference_generation.h"
@@ -21,33 +22,9 @@
 namespace huddle {
 namespace {
 
-// A slice table whose entry for n tokens is a random cut of n (fixed seed).
-std::vector<std::vector<std::int64_t>> random_slice_table(std::int64_t max_tokens,
-                                                          std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<std::int64_t>> table;
-  for (std::int64_t n = 1; n <= max_tokens; ++n) {
-    std::vector<std::int64_t> cut;
-    for (std::int64_t left = n; left > 0;) {
-      const std::int64_t len = std::uniform_int_distribution<std::int64_t>(1, left)(rng);
-      cut.push_back(len);
-      left -= len;
-    }
-    table.push_back(cut);
-  }
-  return table;
-}
-
-Tensor reference_rows(const std::string& model, std::int64_t n) {
-  const Tensor all = io::read_npy(testing::fixture("references/" + model + ".64.npy"));
-  return all.rows(0, n).clone();
-}
-
-std::vector<std::int32_t> reference_ids(const std::string& model, std::int64_t n) {
-  auto ids = testing::read_ids(testing::fixture("references/" + model + ".64.ids.json"));
-  ids.resize(static_cast<std::size_t>(n));
-  return ids;
-}
+using testing::random_slice_table;
+using testing::reference_ids;
+using testing::reference_rows;
 
 struct StageCase {
   std::vector<int> members;    // one device, or a group in group order

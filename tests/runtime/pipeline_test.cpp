@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "io/npy.h"
 #include "model/model.h"
+#include "pipeline_references.h"
 #include "plan/lowering.h"
 #include "planner/strategies.h"
 #include "reference_generation.h"
@@ -27,37 +28,9 @@ std::vector<std::string> device_names(std::size_t n) {
   return names;
 }
 
-// A slice table whose entry for n tokens is a random cut of n (fixed seed): slices of every
-// length, uneven, so each stage sees KV caches of every offset.
-std::vector<std::vector<std::int64_t>> random_slice_table(std::int64_t max_tokens,
-                                                          std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<std::int64_t>> table;
-  for (std::int64_t n = 1; n <= max_tokens; ++n) {
-    std::vector<std::int64_t> cut;
-    std::int64_t left = n;
-    while (left > 0) {
-      const std::int64_t len = std::uniform_int_distribution<std::int64_t>(1, left)(rng);
-      cut.push_back(len);
-      left -= len;
-    }
-    table.push_back(cut);
-  }
-  return table;
-}
-
-// Rows [0, n) of the fixture's 64-token float64 reference: a causal model's logits for the first
-// n tokens do not depend on the later ones.
-Tensor reference_rows(const std::string& model, std::int64_t n) {
-  const Tensor all = io::read_npy(testing::fixture("references/" + model + ".64.npy"));
-  return all.rows(0, n).clone();
-}
-
-std::vector<std::int32_t> reference_ids(const std::string& model, std::int64_t n) {
-  auto ids = testing::read_ids(testing::fixture("references/" + model + ".64.ids.json"));
-  ids.resize(static_cast<std::size_t>(n));
-  return ids;
-}
+using testing::random_slice_table;
+using testing::reference_ids;
+using testing::reference_rows;
 
 struct Case {
   std::string model;
