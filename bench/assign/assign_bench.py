@@ -6,7 +6,8 @@
         [--models gpt2,bert-base] [--lengths 8,32,64,512] [--out DIR]
 
 The setting of the paper: a local device and a remote one 3x faster (bench/clusters/assign-<mbps>.json:
-0.25 and 0.75 core). For every network, model and prompt length: `huddle assign` on the local
+0.25 and 0.75 core); with --remote-kinds the remote takes only those op kinds, as the paper's
+accelerators refuse some operators. For every network, model and prompt length: `huddle assign` on the local
 device with providers cpuN, remote (the worker), cpu1 profiles with Algorithm 1's runs and writes
 the optimal plan and every baseline's plan (--baseline-plans); then each plan is run with
 `huddle run --plan --repeat R+1 --n-predict 0` (the first run is a warm-up) and its prefill time
@@ -57,7 +58,7 @@ def bench_one(a, spec, model, model_dir, length, workers, remote):
     os.makedirs(out, exist_ok=True)
     key = workers[workers.index("--key-file") + 1]
     cmd = [TESTBED, "exec", spec, "--", a.huddle, "assign", "--model", model_dir, "--providers",
-           f"cpuN,remote:{remote},cpu1", "--key-file", key, "--prompt-len", length, "--repeats",
+           f"cpuN,remote:{remote}{':' + a.remote_kinds if a.remote_kinds else ''},cpu1", "--key-file", key, "--prompt-len", length, "--repeats",
            a.profile_repeats, "-o", os.path.join(out, "optimal.json"), "--baseline-plans", out, "--json"]
     r = sh(cmd, a.timeout)
     if r.returncode != 0:
@@ -85,6 +86,9 @@ def main():
     ap.add_argument("--networks", default="1000,100")
     ap.add_argument("--models", default="gpt2,bert-base")
     ap.add_argument("--lengths", default="8,32,64,512")
+    ap.add_argument("--remote-kinds", default="",
+                    help="op kinds the remote takes (an accelerator that refuses the rest), e.g. "
+                         "linear,attention; default: every kind")
     ap.add_argument("--models-dir", default="/tmp/models")
     ap.add_argument("--huddle", default=os.path.join(ROOT, "build", "huddle"))
     ap.add_argument("--timeout", type=int, default=900, help="seconds one huddle command may take")

@@ -25,10 +25,16 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-// One timed forward: every device's ops in execution order (program op name, seconds), and the
-// primary's wall time.
+// One op's times in a forward: wall seconds, and the process's CPU seconds over it (-1: unknown).
+struct OpTimes {
+  std::string name;  // program op name
+  double wall_s = 0;
+  double cpu_s = -1;
+};
+
+// One timed forward: every device's ops in execution order, and the primary's wall time.
 struct Forward {
-  std::vector<std::vector<std::pair<std::string, double>>> devices;
+  std::vector<std::vector<OpTimes>> devices;
   double wall_s = 0;
 };
 
@@ -41,10 +47,14 @@ std::vector<Forward> run_local(const Model& model, const Plan& plan,
                                std::span<const std::int32_t> ids, int repeats) {
   const Program program = lower(model.graph(), model.config(), plan, 0);
   Executor executor(program.graph, model.weights(), model.config().max_positions);
-  std::vector<std::pair<std::string, double>> ops;
-  executor.set_observer([&](const Op& op, const Tensor&, std::chrono::nanoseconds elapsed) {
-    ops.emplace_back(op.name, static_cast<double>(elapsed.count()) * 1e-9);
-  });
+  std::vector<OpTimes> ops;
+  executor.set_observer(
+      [&](const Op& op, const Tensor&, const OpTime& time) {
+        ops.push_back(
+            {op.name, std::chrono::duration<double>(time.wall).count(),
+             time.cpu.count() < 0 ? -1.0 : std::chrono::duration<double>(time.cpu).count()});
+      },
+      /*measure_cpu=*/true);
   std::vector<Forward> out;
   for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
     ops.clear();
@@ -83,7 +93,8 @@ std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
     for (const Span& s : spans[d]) {
       const int k = seen[s.name]++;
       if (k >= 1 && k <= repeats) {
-        out[at(k - 1)].devices[d].emplace_back(s.name, s.duration_us * 1e-6);
+        out[at(k - 1)].devices[d].push_back(
+            {s.name, s.duration_us * 1e-6, s.cpu_us < 0 ? -1.0 : s.cpu_us * 1e-6});
       }
     }
   }
@@ -91,6 +102,23 @@ std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
 }
 
 }  // namespace
+
+std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size_t providers) {
+  std::vector<double> wall(providers, 0.0), cpu(providers, 0.0);
+  for (const OpSample& s : samples) {
+    HUDDLE_CHECK(s.provider >= 0 && at(s.provider) < providers);
+    if (s.cpu_s < 0) continue;
+    wall[at(s.provider)] += s.wall_s;
+    cpu[at(s.provider)] += s.cpu_s;
+  }
+  std::vector<double> out;
+  out.reserve(samples.size());
+  for (const OpSample& s : samples) {
+    const std::size_t p = at(s.provider);
+    out.push_back(s.cpu_s < 0 || cpu[p] <= 0 ? s.wall_s : s.cpu_s * wall[p] / cpu[p]);
+  }
+  return out;
+}
 
 Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provider>& providers,
                    const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
@@ -110,25 +138,43 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
   std::vector<std::vector<std::pair<std::size_t, double>>> crossed(at(dcg.num_da()));
   std::vector<std::vector<double>> transfers(at(dcg.num_da()));
   std::vector<bool> da_seen(at(dcg.num_da()), false);
-  std::vector<double> run_wall;  // each run's median
-  for (const Assignment& run : runs) {
-    const Plan plan = assignment_plan(model.config(), graph, providers, run);
-    std::vector<Forward> forwards;
-    if (uses_remote(providers, run)) {
+  std::vector<std::vector<Forward>> forwards(runs.size());
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const Plan plan = assignment_plan(model.config(), graph, providers, runs[r]);
+    if (uses_remote(providers, runs[r])) {
       if (!key) throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
-      forwards = run_cluster(model, plan, providers, ids, repeats, *key);
+      forwards[r] = run_cluster(model, plan, providers, ids, repeats, *key);
     } else {
-      forwards = run_local(model, plan, ids, repeats);
+      forwards[r] = run_local(model, plan, ids, repeats);
     }
+  }
+  // Every compute op sample, in the order the loop below visits them, charged by CPU time.
+  std::vector<OpSample> samples;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (const Forward& f : forwards[r]) {
+      for (const auto& device : f.devices) {
+        for (const OpTimes& o : device) {
+          const auto it = op_index.find(o.name);
+          if (it != op_index.end()) samples.push_back({runs[r][at(it->second)], o.wall_s, o.cpu_s});
+        }
+      }
+    }
+  }
+  const std::vector<double> charged = charged_seconds(samples, providers.size());
+  std::size_t next_sample = 0;
+  std::vector<double> run_wall;  // each run's median
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const Assignment& run = runs[r];
     std::vector<double> wall;
-    for (const Forward& f : forwards) {
+    for (const Forward& f : forwards[r]) {
       wall.push_back(f.wall_s);
       std::vector<double> op_time(graph.ops().size(), 0.0);
       for (const auto& device : f.devices) {
-        for (const auto& [name, t] : device) {
-          const auto it = op_index.find(name);
+        for (const OpTimes& o : device) {
+          const auto it = op_index.find(o.name);
           if (it == op_index.end()) continue;
           const int op = it->second;
+          const double t = charged[next_sample++];
           op_time[at(op)] = t;
           const int to = run[at(op)];
           const auto node = static_cast<std::size_t>(dcg.node(op, to));
@@ -144,9 +190,10 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
       }
       // A receive on device R of a value op p made elsewhere waits for the ops after R's last
       // own op up to p (all elsewhere), then for the transfer: its time less theirs.
-      for (std::size_t r = 0; r < f.devices.size(); ++r) {
-        const int receiver = static_cast<int>(r);
-        for (const auto& [name, t] : f.devices[r]) {
+      for (std::size_t d = 0; d < f.devices.size(); ++d) {
+        const int receiver = static_cast<int>(d);
+        for (const OpTimes& o : f.devices[d]) {
+          const std::string& name = o.name;
           if (!name.ends_with("@recv")) continue;
           const auto p = producer.find(name.substr(0, name.size() - 5));
           if (p == producer.end()) continue;
@@ -163,7 +210,7 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
           double waited = 0;
           for (int q = p->second; q >= 0 && device_of(run, q) != receiver; --q)
             waited += op_time[at(q)];
-          transfers[at(da)].push_back(std::max(0.0, t - waited));
+          transfers[at(da)].push_back(std::max(0.0, o.wall_s - waited));
         }
       }
     }

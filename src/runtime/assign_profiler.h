@@ -3,8 +3,10 @@
 //
 // Each profiling run is an assignment lowered to a program (plan/lowering_assign.h) and run as a
 // prefill of the given ids, after one warm-up, `repeats` times; the executor's per-op observer
-// times every op, so a run measures the node cost of every (op, provider) it uses. A node's cost
-// is the median of its op's times in runs where none of its inputs crossed providers. A DA edge
+// times every op (wall and process CPU time), so a run measures the node cost of every (op,
+// provider) it uses. An op's time is its CPU time scaled to its provider's throttling
+// (charged_seconds); a node's cost is the median of its op's times in runs where none of its
+// inputs crossed providers. A DA edge
 // between providers of device 0 (cpu1, cpuN) moves nothing — the consumer reads the producer's
 // buffer — but crossing it switches the kernels' threading (the pool's workers wake or idle,
 // BLAS's thread count changes), which the consumer pays: a DA class's cost is the median, over
@@ -32,6 +34,23 @@
 #include <vector>
 
 namespace huddle::assign {
+
+// One compute op's sample in a profiling run: the provider it ran on, its wall seconds and the
+// process's CPU seconds over it (-1: not measured).
+struct OpSample {
+  int provider = 0;
+  double wall_s = 0;
+  double cpu_s = -1;
+};
+
+// The seconds the DP charges for each sample. A CPU quota (a cgroup's, or a share of a busy core)
+// stops a device for the rest of a period once it is spent, so a few ops of a run wait out the
+// throttle and the rest run at full speed: the median of an op's wall times misses the stalls
+// (a device held to a quarter core looked as fast as a whole one) and the mean of a few samples
+// is noise. So each provider's stalls are spread over its samples by CPU time: a sample costs
+// cpu_s x (sum of wall_s / sum of cpu_s over that provider's samples with a CPU time), which keeps
+// the provider's total; one without a CPU time costs its wall time. Providers in [0, providers).
+std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size_t providers);
 
 struct MeasuredRun {
   Assignment assignment;

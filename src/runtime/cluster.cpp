@@ -147,7 +147,8 @@ void Cluster::start(const nlohmann::json& model_fields, const std::string& finge
       std::make_unique<Executor>(program_.graph, onnx_ ? onnx_->weights() : model_->weights(),
                                  onnx_ ? 1 : model_->config().max_positions,
                                  DeviceGroup{transport_.get(), plan_.token_shares});
-  executor_->set_observer(meter_.observer(options_.trace ? recorder_.observer() : OpObserver{}));
+  executor_->set_observer(meter_.observer(options_.trace ? recorder_.observer() : OpObserver{}),
+                          options_.trace);
   session_ = std::make_unique<PrimarySession>(
       *transport_, *executor_, &meter_, plan_.pipeline ? &*plan_.pipeline : nullptr,
       graph.outputs().empty() ? 0 : graph.value(graph.outputs().front()).shape.back());

@@ -20,8 +20,34 @@
 #include <numeric>
 #include <optional>
 
+#include <time.h>
+
 namespace huddle {
 namespace {
+
+std::chrono::nanoseconds process_cpu_time() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// Times one op for the observer: the wall clock, and the process's CPU clock when asked.
+class OpStopwatch {
+ public:
+  explicit OpStopwatch(bool measure_cpu)
+      : wall_start_(std::chrono::steady_clock::now()),
+        cpu_start_(measure_cpu ? process_cpu_time() : std::chrono::nanoseconds(-1)) {}
+  OpTime elapsed() const {
+    OpTime t;
+    t.wall = std::chrono::steady_clock::now() - wall_start_;
+    if (cpu_start_.count() >= 0) t.cpu = process_cpu_time() - cpu_start_;
+    return t;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point wall_start_;
+  std::chrono::nanoseconds cpu_start_;
+};
 
 bool is_elementwise(OpKind kind) {
   return kind == OpKind::Add || kind == OpKind::Mul || kind == OpKind::GeluTanh ||
@@ -201,13 +227,13 @@ void Executor::linear_rows(std::size_t op_index, const std::vector<Tensor>& valu
                            const Tensor& input, std::int64_t begin, std::int64_t end, Tensor& out) {
   if (end <= begin) return;
   const Op& op = graph_.ops()[op_index];
-  const auto start = std::chrono::steady_clock::now();
+  const OpStopwatch stopwatch(measure_cpu_);
   const Tensor* bias =
       op.inputs.size() == 3 ? &values[static_cast<std::size_t>(op.inputs[2])] : nullptr;
   Tensor rows_out = out.rows(begin, end);
   kernels::linear(input.rows(begin, end), values[static_cast<std::size_t>(op.inputs[1])],
                   op.attrs.weight_layout, bias, rows_out);
-  if (observer_) observer_(op, rows_out, std::chrono::steady_clock::now() - start);
+  if (observer_) observer_(op, rows_out, stopwatch.elapsed());
 }
 
 int Executor::rank() const {
@@ -318,12 +344,12 @@ void Executor::run_ops(std::vector<Tensor>& values, const Step& step) {
       values[static_cast<std::size_t>(op.output)] =
           Tensor::empty(DType::F32, resolve(graph_.value(op.output).shape, step));
     } else if (!done_inside_collective_[i]) {
-      const auto start = std::chrono::steady_clock::now();
+      const OpStopwatch stopwatch(measure_cpu_);
       std::optional<kernels::SerialScope> serial;
       if (op.attrs.threads == 1) serial.emplace();
       Tensor out = run_op(op, values, step, i);
       serial.reset();
-      if (observer_) observer_(op, out, std::chrono::steady_clock::now() - start);
+      if (observer_) observer_(op, out, stopwatch.elapsed());
       values[static_cast<std::size_t>(op.output)] = std::move(out);
     }
     for (ValueId id : op.inputs) {  // free activations nobody reads any more

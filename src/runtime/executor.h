@@ -39,9 +39,15 @@ struct DeviceGroup {
   std::vector<double> token_shares;     // per rank
 };
 
+// How long one op took: wall time, and the CPU time the whole process (every thread) used
+// meanwhile, which is -1 ns unless the executor measures it (Executor::set_observer).
+struct OpTime {
+  std::chrono::nanoseconds wall{0};
+  std::chrono::nanoseconds cpu{-1};
+};
+
 // Called after each op with the op, its output and the time it took (tracing, debug dumps).
-using OpObserver =
-    std::function<void(const Op&, const Tensor& output, std::chrono::nanoseconds elapsed)>;
+using OpObserver = std::function<void(const Op&, const Tensor& output, const OpTime& time)>;
 
 class Executor final : public StepRunner {
  public:
@@ -70,7 +76,12 @@ class Executor final : public StepRunner {
   std::int64_t position() const override { return position_; }
   std::int64_t max_positions() const override { return max_positions_; }
 
-  void set_observer(OpObserver observer) { observer_ = std::move(observer); }
+  // `measure_cpu`: also read the process's CPU clock around every op (a system call each side;
+  // operator assignment's profiler spreads a CPU quota's throttling over ops by it).
+  void set_observer(OpObserver observer, bool measure_cpu = false) {
+    observer_ = std::move(observer);
+    measure_cpu_ = measure_cpu;
+  }
 
  private:
   struct KvCache {
@@ -118,6 +129,7 @@ class Executor final : public StepRunner {
   std::vector<bool> after_last_row_;   // by op index: LastRow and the ops that read its result
   std::vector<KvCache> caches_;        // by cache slot
   OpObserver observer_;
+  bool measure_cpu_ = false;
   DeviceGroup group_;
   // Overlap, by op index: linears run inside an all-gather, the linear a reduce-scatter runs,
   // and whether an op's work was already done inside a collective.

@@ -89,10 +89,9 @@ Tensor run_step(Executor& executor, std::span<const std::int64_t> slices,
 }
 
 OpObserver StepMeter::observer(OpObserver inner) {
-  return [this, inner = std::move(inner)](const Op& op, const Tensor& out,
-                                          std::chrono::nanoseconds elapsed) {
-    if (!communicates(op.kind)) compute_s_ += std::chrono::duration<double>(elapsed).count();
-    if (inner) inner(op, out, elapsed);
+  return [this, inner = std::move(inner)](const Op& op, const Tensor& out, const OpTime& time) {
+    if (!communicates(op.kind)) compute_s_ += std::chrono::duration<double>(time.wall).count();
+    if (inner) inner(op, out, time);
   };
 }
 

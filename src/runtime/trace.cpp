@@ -20,18 +20,20 @@ double now_us() {
 }  // namespace
 
 OpObserver TraceRecorder::observer() {
-  return [this](const Op& op, const Tensor& out, std::chrono::nanoseconds elapsed) {
-    const double duration = std::chrono::duration<double, std::micro>(elapsed).count();
+  return [this](const Op& op, const Tensor& out, const OpTime& time) {
+    const double duration = std::chrono::duration<double, std::micro>(time.wall).count();
     const std::int64_t rows = out.defined() && out.rank() >= 1 ? out.dim(0) : -1;
+    const double cpu =
+        time.cpu.count() < 0 ? -1.0 : std::chrono::duration<double, std::micro>(time.cpu).count();
     spans_.push_back({op.name, communicates(op.kind) ? "comm" : "compute", op.layer,
-                      now_us() - duration, duration, rows});
+                      now_us() - duration, duration, rows, cpu});
   };
 }
 
 nlohmann::json TraceRecorder::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const Span& s : spans_)
-    list.push_back({s.name, s.category, s.layer, s.start_us, s.duration_us, s.rows});
+    list.push_back({s.name, s.category, s.layer, s.start_us, s.duration_us, s.rows, s.cpu_us});
   return list;
 }
 
@@ -39,15 +41,16 @@ std::vector<Span> TraceRecorder::from_json(const nlohmann::json& j) {
   std::vector<Span> spans;
   if (!j.is_array()) throw TransportError("trace: expected a list of spans");
   for (const auto& e : j) {
-    // [name, category, layer, start, duration] and, from pipeline plans on, rows.
-    if (!e.is_array() || (e.size() != 5 && e.size() != 6) || !e[0].is_string() ||
-        !e[1].is_string() || !e[2].is_number_integer() || !e[3].is_number() || !e[4].is_number() ||
-        (e.size() == 6 && !e[5].is_number_integer())) {
+    // [name, category, layer, start, duration, rows, cpu]; rows and cpu may be absent.
+    if (!e.is_array() || e.size() < 5 || e.size() > 7 || !e[0].is_string() || !e[1].is_string() ||
+        !e[2].is_number_integer() || !e[3].is_number() || !e[4].is_number() ||
+        (e.size() >= 6 && !e[5].is_number_integer()) || (e.size() == 7 && !e[6].is_number())) {
       throw TransportError("trace: malformed span");
     }
     spans.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<int>(),
                      e[3].get<double>(), e[4].get<double>(),
-                     e.size() == 6 ? e[5].get<std::int64_t>() : -1});
+                     e.size() >= 6 ? e[5].get<std::int64_t>() : -1,
+                     e.size() == 7 ? e[6].get<double>() : -1.0});
   }
   return spans;
 }

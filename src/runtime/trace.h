@@ -18,6 +18,7 @@ struct Span {
   double start_us = 0;  // steady clock, microseconds (one clock per machine)
   double duration_us = 0;
   std::int64_t rows = -1;  // rows of the op's output (a pipeline slice's tokens), -1: unknown
+  double cpu_us = -1;      // the process's CPU time over the op (all threads), -1: not measured
 };
 
 class TraceRecorder {

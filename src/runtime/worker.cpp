@@ -94,7 +94,7 @@ void serve_program(net::TcpTransport& transport, const Program& program, const W
                     DeviceGroup{&transport, plan.token_shares});
   TraceRecorder recorder;
   StepMeter meter;
-  executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}));
+  executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}), s.trace);
   const std::string ready = nlohmann::json{
       {"weight_bytes", program_weight_bytes(program, weights)},
       {"rss_bytes",

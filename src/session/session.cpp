@@ -70,7 +70,8 @@ void Session::start() {
                                      : model_.config().max_positions;
     local_ = std::make_unique<Executor>(assigned_ ? assigned_->graph : model_.graph(),
                                         model_.weights(), context);
-    local_->set_observer(meter_.observer(options_.trace ? local_trace_.observer() : OpObserver{}));
+    local_->set_observer(meter_.observer(options_.trace ? local_trace_.observer() : OpObserver{}),
+                         options_.trace);
   } else {
     workers_ = plan_workers(planned_);
     if (options_.workers.empty()) {

@@ -1,0 +1,109 @@
+// Per-op timing: the executor's wall and process-CPU clocks, trace spans that carry both across
+// the wire, and the assignment profiler's charge of an op (its CPU time scaled to its provider's
+// throttling) against hand-made samples.
+#include "core/error.h"
+#include "model/model.h"
+#include "runtime/assign_profiler.h"
+#include "runtime/executor.h"
+#include "runtime/trace.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <numeric>
+#include <vector>
+
+namespace huddle {
+namespace {
+
+using assign::charged_seconds;
+using assign::OpSample;
+
+TEST(ChargedSeconds, UnthrottledSamplesCostTheirWallTime) {
+  // cpu1: CPU time equals wall time; cpuN: two threads, CPU time twice the wall time.
+  const std::vector<OpSample> samples = {
+      {0, 0.004, 0.004}, {0, 0.001, 0.001}, {1, 0.002, 0.004}, {1, 0.003, 0.006}};
+  const std::vector<double> charged = charged_seconds(samples, 2);
+  ASSERT_EQ(charged.size(), samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    EXPECT_NEAR(charged[i], samples[i].wall_s, 1e-12) << i;
+}
+
+TEST(ChargedSeconds, AThrottleStallIsSpreadOverTheProvidersOpsByCpuTime) {
+  // A quarter-core device: 40 ops of 1 ms CPU each; one of them met the end of the quota and
+  // waited 120 ms. The median wall time (1 ms) would miss the stall; the charge keeps the total
+  // (160 ms) and gives every op its CPU share of it (4 ms). The other provider is untouched.
+  std::vector<OpSample> samples;
+  for (int i = 0; i < 40; ++i) samples.push_back({0, i == 17 ? 0.121 : 0.001, 0.001});
+  samples.push_back({1, 0.005, 0.005});
+  const std::vector<double> charged = charged_seconds(samples, 2);
+  double total = 0;
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_NEAR(charged[static_cast<std::size_t>(i)], 0.004, 1e-12) << i;
+    total += charged[static_cast<std::size_t>(i)];
+  }
+  EXPECT_NEAR(total, 0.160, 1e-12);
+  EXPECT_NEAR(charged.back(), 0.005, 1e-12);
+}
+
+TEST(ChargedSeconds, SamplesWithoutCpuTimeCostTheirWallTime) {
+  const std::vector<OpSample> samples = {{0, 0.010, -1}, {0, 0.030, 0.010}, {1, 0.002, -1}};
+  const std::vector<double> charged = charged_seconds(samples, 2);
+  EXPECT_NEAR(charged[0], 0.010, 1e-12);
+  EXPECT_NEAR(charged[1], 0.030, 1e-12);  // the provider's only CPU-timed sample: its own ratio
+  EXPECT_NEAR(charged[2], 0.002, 1e-12);
+}
+
+TEST(OpTiming, TheExecutorReadsTheProcessCpuClockOnlyWhenAsked) {
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  Executor executor(model.graph(), model.weights(), model.config().max_positions);
+  const std::vector<std::int32_t> ids = {5, 6, 7, 8};
+  for (const bool measure : {false, true}) {
+    std::vector<OpTime> times;
+    executor.set_observer([&](const Op&, const Tensor&, const OpTime& t) { times.push_back(t); },
+                          measure);
+    executor.reset();
+    (void)executor.forward(ids, /*all_rows=*/false);
+    ASSERT_FALSE(times.empty());
+    std::chrono::nanoseconds cpu_total{0};
+    for (const OpTime& t : times) {
+      EXPECT_GE(t.wall.count(), 0);
+      if (measure) {
+        EXPECT_GE(t.cpu.count(), 0);
+        cpu_total += t.cpu;
+      } else {
+        EXPECT_EQ(t.cpu.count(), -1);
+      }
+    }
+    if (measure) {
+      EXPECT_GT(cpu_total.count(), 0);
+    }
+  }
+}
+
+TEST(OpTiming, SpansCarryCpuTimeThroughJsonAndOlderSpansReadAsUnmeasured) {
+  TraceRecorder recorder;
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  Executor executor(model.graph(), model.weights(), model.config().max_positions);
+  executor.set_observer(recorder.observer(), /*measure_cpu=*/true);
+  (void)executor.forward(std::vector<std::int32_t>{1, 2, 3}, /*all_rows=*/false);
+  const std::vector<Span> back = TraceRecorder::from_json(recorder.to_json());
+  ASSERT_EQ(back.size(), recorder.spans().size());
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].name, recorder.spans()[i].name);
+    EXPECT_GE(back[i].cpu_us, 0);
+    EXPECT_DOUBLE_EQ(back[i].cpu_us, recorder.spans()[i].cpu_us);
+  }
+  const auto old = nlohmann::json::parse(R"([["a", "compute", 0, 1.5, 2.5, 4]])");
+  EXPECT_EQ(TraceRecorder::from_json(old).at(0).cpu_us, -1);
+  EXPECT_THROW(
+      (void)TraceRecorder::from_json(nlohmann::json::parse(R"([["a","compute",0,1,2,4,"x"]])")),
+      TransportError);
+  EXPECT_THROW(
+      (void)TraceRecorder::from_json(nlohmann::json::parse(R"([["a","compute",0,1,2,4,5,6]])")),
+      TransportError);
+}
+
+}  // namespace
+}  // namespace huddle
