@@ -12,6 +12,9 @@
 
 namespace huddle::testing {
 
+// Free memory no planner test's model comes near: 1 TiB.
+inline constexpr std::int64_t kAmpleBytes = std::int64_t{1} << 40;
+
 // tests/fixtures/<relative>.
 std::filesystem::path fixture(const std::string& relative);
 // tests/fixtures/models/<name>.

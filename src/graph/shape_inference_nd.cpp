@@ -22,7 +22,7 @@ void expect_concrete(const Shape& s, std::string_view op, std::string_view which
   }
 }
 
-void expect_rank(const Shape& s, std::size_t rank, std::string_view op, std::string_view which) {
+void require_rank(const Shape& s, std::size_t rank, std::string_view op, std::string_view which) {
   if (s.size() != rank)
     fail(op, fmt::format("{} must have rank {}, has shape {}", which, rank, shape_str(s)));
 }
@@ -110,8 +110,8 @@ Shape infer_imported_shape(OpKind kind, const OpAttrs& a, const std::vector<Shap
       return in[0];
     case OpKind::Conv2d: {
       if (in.size() != 2 && in.size() != 3) fail(op, "conv2d takes x, w and an optional bias");
-      expect_rank(in[0], 4, op, "x");
-      expect_rank(in[1], 4, op, "weight");
+      require_rank(in[0], 4, op, "x");
+      require_rank(in[1], 4, op, "weight");
       const std::int64_t g = a.groups;
       if (g < 1 || in[0][1] % g != 0 || in[1][0] % g != 0 || in[1][1] * g != in[0][1]) {
         fail(op, fmt::format("weight {} with {} groups does not fit input {}", shape_str(in[1]), g,
@@ -133,17 +133,17 @@ Shape infer_imported_shape(OpKind kind, const OpAttrs& a, const std::vector<Shap
       return in[0];
     case OpKind::MaxPool:
     case OpKind::AvgPool:
-      expect_rank(in[0], 4, op, "x");
+      require_rank(in[0], 4, op, "x");
       if (a.window.pad_top >= a.window.kernel_h || a.window.pad_bottom >= a.window.kernel_h ||
           a.window.pad_left >= a.window.kernel_w || a.window.pad_right >= a.window.kernel_w) {
         fail(op, "pool padding must be smaller than the kernel");
       }
       return window_shape(in[0], in[0][1], a, op);
     case OpKind::GlobalAvgPool:
-      expect_rank(in[0], 4, op, "x");
+      require_rank(in[0], 4, op, "x");
       return {in[0][0], in[0][1], 1, 1};
     case OpKind::Resize:
-      expect_rank(in[0], 4, op, "x");
+      require_rank(in[0], 4, op, "x");
       if (a.shape.size() != 2 || a.shape[0] <= 0 || a.shape[1] <= 0 || a.shape[0] > (1 << 24) ||
           a.shape[1] > (1 << 24))
         fail(op, "resize needs a positive output height and width (attr shape)");

@@ -24,7 +24,7 @@ std::pair<std::uint32_t, std::size_t> decode(std::string_view s, std::size_t at)
   return {cp, len};
 }
 
-bool is_space(std::uint32_t cp) {
+bool is_unicode_space(std::uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
          cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
          cp == 0x202f || cp == 0x205f || cp == 0x3000;
@@ -74,7 +74,7 @@ std::string strip(std::string_view s, Side side, std::optional<std::string_view>
   if (chars)
     for (const Char& c : chars_of(*chars)) set.push_back(c.cp);
   const auto removable = [&](std::uint32_t cp) {
-    return chars ? std::find(set.begin(), set.end(), cp) != set.end() : is_space(cp);
+    return chars ? std::find(set.begin(), set.end(), cp) != set.end() : is_unicode_space(cp);
   };
   const std::vector<Char> cs = chars_of(s);
   std::size_t first = 0;
@@ -104,7 +104,7 @@ std::vector<std::string> split(std::string_view s, std::optional<std::string_vie
   const std::vector<Char> cs = chars_of(s);
   std::size_t i = 0;
   while (true) {
-    while (i < cs.size() && is_space(cs[i].cp)) ++i;
+    while (i < cs.size() && is_unicode_space(cs[i].cp)) ++i;
     if (i == cs.size()) break;
     if (max_split >= 0 && static_cast<long>(out.size()) == max_split) {
       // The rest, with its trailing whitespace stripped, as Python does.
@@ -112,7 +112,7 @@ std::vector<std::string> split(std::string_view s, std::optional<std::string_vie
       break;
     }
     const std::size_t begin = i;
-    while (i < cs.size() && !is_space(cs[i].cp)) ++i;
+    while (i < cs.size() && !is_unicode_space(cs[i].cp)) ++i;
     out.emplace_back(s.substr(cs[begin].begin, cs[i - 1].end - cs[begin].begin));
   }
   return out;

@@ -12,10 +12,6 @@
 namespace huddle {
 namespace {
 
-bool empty(const Range& r) {
-  return r.second <= r.first;
-}
-
 bool contains(const Range& outer, const Range& inner) {
   return empty(inner) || (inner.first >= outer.first && inner.second <= outer.second);
 }

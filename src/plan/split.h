@@ -10,6 +10,10 @@ namespace huddle {
 
 using Range = std::pair<std::int64_t, std::int64_t>;  // [begin, end)
 
+inline bool empty(const Range& r) {
+  return r.first >= r.second;
+}
+
 // Splits `total` units into parts proportional to `shares` (>= 0, not all 0) by largest
 // remainder: the parts sum exactly to `total`, each within one unit of its exact share, ties to
 // the earlier part. Parts with share 0 get 0.

@@ -1,6 +1,7 @@
 #include "planner/assignment_dp.h"
 
 #include "core/error.h"
+#include "planner/constants.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,12 +10,6 @@
 
 namespace huddle::assign {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::size_t at(int i) {
-  return static_cast<std::size_t>(i);
-}
 
 double node_cost(const Dcg& dcg, const Costs& costs, int op, int provider) {
   return costs.node[at(dcg.node(op, provider))];

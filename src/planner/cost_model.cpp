@@ -1,5 +1,6 @@
 #include "planner/cost_model.h"
 
+#include "planner/constants.h"
 #include "planner/pipeline_planners.h"
 
 #include "core/error.h"
@@ -13,7 +14,6 @@
 namespace huddle {
 namespace {
 
-constexpr double kF32 = 4;
 // FLOPs per element of the element-wise ops (norm: mean, variance, scale, shift; GELU/SiLU).
 constexpr double kNormFlops = 8, kResidualFlops = 1, kActivationFlops = 10, kRopeFlops = 6;
 
@@ -88,7 +88,7 @@ class Simulator {
     if (tok && n_ > 1) {
       double t = 0;
       for (int d = 1; d < n_; ++d) {
-        const double bytes = static_cast<double>(rows(d)) * H * kF32;
+        const double bytes = static_cast<double>(rows(d)) * H * kF32Bytes;
         if (bytes > 0)
           t = std::max(
               t, cluster_.link(ring_[static_cast<std::size_t>(d)], ring_[0]).transfer_s(bytes));
@@ -153,7 +153,7 @@ class Simulator {
 
   std::vector<double> parts(double width) const {
     std::vector<double> b;
-    for (int d = 0; d < n_; ++d) b.push_back(static_cast<double>(rows(d)) * width * kF32);
+    for (int d = 0; d < n_; ++d) b.push_back(static_cast<double>(rows(d)) * width * kF32Bytes);
     return b;
   }
   double all_gather(double width) const { return ring_all_gather_s(cluster_, ring_, parts(width)); }
@@ -161,7 +161,7 @@ class Simulator {
     return ring_reduce_scatter_s(cluster_, ring_, parts(width));
   }
   double all_reduce(double width) const {
-    return ring_all_reduce_s(cluster_, ring_, static_cast<double>(tokens_) * width * kF32);
+    return ring_all_reduce_s(cluster_, ring_, static_cast<double>(tokens_) * width * kF32Bytes);
   }
 
   // A collective taking `comm` seconds; `overlapped[d]` is compute device d runs inside it, which
@@ -200,7 +200,7 @@ class Simulator {
     if (n_ == 1) return;
     double t = 0;
     for (int d = 1; d < n_; ++d) {
-      const double bytes = static_cast<double>(tok ? rows(d) : tokens_) * H * kF32;
+      const double bytes = static_cast<double>(tok ? rows(d) : tokens_) * H * kF32Bytes;
       if (bytes > 0)
         t = std::max(t,
                      cluster_.link(ring_[0], ring_[static_cast<std::size_t>(d)]).transfer_s(bytes));
@@ -442,20 +442,20 @@ Prediction CostModel::predict_tiled_2d(const Plan& plan, const ClusterSpec& clus
   const int group = c.heads / c.kv_heads;
   const double hd = c.head_dim;
   const auto [q_begin, q_end] = first.heads[0];
-  const double q_bytes = T * hd * static_cast<double>(q_end - q_begin) * kF32;
+  const double q_bytes = T * hd * static_cast<double>(q_end - q_begin) * kF32Bytes;
   const double kv_bytes =
-      T * hd * static_cast<double>((q_end - 1) / group + 1 - q_begin / group) * kF32;
+      T * hd * static_cast<double>((q_end - 1) / group + 1 - q_begin / group) * kF32Bytes;
   const double f_bytes =
-      T * static_cast<double>(first.columns[0].second - first.columns[0].first) * kF32;
+      T * static_cast<double>(first.columns[0].second - first.columns[0].first) * kF32Bytes;
   const double h_bytes =
-      T * static_cast<double>(first.hidden[0].second - first.hidden[0].first) * kF32;
+      T * static_cast<double>(first.hidden[0].second - first.hidden[0].first) * kF32Bytes;
   double comm = 0;
   if (grid.rows > 1) {
     comm += even(column_group, q_bytes, false) +
             2 * ring_all_reduce_s(cluster, column_group, kv_bytes) +
             even(column_group, q_bytes, true) +
             (footprint_.gated_mlp ? 2 : 1) * even(column_group, f_bytes, false) +
-            even(column_group, f_bytes, true) + 2 * even(column_group, T * H * kF32, true);
+            even(column_group, f_bytes, true) + 2 * even(column_group, T * H * kF32Bytes, true);
   }
   if (grid.cols > 1) comm += 2 * ring_all_reduce_s(cluster, row_group, h_bytes);
   comm *= static_cast<double>(c.layers);

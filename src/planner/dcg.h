@@ -27,6 +27,11 @@
 
 namespace huddle::assign {
 
+// An op, provider or node index (int, as the DCG stores them) as a container index.
+inline std::size_t at(int i) {
+  return static_cast<std::size_t>(i);
+}
+
 inline constexpr int kEnd = -1;  // TensorEdge::to / DaKey::dst for the end node (model outputs)
 
 struct TensorEdge {

@@ -23,10 +23,6 @@ constexpr double kMs = 1e3;
 // Weight of Σ t_i beside λ: among (nearly) λ-optimal cuts, prefer earlier finishes everywhere.
 constexpr double kTieWeight = 1e-3;
 
-bool empty(const Range& r) {
-  return r.first >= r.second;
-}
-
 struct ProbDeleter {
   void operator()(glp_prob* p) const { glp_delete_prob(p); }
 };

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "plan/pipeline_units.h"
+#include "planner/constants.h"
 
 #include <fmt/format.h>
 
@@ -12,10 +13,8 @@
 namespace huddle {
 namespace {
 
-constexpr std::int64_t kF32 = 4;
-
 std::int64_t weight_bytes(const Graph& g, ValueId id) {
-  return shape_numel(g.value(id).shape) * kF32;
+  return shape_numel(g.value(id).shape) * kF32Bytes;
 }
 
 bool is_connection(OpRole role) {
@@ -191,14 +190,14 @@ DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const 
       m.weights += f.mlp_block_bytes(i, c);
     }
     const std::int64_t kv_width = s.kv_heads * c.head_dim;
-    if (l.kv_cache) m.kv_cache += 2 * c.max_positions * kv_width * kF32;
+    if (l.kv_cache) m.kv_cache += 2 * c.max_positions * kv_width * kF32Bytes;
     // Live at once, roughly: the residual stream, a normed copy and a block output ([T, hidden]
     // each), q/k/v, the MLP intermediate (twice when gated) and one head's attention scores.
     const std::int64_t cols = 3 * c.hidden + (s.heads + 2 * s.kv_heads) * c.head_dim +
                               s.columns * (f.gated_mlp ? 2 : 1) + seq_len;
     widest = std::max(widest, cols);
   }
-  m.activations = seq_len * widest * kF32;
+  m.activations = seq_len * widest * kF32Bytes;
   return m;
 }
 
@@ -222,7 +221,7 @@ std::vector<std::int64_t> pipeline_unit_kv_bytes(const ModelFootprint& f, const 
   for (std::int64_t l = 0; l < c.layers; ++l) {
     if (!f.layers.at(static_cast<std::size_t>(l)).kv_cache) continue;
     bytes[static_cast<std::size_t>(pipeline::attention_unit(l))] =
-        2 * context * c.kv_heads * c.head_dim * kF32;
+        2 * context * c.kv_heads * c.head_dim * kF32Bytes;
   }
   return bytes;
 }
@@ -256,7 +255,7 @@ DeviceMemory pipeline_device_memory(const ModelFootprint& f, const ModelConfig& 
         m.weights += whole;
         break;
       case pipeline::UnitKind::Head:
-        m.weights += leader ? whole : whole - f.head_outputs * c.hidden * kF32;
+        m.weights += leader ? whole : whole - f.head_outputs * c.hidden * kF32Bytes;
         break;
       case pipeline::UnitKind::Attention: {
         const LayerFootprint& l = f.layers.at(static_cast<std::size_t>(layer));

@@ -1,6 +1,7 @@
 #include "planner/hepti_planner.h"
 
 #include "core/error.h"
+#include "planner/constants.h"
 #include "planner/strategies.h"
 
 #include <fmt/format.h>
@@ -11,7 +12,6 @@
 namespace huddle {
 namespace {
 
-constexpr double kF32 = 4;
 constexpr int kTiled2DDevices = 16;  // Hepti: 2D tiling pays from 16 devices on
 
 struct Coefficients {
@@ -32,14 +32,14 @@ Coefficients coefficients(const PlanRequest& r) {
     const LayerFootprint& lf = f.layers[l];
     k.kv_per_head +=
         static_cast<double>(lf.kv_head_bytes) +
-        (lf.kv_cache ? 2.0 * static_cast<double>(c.max_positions) * c.head_dim * kF32 : 0);
+        (lf.kv_cache ? 2.0 * static_cast<double>(c.max_positions) * c.head_dim * kF32Bytes : 0);
     k.q_per_head += static_cast<double>(lf.q_head_bytes);
     k.per_column += static_cast<double>(lf.column_bytes);
     k.mlp_whole += static_cast<double>(f.mlp_block_bytes(l, c));
     k.primary_extra += static_cast<double>(lf.attn_primary_bytes + lf.mlp_primary_bytes);
   }
   const double T = static_cast<double>(r.seq_len);
-  k.activations = T * kF32 *
+  k.activations = T * kF32Bytes *
                   static_cast<double>(3 * c.hidden + (c.heads + 2 * c.kv_heads) * c.head_dim +
                                       c.ffn * (f.gated_mlp ? 2 : 1) + r.seq_len);
   return k;
@@ -172,7 +172,7 @@ SplitProblem hepti_problem(const PlanRequest& r, HeptiMode mode, const std::vect
   p.units = {c.heads, ws ? 1 : c.ffn};
   p.integer = {true, !ws};
   if (active.size() > 1) {
-    const double bytes = T * H * kF32;
+    const double bytes = T * H * kF32Bytes;
     if (ws) {
       p.comm[0] =
           L * (ring_even(cluster, ring, bytes, true) + ring_even(cluster, ring, bytes, false));

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "plan/pipeline.h"
+#include "planner/constants.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,8 +10,6 @@
 
 namespace huddle::hpipe {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Lexicographic objective of Algorithm 1: bottleneck first, then the sum of stage times.
 struct Score {

@@ -4,6 +4,7 @@
 #include "plan/pipeline.h"
 #include "plan/pipeline_units.h"
 #include "plan/split.h"
+#include "planner/constants.h"
 
 #include <algorithm>
 #include <limits>
@@ -12,8 +13,6 @@
 
 namespace huddle {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The slower direction's bandwidth between two devices; 0 without a link.
 double bandwidth(const ClusterSpec& cluster, int a, int b) {

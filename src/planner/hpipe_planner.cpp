@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "plan/pipeline.h"
 #include "plan/pipeline_units.h"
+#include "planner/constants.h"
 #include "planner/hpipe_dp.h"
 #include "planner/pipeline_planners.h"
 
@@ -16,10 +17,8 @@
 namespace huddle {
 namespace {
 
-constexpr double kF32 = 4;
-
 double activation_bytes(const CostModel& cost, std::int64_t tokens) {
-  return static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32;
+  return static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32Bytes;
 }
 
 // The last stage's output to the primary: one row of logits, or the hidden states of every
@@ -29,7 +28,7 @@ double output_s(const CostModel& cost, const ClusterSpec& cluster, int last, std
   const double width = cost.footprint().head_outputs > 0
                            ? static_cast<double>(cost.footprint().head_outputs)
                            : static_cast<double>(cost.config().hidden);
-  return link_send_s(cluster, last, 0, rows * width * kF32);
+  return link_send_s(cluster, last, 0, rows * width * kF32Bytes);
 }
 
 double ids_s(const ClusterSpec& cluster, int first, std::int64_t tokens) {

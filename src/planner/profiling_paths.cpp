@@ -8,10 +8,6 @@
 namespace huddle::assign {
 namespace {
 
-std::size_t at(int i) {
-  return static_cast<std::size_t>(i);
-}
-
 // A profiled-edge list (as flags over DA classes, with its count) and its profiled path.
 struct Profiled {
   std::vector<bool> list;

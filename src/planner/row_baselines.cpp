@@ -16,10 +16,6 @@ std::vector<double> speeds(const RowCosts& costs, size_t layer) {
   return s;
 }
 
-bool empty(const Range& r) {
-  return r.first >= r.second;
-}
-
 // Extends the ranges (per device) so that together they cover [0, rows): each uncovered row
 // joins the device whose non-empty range is nearest (device 0 when all are empty).
 void cover(std::vector<Range>& ranges, std::int64_t rows) {

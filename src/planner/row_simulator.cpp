@@ -13,10 +13,6 @@ namespace {
 
 using std::size_t;
 
-bool empty(const Range& r) {
-  return r.first >= r.second;
-}
-
 void extend(Range& hull, const Range& r) {
   if (empty(r)) return;
   hull = empty(hull) ? r : Range{std::min(hull.first, r.first), std::max(hull.second, r.second)};

@@ -14,10 +14,6 @@
 namespace huddle::assign {
 namespace {
 
-std::size_t at(int i) {
-  return static_cast<std::size_t>(i);
-}
-
 double median(std::vector<double> v) {
   HUDDLE_CHECK(!v.empty());
   std::sort(v.begin(), v.end());

@@ -8,7 +8,7 @@
 namespace huddle::tok {
 namespace {
 
-constexpr std::string_view kSupported =
+constexpr std::string_view kSupportedDecoders =
     "ByteLevel, WordPiece, Metaspace, Replace, ByteFallback, Fuse, Strip, BPEDecoder, Sequence";
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
@@ -300,7 +300,7 @@ std::unique_ptr<Decoder> make_decoder(const Json& spec, std::string_view where) 
     }
     return std::make_unique<SequenceDecoder>(std::move(parts));
   }
-  throw_unsupported(where, type, kSupported);
+  throw_unsupported(where, type, kSupportedDecoders);
 }
 
 }  // namespace huddle::tok

@@ -10,7 +10,7 @@
 namespace huddle::tok {
 namespace {
 
-constexpr std::string_view kSupported =
+constexpr std::string_view kSupportedNormalizers =
     "BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, StripAccents, Strip, Replace, Prepend, "
     "Sequence";
 
@@ -231,7 +231,7 @@ std::unique_ptr<Normalizer> make_normalizer(const Json& spec, std::string_view w
     }
     return std::make_unique<SequenceNormalizer>(std::move(parts));
   }
-  throw_unsupported(where, type, kSupported);
+  throw_unsupported(where, type, kSupportedNormalizers);
 }
 
 }  // namespace huddle::tok

@@ -7,7 +7,7 @@
 namespace huddle::tok {
 namespace {
 
-constexpr std::string_view kSupported =
+constexpr std::string_view kSupportedPostProcessors =
     "TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence";
 
 // prefix + sequence + suffix: what every supported processor does to a single sequence.
@@ -116,7 +116,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const Json& spec, std::string
     }
     return std::make_unique<SequenceProcessor>(std::move(parts));
   }
-  throw_unsupported(where, type, kSupported);
+  throw_unsupported(where, type, kSupportedPostProcessors);
 }
 
 }  // namespace huddle::tok

@@ -12,7 +12,7 @@
 namespace huddle::tok {
 namespace {
 
-constexpr std::string_view kSupported =
+constexpr std::string_view kSupportedPreTokenizers =
     "ByteLevel, Split, BertPreTokenizer, Whitespace, WhitespaceSplit, Metaspace, Digits, "
     "Punctuation, Sequence";
 
@@ -356,7 +356,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& spec, std::string_v
     }
     return std::make_unique<SequencePreTokenizer>(std::move(parts));
   }
-  throw_unsupported(where, type, kSupported);
+  throw_unsupported(where, type, kSupportedPreTokenizers);
 }
 
 }  // namespace huddle::tok

@@ -18,16 +18,16 @@ using net::testing::run_ranks;
 using net::testing::TestCluster;
 using net::testing::TransportKind;
 
-constexpr int kRows = 2, kCols = 3;  // rank r at (r / kCols, r % kCols)
+constexpr int kGridRows = 2, kGridCols = 3;  // rank r at (r / kGridCols, r % kGridCols)
 
 std::vector<int> row_group(int row) {
   std::vector<int> g;
-  for (int c = 0; c < kCols; ++c) g.push_back(row * kCols + c);
+  for (int c = 0; c < kGridCols; ++c) g.push_back(row * kGridCols + c);
   return g;
 }
 std::vector<int> column_group(int col) {
   std::vector<int> g;
-  for (int r = 0; r < kRows; ++r) g.push_back(r * kCols + col);
+  for (int r = 0; r < kGridRows; ++r) g.push_back(r * kGridCols + col);
   return g;
 }
 
@@ -37,21 +37,21 @@ float value(int rank, std::int64_t i) {
 
 class GroupCollectives : public ::testing::TestWithParam<TransportKind> {
  protected:
-  TestCluster cluster_{GetParam(), kRows* kCols};
+  TestCluster cluster_{GetParam(), kGridRows* kGridCols};
 };
 
 TEST_P(GroupCollectives, RowsAndColumnsReduceAndGatherInsideTheirGroups) {
   constexpr std::int64_t kElems = 7;
   constexpr std::int64_t kTokens = 5;
   const std::vector<std::int64_t> widths = {1, 3};  // columns per grid row (uneven)
-  run_ranks(kRows * kCols, [&](int r) {
-    const int row = r / kCols, col = r % kCols;
+  run_ranks(kGridRows * kGridCols, [&](int r) {
+    const int row = r / kGridCols, col = r % kGridCols;
     GroupTransport rows(cluster_.rank(r), row_group(row));
     GroupTransport cols(cluster_.rank(r), column_group(col));
-    EXPECT_EQ(rows.size(), kCols);
+    EXPECT_EQ(rows.size(), kGridCols);
     EXPECT_EQ(rows.rank(), col);
     EXPECT_EQ(cols.rank(), row);
-    EXPECT_EQ(cols.global(1), kCols + col);
+    EXPECT_EQ(cols.global(1), kGridCols + col);
     // All-reduce in the row group: the sum over the row's ranks only.
     Tensor a = Tensor::empty(DType::F32, {kElems});
     for (std::int64_t i = 0; i < kElems; ++i) a.f32()[i] = value(r, i);
@@ -72,7 +72,8 @@ TEST_P(GroupCollectives, RowsAndColumnsReduceAndGatherInsideTheirGroups) {
     for (std::int64_t t = 0; t < kTokens; ++t) {
       EXPECT_EQ(out.f32()[t * 4 + 0], static_cast<float>(100 * col + 10 * t));  // grid row 0
       for (std::int64_t c = 0; c < 3; ++c) {
-        EXPECT_EQ(out.f32()[t * 4 + 1 + c], static_cast<float>(100 * (kCols + col) + 10 * t + c));
+        EXPECT_EQ(out.f32()[t * 4 + 1 + c],
+                  static_cast<float>(100 * (kGridCols + col) + 10 * t + c));
       }
     }
   });

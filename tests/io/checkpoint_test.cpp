@@ -17,8 +17,6 @@ using testing::expect_error;
 using testing::TempDir;
 using testing::write_file;
 
-const std::filesystem::path kFixtures = HUDDLE_FIXTURES_DIR;
-
 // The path of the file mapped at address `p`, from the kernel's own list of mappings.
 std::string mapped_path_of(const void* p) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
@@ -62,7 +60,7 @@ void expect_source_values(const Checkpoint& c, int k, std::int64_t rows) {
 }
 
 TEST(Checkpoint, Gpt2TinyFixture) {
-  const auto dir = kFixtures / "models/gpt2-tiny";
+  const auto dir = testing::kFixtures / "models/gpt2-tiny";
   const Checkpoint c = Checkpoint::open(dir);
   const std::vector<std::string> names = c.names();
   EXPECT_EQ(names.size(), 40u);
@@ -77,7 +75,7 @@ TEST(Checkpoint, Gpt2TinyFixture) {
 }
 
 TEST(Checkpoint, LoadF32OfF32IsZeroCopyAndKeepsTheMappingAlive) {
-  const auto dir = kFixtures / "models/llama-tiny";
+  const auto dir = testing::kFixtures / "models/llama-tiny";
   Tensor t;
   {
     const Checkpoint c = Checkpoint::open(dir);

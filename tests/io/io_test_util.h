@@ -16,6 +16,9 @@
 
 namespace huddle::io::testing {
 
+// tests/fixtures (HUDDLE_FIXTURES_DIR, defined for every test target).
+inline const std::filesystem::path kFixtures = HUDDLE_FIXTURES_DIR;
+
 // A fresh directory under the system temp dir, removed with everything in it.
 class TempDir {
  public:

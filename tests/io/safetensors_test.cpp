@@ -15,8 +15,6 @@ using testing::safetensors_bytes;
 using testing::TempDir;
 using testing::write_file;
 
-const std::filesystem::path kFixtures = HUDDLE_FIXTURES_DIR;
-
 // A second, independent reading of a fixture: the header parsed straight from the file bytes.
 struct RawFile {
   std::string bytes;
@@ -35,7 +33,7 @@ RawFile read_raw(const std::filesystem::path& path) {
 }
 
 TEST(Safetensors, Gpt2TinyFixtureMatchesAnIndependentRead) {
-  const auto path = kFixtures / "models/gpt2-tiny/model.safetensors";
+  const auto path = testing::kFixtures / "models/gpt2-tiny/model.safetensors";
   const SafetensorsFile f = SafetensorsFile::open(path);
   EXPECT_EQ(f.entries().size(), 40u);  // fixtures README: 40 tensors
   EXPECT_TRUE(f.unsupported().empty());
@@ -74,7 +72,7 @@ TEST(Safetensors, AllFixturesOpen) {
   // Tensor counts from tests/fixtures/README.md.
   for (const auto& [model, count] : {std::pair{"llama-tiny", 30u}, std::pair{"bert-tiny", 55u}}) {
     const SafetensorsFile f =
-        SafetensorsFile::open(kFixtures / "models" / model / "model.safetensors");
+        SafetensorsFile::open(testing::kFixtures / "models" / model / "model.safetensors");
     EXPECT_EQ(f.entries().size(), count) << model;
     for (const SafetensorsEntry& e : f.entries()) EXPECT_EQ(e.dtype, DType::F32) << e.name;
   }

@@ -11,7 +11,7 @@
 namespace huddle {
 namespace {
 
-ModelConfig parse(const nlohmann::json& j) {
+ModelConfig parse_arch_config(const nlohmann::json& j) {
   const Architecture& arch = architecture_for_config(j, "config.json");
   ModelConfig c = arch.parse_config(ConfigReader(j, "config.json"));
   c.validate("config.json");
@@ -21,7 +21,7 @@ ModelConfig parse(const nlohmann::json& j) {
 // The message of the LoadError parsing `j` gives ("" and a test failure if none).
 std::string error_of(const nlohmann::json& j) {
   try {
-    parse(j);
+    parse_arch_config(j);
   } catch (const LoadError& e) {
     return e.what();
   }
@@ -87,7 +87,7 @@ nlohmann::json phi3_mini() {
 }
 
 TEST(ArchConfig, HubConfigsParse) {
-  const ModelConfig llama = parse(llama32_1b());
+  const ModelConfig llama = parse_arch_config(llama32_1b());
   EXPECT_EQ(llama.architecture, "llama");
   EXPECT_EQ(llama.rope.scaling, kernels::RopeScaling::Llama3);
   EXPECT_EQ(llama.rope.factor, 32.0f);
@@ -99,7 +99,7 @@ TEST(ArchConfig, HubConfigsParse) {
   EXPECT_TRUE(llama.tie_word_embeddings);
   EXPECT_FALSE(llama.qkv_bias || llama.o_bias || llama.mlp_bias);
 
-  const ModelConfig qwen = parse(qwen25_05b());
+  const ModelConfig qwen = parse_arch_config(qwen25_05b());
   EXPECT_EQ(qwen.architecture, "qwen2");
   EXPECT_TRUE(qwen.qkv_bias);
   EXPECT_FALSE(qwen.o_bias || qwen.mlp_bias);
@@ -108,11 +108,11 @@ TEST(ArchConfig, HubConfigsParse) {
   EXPECT_EQ(qwen.norm_eps, 1e-6f);
   EXPECT_EQ(qwen.head_dim, 64);
 
-  const ModelConfig mistral = parse(mistral_7b());
+  const ModelConfig mistral = parse_arch_config(mistral_7b());
   EXPECT_EQ(mistral.architecture, "mistral");
   EXPECT_EQ(mistral.sliding_window, 4096);
 
-  const ModelConfig phi3 = parse(phi3_mini());
+  const ModelConfig phi3 = parse_arch_config(phi3_mini());
   EXPECT_EQ(phi3.architecture, "phi3");
   EXPECT_EQ(phi3.sliding_window, 2047);
   EXPECT_EQ(phi3.head_dim, 96);
@@ -124,17 +124,17 @@ TEST(ArchConfig, DefaultsFollowTransformers) {
   j.erase("sliding_window");
   j.erase("rms_norm_eps");
   j.erase("max_position_embeddings");
-  ModelConfig c = parse(j);
+  ModelConfig c = parse_arch_config(j);
   EXPECT_EQ(c.sliding_window, 4096);  // MistralConfig's default
   EXPECT_EQ(c.norm_eps, 1e-6f);
   EXPECT_EQ(c.max_positions, 131072);
   j["sliding_window"] = nullptr;  // null: full attention
-  EXPECT_EQ(parse(j).sliding_window, 0);
+  EXPECT_EQ(parse_arch_config(j).sliding_window, 0);
 
   j = phi3_mini();
   j.erase("sliding_window");
   j.erase("rms_norm_eps");
-  c = parse(j);
+  c = parse_arch_config(j);
   EXPECT_EQ(c.sliding_window, 0);
   EXPECT_EQ(c.norm_eps, 1e-5f);
 
@@ -142,31 +142,31 @@ TEST(ArchConfig, DefaultsFollowTransformers) {
   for (const char* key : {"rms_norm_eps", "max_position_embeddings", "tie_word_embeddings"}) {
     j.erase(key);
   }
-  c = parse(j);
+  c = parse_arch_config(j);
   EXPECT_EQ(c.norm_eps, 1e-6f);
   EXPECT_EQ(c.max_positions, 32768);
   EXPECT_FALSE(c.tie_word_embeddings);
   j["layer_types"] = std::vector<std::string>(24, "full_attention");
-  EXPECT_NO_THROW(parse(j));
+  EXPECT_NO_THROW(parse_arch_config(j));
 }
 
 TEST(ArchConfig, RopeTypes) {
   nlohmann::json j = llama32_1b();
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};  // the legacy key
-  ModelConfig c = parse(j);
+  ModelConfig c = parse_arch_config(j);
   EXPECT_EQ(c.rope.scaling, kernels::RopeScaling::Linear);
   EXPECT_EQ(c.rope.factor, 4.0f);
   EXPECT_EQ(c.max_positions, 131072);
 
   j["max_position_embeddings"] = 4096;
   j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
-  c = parse(j);
+  c = parse_arch_config(j);
   EXPECT_EQ(c.rope.scaling, kernels::RopeScaling::Dynamic);
   EXPECT_EQ(c.rope.original_max_positions, 4096);
   EXPECT_EQ(c.max_positions, 8192);  // the context dynamic scaling stretches to
 
   j["rope_scaling"] = {{"rope_type", "default"}};
-  EXPECT_EQ(parse(j).rope.scaling, kernels::RopeScaling::None);
+  EXPECT_EQ(parse_arch_config(j).rope.scaling, kernels::RopeScaling::None);
 }
 
 TEST(ArchConfig, UnknownRopeTypeIsRefusedByName) {
@@ -222,7 +222,7 @@ TEST(ArchConfig, FieldsThatChangeTheMathAreRefusedByName) {
   EXPECT_HAS(error_of(j), "partial_rotary_factor 0.75 is not supported");
   j = phi3_mini();
   j["partial_rotary_factor"] = 1.0;
-  EXPECT_NO_THROW(parse(j));
+  EXPECT_NO_THROW(parse_arch_config(j));
 
   j = mistral_7b();
   j["sliding_window"] = 0;

@@ -8,11 +8,9 @@
 namespace huddle {
 namespace {
 
-constexpr std::int64_t kAmple = std::int64_t{1} << 40;
-
 TEST(Auto, PicksTheFastestCandidate) {
   const testing::PaperModel m = testing::paper_model("gpt2", "gpt2-large");
-  const ClusterSpec c = testing::nano_cluster("LMM", kAmple, {1e10, 0.0001});
+  const ClusterSpec c = testing::nano_cluster("LMM", testing::kAmpleBytes, {1e10, 0.0001});
   const PlanRequest request{*m.cost, c, 128, std::nullopt};
   const PlanResult r = run_planner("auto", request);
   ASSERT_TRUE(r.plan);
@@ -26,7 +24,8 @@ TEST(Auto, PicksTheFastestCandidate) {
 
 TEST(Auto, FallsBackToLocalOnSlowLinks) {
   const testing::PaperModel m = testing::paper_model("bert", "bert-base");
-  const ClusterSpec c = testing::nano_cluster("LMS", kAmple, {1e5, 0.05});  // 100 kbit/s, 50 ms
+  const ClusterSpec c =
+      testing::nano_cluster("LMS", testing::kAmpleBytes, {1e5, 0.05});  // 100 kbit/s, 50 ms
   const PlanResult r = run_planner("auto", PlanRequest{*m.cost, c, 16, std::nullopt});
   ASSERT_TRUE(r.plan);
   EXPECT_EQ(r.plan->strategy, "local");
@@ -35,7 +34,7 @@ TEST(Auto, FallsBackToLocalOnSlowLinks) {
 
 TEST(Auto, LeavesOutADeviceBehindASlowLink) {
   const testing::PaperModel m = testing::paper_model("gpt2", "gpt2-large");
-  ClusterSpec c = testing::nano_cluster("LLL", kAmple, {1e10, 0.0001});
+  ClusterSpec c = testing::nano_cluster("LLL", testing::kAmpleBytes, {1e10, 0.0001});
   c.set_link(0, 2, {1e4, 0.5});
   c.set_link(1, 2, {1e4, 0.5});
   const PlanResult r = run_planner("auto", PlanRequest{*m.cost, c, 128, std::nullopt});
@@ -58,7 +57,7 @@ TEST(Auto, NothingFitsListsEveryCandidate) {
 
 TEST(Planners, UnknownNameAndBadOptions) {
   const testing::PaperModel m = testing::paper_model("bert", "bert-base");
-  const ClusterSpec c = testing::nano_cluster("LM", kAmple);
+  const ClusterSpec c = testing::nano_cluster("LM", testing::kAmpleBytes);
   EXPECT_THROW(run_planner("fastest", PlanRequest{*m.cost, c, 16, std::nullopt}), UsageError);
   EXPECT_THROW(run_planner("galaxy", PlanRequest{*m.cost, c, 0, std::nullopt}), UsageError);
   EXPECT_THROW(run_planner("galaxy", PlanRequest{*m.cost, c, 100000, std::nullopt}), UsageError);

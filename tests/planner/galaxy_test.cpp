@@ -12,8 +12,6 @@
 namespace huddle {
 namespace {
 
-constexpr std::int64_t kAmple = std::int64_t{1} << 40;
-
 void expect_proportional(const std::vector<std::int64_t>& counts, std::int64_t total,
                          const ClusterSpec& c, const std::string& what) {
   double speed_sum = 0;
@@ -30,7 +28,7 @@ TEST(Galaxy, PaperEnvironmentsSplitInProportionToSpeed) {
   const testing::PaperModel bert =
       testing::paper_model("bert", "bert-large");  // 16 heads, ffn 4096
   for (const char env : std::string("ABCDEF")) {
-    const ClusterSpec c = testing::nano_cluster(testing::galaxy_env(env), kAmple);
+    const ClusterSpec c = testing::nano_cluster(testing::galaxy_env(env), testing::kAmpleBytes);
     const PlanResult r = plan_galaxy(PlanRequest{*bert.cost, c, 128, std::nullopt});
     ASSERT_TRUE(r.plan);
     const Plan& plan = *r.plan;
@@ -59,7 +57,7 @@ TEST(Galaxy, PaperEnvironmentsSplitInProportionToSpeed) {
 
 TEST(Galaxy, PerBlockSpeedsDriveEachSplit) {
   const testing::PaperModel bert = testing::paper_model("bert", "bert-large");
-  ClusterSpec c = testing::nano_cluster("MM", kAmple);
+  ClusterSpec c = testing::nano_cluster("MM", testing::kAmpleBytes);
   std::vector<DeviceSpec> devices = c.devices();
   devices[1].attention_gflops =
       devices[0].attention_gflops * 3;  // device 1: 3x attention, same MLP
@@ -73,7 +71,7 @@ TEST(Galaxy, PerBlockSpeedsDriveEachSplit) {
 
 TEST(Galaxy, MemoryStarvedDeviceGivesWorkAway) {
   const testing::PaperModel gpt = testing::paper_model("gpt2", "gpt2-large");
-  const ClusterSpec ample = testing::nano_cluster("LMS", kAmple);
+  const ClusterSpec ample = testing::nano_cluster("LMS", testing::kAmpleBytes);
   const PlanRequest free_request{*gpt.cost, ample, 128, std::nullopt};
   const PlanResult balanced = plan_galaxy(free_request);
   // Give the fastest device (L, which would hold most) 70% of what the balanced split needs.
@@ -96,7 +94,7 @@ TEST(Galaxy, MemoryStarvedDeviceGivesWorkAway) {
 
 TEST(Galaxy, MemoryStarvedBeyondMlpMovesHeadsToo) {
   const testing::PaperModel gpt = testing::paper_model("gpt2", "gpt2-large");
-  const ClusterSpec ample = testing::nano_cluster("MM", kAmple);
+  const ClusterSpec ample = testing::nano_cluster("MM", testing::kAmpleBytes);
   const PlanResult balanced = plan_galaxy(PlanRequest{*gpt.cost, ample, 128, std::nullopt});
   const DeviceMemory& m1 = balanced.prediction.devices[1].memory;
   // Device 1 keeps room for about a quarter of its share of the block weights.
@@ -128,7 +126,7 @@ TEST(Galaxy, NothingFitsIsRefusedNamingDevices) {
 
 TEST(Galaxy, MoreDevicesThanHeadsIsAPlanError) {
   const testing::PaperModel bert = testing::paper_model("bert", "bert-large");
-  const ClusterSpec many = testing::nano_cluster(std::string(17, 'M'), kAmple);
+  const ClusterSpec many = testing::nano_cluster(std::string(17, 'M'), testing::kAmpleBytes);
   EXPECT_THROW(plan_galaxy(PlanRequest{*bert.cost, many, 128, std::nullopt}), PlanError);
 }
 

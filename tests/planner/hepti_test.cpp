@@ -13,8 +13,6 @@
 namespace huddle {
 namespace {
 
-constexpr std::int64_t kAmple = std::int64_t{1} << 40;
-
 // Best objective over every integer split (both blocks integral); +inf if none is feasible.
 double brute_force(const SplitProblem& p) {
   const std::size_t n = p.devices.size();
@@ -93,7 +91,7 @@ TEST(HeptiMilp, MatchesBruteForceOnRandomInstances) {
 TEST(HeptiMilp, RealModelProblemMatchesBruteForce) {
   // gpt2 preset shapes scaled down: 1D-tiled over 3 unequal devices, columns in 48 units.
   testing::PaperModel m = testing::paper_model("gpt2", "gpt2");
-  const ClusterSpec c = testing::nano_cluster("LMS", kAmple);
+  const ClusterSpec c = testing::nano_cluster("LMS", testing::kAmpleBytes);
   SplitProblem p =
       hepti_problem(PlanRequest{*m.cost, c, 64, std::nullopt}, HeptiMode::Tiled1D, {0, 1, 2});
   // Coarser MLP units so brute force stays small: one unit = 64 columns.
@@ -113,7 +111,7 @@ TEST(HeptiMilp, RealModelProblemMatchesBruteForce) {
 
 TEST(Hepti, WeightStationaryWhenMemoryAllows) {
   const testing::PaperModel m = testing::paper_model("bert", "bert-large");
-  const ClusterSpec c = testing::nano_cluster("LMS", kAmple);
+  const ClusterSpec c = testing::nano_cluster("LMS", testing::kAmpleBytes);
   const PlanResult r = plan_hepti(PlanRequest{*m.cost, c, 128, std::nullopt});
   EXPECT_EQ(r.mode, "weight-stationary");
   ASSERT_TRUE(r.plan);
@@ -161,7 +159,7 @@ TEST(Hepti, IdleDevicesAreDroppedAndTheProblemSolvedAgain) {
 
 TEST(Hepti, DeadlineIsRespectedOrRefused) {
   const testing::PaperModel m = testing::paper_model("bert", "bert-large");
-  const ClusterSpec c = testing::nano_cluster("LM", kAmple);
+  const ClusterSpec c = testing::nano_cluster("LM", testing::kAmpleBytes);
   EXPECT_NO_THROW(plan_hepti(PlanRequest{*m.cost, c, 128, 100.0}));
   try {
     plan_hepti(PlanRequest{*m.cost, c, 128, 1e-4});
@@ -190,7 +188,7 @@ TEST(Hepti, TwoDTiledFromSixteenDevicesIsARunnablePlan) {
 
 TEST(Hepti, ModeCanBeForced) {
   const testing::PaperModel m = testing::paper_model("gpt2", "gpt2-large");
-  const ClusterSpec c = testing::nano_cluster("LMMS", kAmple);
+  const ClusterSpec c = testing::nano_cluster("LMMS", testing::kAmpleBytes);
   PlanRequest request{*m.cost, c, 128, std::nullopt};
   EXPECT_EQ(plan_hepti(request).mode, "weight-stationary");  // ample memory: Hepti's own choice
   request.mode = "2d";

@@ -16,7 +16,7 @@ namespace {
 
 using testing::paper_model;
 
-DeviceSpec device(const std::string& name, double gflops) {
+DeviceSpec island_device(const std::string& name, double gflops) {
   DeviceSpec d;
   d.name = name;
   d.gflops = d.attention_gflops = d.mlp_gflops = d.connection_gflops = gflops;
@@ -27,9 +27,10 @@ DeviceSpec device(const std::string& name, double gflops) {
 // Devices P, A, B, C, D: P alone, {A, B} and {C, D} islands on `inner` bit/s links, every other
 // pair on `outer`.
 ClusterSpec two_islands(double inner, double outer) {
-  ClusterSpec c = ClusterSpec::uniform(
-      {device("P", 10), device("A", 20), device("B", 20), device("C", 20), device("D", 20)},
-      {outer, 0.001});
+  ClusterSpec c =
+      ClusterSpec::uniform({island_device("P", 10), island_device("A", 20), island_device("B", 20),
+                            island_device("C", 20), island_device("D", 20)},
+                           {outer, 0.001});
   c.set_link(1, 2, {inner, 20e-6});
   c.set_link(3, 4, {inner, 20e-6});
   return c;
@@ -43,9 +44,10 @@ TEST(Islands, AreSetsWhoseLinksAreMuchFasterThanTheirWayOut) {
   EXPECT_TRUE(find_islands(two_islands(300e6, 100e6)).empty());
   EXPECT_TRUE(find_islands(two_islands(300e6, 100e6), 2.0).size() == 2u);
   // A uniform cluster has none (the whole cluster is not an island).
-  EXPECT_TRUE(
-      find_islands(ClusterSpec::uniform({device("P", 1), device("A", 1), device("B", 1)}, {1e9, 0}))
-          .empty());
+  EXPECT_TRUE(find_islands(ClusterSpec::uniform({island_device("P", 1), island_device("A", 1),
+                                                 island_device("B", 1)},
+                                                {1e9, 0}))
+                  .empty());
   // Views: plain, {A, B}, both, {C, D}.
   const ClusterSpec c = two_islands(10e9, 100e6);
   const auto views = island_views(c, find_islands(c));
@@ -63,7 +65,7 @@ TEST(Islands, AreSetsWhoseLinksAreMuchFasterThanTheirWayOut) {
 TEST(Islands, AGroupSplitsTheWorkOfAUnitAndPaysItsAllReduce) {
   const auto m = paper_model("gpt2", "gpt2");
   // A free link: two equal devices take about half a layer's time (norms and residuals whole).
-  ClusterSpec c = ClusterSpec::uniform({device("A", 20), device("B", 20)}, {1e15, 0});
+  ClusterSpec c = ClusterSpec::uniform({island_device("A", 20), island_device("B", 20)}, {1e15, 0});
   const StageGroup g = StageGroup::island(c, {0, 1});
   const StageGroup one = StageGroup::device(0);
   for (const int unit : {pipeline::attention_unit(3), pipeline::mlp_unit(3)}) {
@@ -119,8 +121,9 @@ TEST(HpipeIslands, AFastIslandIsChosenAndPredictedFasterThanEveryPlainPipeline) 
 
 TEST(HpipeIslands, AUniformClusterGetsAPlainPipeline) {
   const auto m = paper_model("gpt2", "gpt2");
-  const ClusterSpec cluster = ClusterSpec::uniform(
-      {device("P", 10), device("A", 20), device("B", 20), device("C", 20)}, {1e9, 0.0005});
+  const ClusterSpec cluster = ClusterSpec::uniform({island_device("P", 10), island_device("A", 20),
+                                                    island_device("B", 20), island_device("C", 20)},
+                                                   {1e9, 0.0005});
   const PipelineSchedule s = plan_hpipe(*m.cost, cluster, 8, 64, {.exact_tokens = 16});
   EXPECT_FALSE(s.hybrid());
   const PipelineSchedule off =

@@ -22,10 +22,10 @@
 namespace huddle {
 namespace {
 
-using Case = testing::StrategyCase;
+using ArchCase = testing::StrategyCase;
 using testing::case_name;
 
-Plan plan_for(const Model& model, const Case& c) {
+Plan plan_for(const Model& model, const ArchCase& c) {
   std::vector<std::string> devices;
   for (std::size_t i = 0; i < c.shares.size(); ++i) devices.push_back("dev" + std::to_string(i));
   Plan plan = c.strategy == "tiled-2d"
@@ -35,10 +35,10 @@ Plan plan_for(const Model& model, const Case& c) {
   return plan;
 }
 
-class ArchDistributed : public ::testing::TestWithParam<Case> {};
+class ArchDistributed : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(ArchDistributed, PrefillAndGreedyMatchTheReference) {
-  const Case& c = GetParam();
+  const ArchCase& c = GetParam();
   const Model model = Model::load(testing::fixture_model(c.model));
   const Plan plan = plan_for(model, c);
   const std::string stem = "references/" + c.model + ".40";
@@ -52,8 +52,8 @@ TEST_P(ArchDistributed, PrefillAndGreedyMatchTheReference) {
   testing::expect_reference_greedy(model, plan, c.model);
 }
 
-std::vector<Case> all_cases() {
-  std::vector<Case> cases;
+std::vector<ArchCase> arch_cases() {
+  std::vector<ArchCase> cases;
   for (const std::string model : {"llama3-tiny", "llama-linear-tiny", "llama-dynamic-tiny",
                                   "qwen2-tiny", "mistral-tiny", "phi3-tiny"}) {
     cases.push_back({model, "megatron", {5, 3, 1}});
@@ -67,7 +67,7 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, ArchDistributed, ::testing::ValuesIn(all_cases()),
+INSTANTIATE_TEST_SUITE_P(Strategies, ArchDistributed, ::testing::ValuesIn(arch_cases()),
                          [](const auto& p) { return case_name(p.param); });
 
 }  // namespace

@@ -17,7 +17,7 @@
 namespace huddle {
 namespace {
 
-constexpr double kTolerance = 1e-4;
+constexpr double kArchTolerance = 1e-4;
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& p) {
   std::string name = p.param;
@@ -37,7 +37,7 @@ TEST_P(ArchGolden, LogitsOfEveryPositionMatchTheReference) {
   Executor executor(model.graph(), model.weights(), model.config().max_positions);
   const Tensor out = executor.forward(ids, /*all_rows=*/true);
   ASSERT_EQ(out.shape(), reference.shape());
-  EXPECT_LE(testing::relative_error(out, reference), kTolerance);
+  EXPECT_LE(testing::relative_error(out, reference), kArchTolerance);
   EXPECT_EQ(testing::row_argmax(out), testing::row_argmax(reference));
 }
 
@@ -53,7 +53,7 @@ TEST_P(ArchGolden, ChunkedPrefillAndDecodeMatchTheReference) {
     const Tensor out = executor.forward(std::span(ids).subspan(done, chunk), /*all_rows=*/true);
     const Tensor ref =
         reference.rows(static_cast<std::int64_t>(done), static_cast<std::int64_t>(done + chunk));
-    EXPECT_LE(testing::relative_error(out, ref), kTolerance) << "chunk at " << done;
+    EXPECT_LE(testing::relative_error(out, ref), kArchTolerance) << "chunk at " << done;
     done += chunk;
   }
   ASSERT_EQ(done, ids.size());

@@ -339,12 +339,12 @@ TEST(ChatEngine, ChatRepliesEndAtTheEndOfTurnIds) {
   r.prompt_ids = prompt;
   r.max_tokens = 3;
   r.temperature = 0;
-  const auto keep_going = [](std::string_view) { return true; };
-  const CompletionResult plain = engine.complete(r, keep_going);
+  const auto accept_every_piece = [](std::string_view) { return true; };
+  const CompletionResult plain = engine.complete(r, accept_every_piece);
   EXPECT_EQ(plain.completion_tokens, 3);
   EXPECT_EQ(plain.finish_reason, "length");
   r.from_chat_template = true;
-  const CompletionResult chat = engine.complete(r, keep_going);
+  const CompletionResult chat = engine.complete(r, accept_every_piece);
   EXPECT_EQ(chat.completion_tokens, 2);
   EXPECT_EQ(chat.finish_reason, "stop");
   EXPECT_EQ(chat.text, f.tokenizer->decode(std::vector<std::int32_t>{greedy[0]}, true));

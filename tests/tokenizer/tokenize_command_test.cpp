@@ -13,7 +13,10 @@ namespace {
 
 std::string join_ids(const std::vector<std::int32_t>& ids) {
   std::string s;
-  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 

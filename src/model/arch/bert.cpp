@@ -21,7 +21,7 @@ namespace {
 
 using kernels::WeightLayout;
 
-ModelConfig parse(const ConfigReader& r) {
+ModelConfig bert_parse(const ConfigReader& r) {
   ModelConfig c;
   c.architecture = "bert";
   c.vocab_size = r.integer("vocab_size");
@@ -57,7 +57,7 @@ ModelConfig parse(const ConfigReader& r) {
   return c;
 }
 
-std::optional<std::string> canonical(std::string_view name) {
+std::optional<std::string> bert_canonical(std::string_view name) {
   constexpr std::string_view prefix = "bert.";
   if (name.starts_with(prefix)) name.remove_prefix(prefix.size());
   if (name.starts_with("cls.") || name.starts_with("pooler.")) return std::nullopt;
@@ -67,7 +67,7 @@ std::optional<std::string> canonical(std::string_view name) {
   return s;
 }
 
-Graph build(const ModelConfig& c, const HasTensor& /*has_tensor*/) {
+Graph bert_build(const ModelConfig& c, const HasTensor& /*has_tensor*/) {
   const std::int64_t H = c.hidden, F = c.ffn;
   GraphBuilder b;
   const ValueId ids = b.input("ids", DType::I32);
@@ -120,7 +120,7 @@ Graph build(const ModelConfig& c, const HasTensor& /*has_tensor*/) {
   return b.finish();
 }
 
-nlohmann::json to_config_json(const ModelConfig& c) {
+nlohmann::json bert_to_config_json(const ModelConfig& c) {
   return {{"architectures", {"BertModel"}},
           {"model_type", "bert"},
           {"vocab_size", c.vocab_size},
@@ -137,7 +137,7 @@ nlohmann::json to_config_json(const ModelConfig& c) {
           {"torch_dtype", "float32"}};
 }
 
-ModelConfig preset(std::int64_t hidden, std::int64_t layers, int heads) {
+ModelConfig bert_preset(std::int64_t hidden, std::int64_t layers, int heads) {
   ModelConfig c;
   c.architecture = "bert";
   c.vocab_size = 30522;
@@ -161,12 +161,13 @@ Architecture bert_architecture() {
       .name = "bert",
       .model_types = {"bert"},
       .hf_classes = {"BertModel", "BertForMaskedLM", "BertForPreTraining"},
-      .parse_config = parse,
-      .canonical_name = canonical,
-      .build_graph = build,
-      .config_json = to_config_json,
+      .parse_config = bert_parse,
+      .canonical_name = bert_canonical,
+      .build_graph = bert_build,
+      .config_json = bert_to_config_json,
       .checkpoint_name = [](const std::string& name) { return name; },
-      .presets = {{"bert-base", preset(768, 12, 12)}, {"bert-large", preset(1024, 24, 16)}},
+      .presets = {{"bert-base", bert_preset(768, 12, 12)},
+                  {"bert-large", bert_preset(1024, 24, 16)}},
   };
 }
 

@@ -21,7 +21,7 @@ namespace {
 
 using kernels::WeightLayout;
 
-ModelConfig parse(const ConfigReader& r) {
+ModelConfig gpt2_parse(const ConfigReader& r) {
   ModelConfig c;
   c.architecture = "gpt2";
   c.vocab_size = r.integer("vocab_size");
@@ -53,14 +53,14 @@ ModelConfig parse(const ConfigReader& r) {
   return c;
 }
 
-std::optional<std::string> canonical(std::string_view name) {
+std::optional<std::string> gpt2_canonical(std::string_view name) {
   constexpr std::string_view prefix = "transformer.";
   if (name.starts_with(prefix)) name.remove_prefix(prefix.size());
   if (name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias")) return std::nullopt;
   return std::string(name);
 }
 
-Graph build(const ModelConfig& c, const HasTensor& has_tensor) {
+Graph gpt2_build(const ModelConfig& c, const HasTensor& has_tensor) {
   const std::int64_t H = c.hidden, F = c.ffn, V = c.vocab_size;
   GraphBuilder b;
   const ValueId ids = b.input("ids", DType::I32);
@@ -113,7 +113,7 @@ Graph build(const ModelConfig& c, const HasTensor& has_tensor) {
   return b.finish();
 }
 
-nlohmann::json to_config_json(const ModelConfig& c) {
+nlohmann::json gpt2_to_config_json(const ModelConfig& c) {
   return {{"architectures", {"GPT2LMHeadModel"}},
           {"model_type", "gpt2"},
           {"vocab_size", c.vocab_size},
@@ -131,7 +131,7 @@ nlohmann::json to_config_json(const ModelConfig& c) {
           {"torch_dtype", "float32"}};
 }
 
-ModelConfig preset(std::int64_t hidden, std::int64_t layers, int heads) {
+ModelConfig gpt2_preset(std::int64_t hidden, std::int64_t layers, int heads) {
   ModelConfig c;
   c.architecture = "gpt2";
   c.vocab_size = 50257;
@@ -155,18 +155,18 @@ Architecture gpt2_architecture() {
       .name = "gpt2",
       .model_types = {"gpt2"},
       .hf_classes = {"GPT2LMHeadModel", "GPT2Model"},
-      .parse_config = parse,
-      .canonical_name = canonical,
-      .build_graph = build,
-      .config_json = to_config_json,
+      .parse_config = gpt2_parse,
+      .canonical_name = gpt2_canonical,
+      .build_graph = gpt2_build,
+      .config_json = gpt2_to_config_json,
       .checkpoint_name =
           [](const std::string& name) {
             return name == "lm_head.weight" ? name : "transformer." + name;
           },
-      .presets = {{"gpt2", preset(768, 12, 12)},
-                  {"gpt2-medium", preset(1024, 24, 16)},
-                  {"gpt2-large", preset(1280, 36, 20)},
-                  {"gpt2-xl", preset(1600, 48, 25)}},
+      .presets = {{"gpt2", gpt2_preset(768, 12, 12)},
+                  {"gpt2-medium", gpt2_preset(1024, 24, 16)},
+                  {"gpt2-large", gpt2_preset(1280, 36, 20)},
+                  {"gpt2-xl", gpt2_preset(1600, 48, 25)}},
   };
 }
 

@@ -15,7 +15,7 @@
 namespace huddle {
 namespace {
 
-ModelConfig parse(const ConfigReader& r) {
+ModelConfig llama_parse(const ConfigReader& r) {
   refuse_unknown_fields(r, "llama", decoder::understood_fields({"attention_bias", "mlp_bias"}));
   ModelConfig c = decoder::parse_config(
       r, {.architecture = "llama", .rms_norm_eps = 1e-6, .max_position_embeddings = 2048});
@@ -24,7 +24,7 @@ ModelConfig parse(const ConfigReader& r) {
   return c;
 }
 
-nlohmann::json to_config_json(const ModelConfig& c) {
+nlohmann::json llama_to_config_json(const ModelConfig& c) {
   nlohmann::json j = decoder::config_json(c);
   j["architectures"] = {"LlamaForCausalLM"};
   j["model_type"] = "llama";
@@ -60,13 +60,13 @@ Architecture llama_architecture() {
       .name = "llama",
       .model_types = {"llama"},
       .hf_classes = {"LlamaForCausalLM", "LlamaModel"},
-      .parse_config = parse,
+      .parse_config = llama_parse,
       .canonical_name = decoder::canonical_name,
       .build_graph =
           [](const ModelConfig& c, const HasTensor& has_tensor) {
             return decoder::build_graph(c, {}, has_tensor);
           },
-      .config_json = to_config_json,
+      .config_json = llama_to_config_json,
       .checkpoint_name = [](const std::string& name) { return name; },
       .presets = {{"llama-1b", preset_1b()}},
   };

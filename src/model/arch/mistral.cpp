@@ -17,7 +17,7 @@
 namespace huddle {
 namespace {
 
-ModelConfig parse(const ConfigReader& r) {
+ModelConfig mistral_parse(const ConfigReader& r) {
   refuse_unknown_fields(r, "mistral", decoder::understood_fields({"sliding_window"}));
   ModelConfig c = decoder::parse_config(
       r, {.architecture = "mistral", .rms_norm_eps = 1e-6, .max_position_embeddings = 4096 * 32});
@@ -25,7 +25,7 @@ ModelConfig parse(const ConfigReader& r) {
   return c;
 }
 
-nlohmann::json to_config_json(const ModelConfig& c) {
+nlohmann::json mistral_to_config_json(const ModelConfig& c) {
   nlohmann::json j = decoder::config_json(c);
   j["architectures"] = {"MistralForCausalLM"};
   j["model_type"] = "mistral";
@@ -60,13 +60,13 @@ Architecture mistral_architecture() {
       .name = "mistral",
       .model_types = {"mistral"},
       .hf_classes = {"MistralForCausalLM", "MistralModel"},
-      .parse_config = parse,
+      .parse_config = mistral_parse,
       .canonical_name = decoder::canonical_name,
       .build_graph =
           [](const ModelConfig& c, const HasTensor& has_tensor) {
             return decoder::build_graph(c, {}, has_tensor);
           },
-      .config_json = to_config_json,
+      .config_json = mistral_to_config_json,
       .checkpoint_name = [](const std::string& name) { return name; },
       .presets = {{"mistral-7b", preset_7b()}},
   };

@@ -19,7 +19,7 @@
 namespace huddle {
 namespace {
 
-ModelConfig parse(const ConfigReader& r) {
+ModelConfig phi3_parse(const ConfigReader& r) {
   refuse_unknown_fields(
       r, "phi3",
       decoder::understood_fields({"sliding_window", "partial_rotary_factor", "attention_bias",
@@ -45,7 +45,7 @@ ModelConfig parse(const ConfigReader& r) {
   return c;
 }
 
-nlohmann::json to_config_json(const ModelConfig& c) {
+nlohmann::json phi3_to_config_json(const ModelConfig& c) {
   nlohmann::json j = decoder::config_json(c);
   j["architectures"] = {"Phi3ForCausalLM"};
   j["model_type"] = "phi3";
@@ -80,13 +80,13 @@ Architecture phi3_architecture() {
       .name = "phi3",
       .model_types = {"phi3"},
       .hf_classes = {"Phi3ForCausalLM", "Phi3Model"},
-      .parse_config = parse,
+      .parse_config = phi3_parse,
       .canonical_name = decoder::canonical_name,
       .build_graph =
           [](const ModelConfig& c, const HasTensor& has_tensor) {
             return decoder::build_graph(c, {.fused_qkv = true, .fused_gate_up = true}, has_tensor);
           },
-      .config_json = to_config_json,
+      .config_json = phi3_to_config_json,
       .checkpoint_name = [](const std::string& name) { return name; },
       .presets = {{"phi3-mini", preset_mini()}},
   };

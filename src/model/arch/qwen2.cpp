@@ -17,7 +17,7 @@
 namespace huddle {
 namespace {
 
-ModelConfig parse(const ConfigReader& r) {
+ModelConfig qwen2_parse(const ConfigReader& r) {
   refuse_unknown_fields(r, "qwen2",
                         decoder::understood_fields({"use_sliding_window", "sliding_window",
                                                     "max_window_layers", "layer_types"}));
@@ -40,7 +40,7 @@ ModelConfig parse(const ConfigReader& r) {
   return c;
 }
 
-nlohmann::json to_config_json(const ModelConfig& c) {
+nlohmann::json qwen2_to_config_json(const ModelConfig& c) {
   nlohmann::json j = decoder::config_json(c);
   j["architectures"] = {"Qwen2ForCausalLM"};
   j["model_type"] = "qwen2";
@@ -76,13 +76,13 @@ Architecture qwen2_architecture() {
       .name = "qwen2",
       .model_types = {"qwen2"},
       .hf_classes = {"Qwen2ForCausalLM", "Qwen2Model"},
-      .parse_config = parse,
+      .parse_config = qwen2_parse,
       .canonical_name = decoder::canonical_name,
       .build_graph =
           [](const ModelConfig& c, const HasTensor& has_tensor) {
             return decoder::build_graph(c, {}, has_tensor);
           },
-      .config_json = to_config_json,
+      .config_json = qwen2_to_config_json,
       .checkpoint_name = [](const std::string& name) { return name; },
       .presets = {{"qwen2-0.5b", preset_0_5b()}},
   };
