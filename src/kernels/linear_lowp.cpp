@@ -32,7 +32,7 @@ namespace huddle::kernels::detail {
 namespace {
 
 // Weight bytes per chunk of the dot-product loop below which a thread is not worth waking.
-constexpr std::int64_t kMinChunkBytes = 1 << 19;
+constexpr std::int64_t kMinLowpChunkBytes = 1 << 19;
 // F32 bytes of one dequantised panel handed to sgemm.
 constexpr std::int64_t kPanelBytes = 4 << 20;
 
@@ -111,7 +111,7 @@ void linear_tiled(QTileFn tile, const WeightRows& w, const BlockQ8A* xq, std::in
           }
         }
       },
-      std::max<std::int64_t>(1, kMinChunkBytes / chunk_bytes));
+      std::max<std::int64_t>(1, kMinLowpChunkBytes / chunk_bytes));
 }
 
 void linear_out_in(const Tensor& x, const WeightRows& w, const float* bias, Tensor& y) {
@@ -154,7 +154,7 @@ void linear_out_in(const Tensor& x, const WeightRows& w, const float* bias, Tens
             }
           }
         },
-        std::max<std::int64_t>(4, kMinChunkBytes / row_bytes));
+        std::max<std::int64_t>(4, kMinLowpChunkBytes / row_bytes));
     return;
   }
 

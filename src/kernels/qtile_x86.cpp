@@ -124,7 +124,7 @@ HUDDLE_AVX2 void tile_avx2(const std::byte* w, std::int64_t w_row_bytes, const B
 
 // ---- AVX-512 VNNI: two blocks per step ----
 
-HUDDLE_VNNI inline __m512i join(__m256i lo, __m256i hi) {
+HUDDLE_VNNI inline __m512i join_halves(__m256i lo, __m256i hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
@@ -150,7 +150,8 @@ struct Q8Vnni {
     __m512i x_biased;  // x + 128 as unsigned bytes
   };
   HUDDLE_VNNI static Row row(const Block* b) {
-    const __m512i w = join(_mm256_loadu_si256(m256(b[0].q)), _mm256_loadu_si256(m256(b[1].q)));
+    const __m512i w =
+        join_halves(_mm256_loadu_si256(m256(b[0].q)), _mm256_loadu_si256(m256(b[1].q)));
     const __m512i sum128 =
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), w);
     return {w, _mm512_sub_epi32(_mm512_setzero_si512(), sum128)};
@@ -222,8 +223,8 @@ HUDDLE_VNNI void tile_vnni(const std::byte* w, std::int64_t w_row_bytes, const B
     HUDDLE_UNROLL
     for (int t = 0; t < T; ++t) {
       const BlockQ8A* xb = x + t * x_row_blocks + b;
-      const typename Q::Token tok =
-          Q::token(join(_mm256_loadu_si256(m256(xb[0].q)), _mm256_loadu_si256(m256(xb[1].q))));
+      const typename Q::Token tok = Q::token(
+          join_halves(_mm256_loadu_si256(m256(xb[0].q)), _mm256_loadu_si256(m256(xb[1].q))));
       const __m512 dx = two(Q::kSecondBlockLanes, xb[0].d, xb[1].d);
       HUDDLE_UNROLL
       for (int r = 0; r < R; ++r) {

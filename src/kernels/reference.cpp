@@ -73,7 +73,7 @@ void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) {
 namespace {
 
 template <typename F>
-void map(const Tensor& x, Tensor& y, F f) {
+void map_elements(const Tensor& x, Tensor& y, F f) {
   detail::check_row_op(x, nullptr, nullptr, y);
   const auto xm = as_mat(x);
   const auto ym = as_mat(y);
@@ -104,16 +104,17 @@ void zip(const Tensor& a, const Tensor& b, Tensor& y, F f) {
 // function): 1 + tanh(u) cancels catastrophically for negative u even in double.
 void gelu_tanh(const Tensor& x, Tensor& y) {
   const double k = std::sqrt(2.0 / std::numbers::pi);
-  map(x, y, [k](double v) { return v / (1.0 + std::exp(-2.0 * k * (v + 0.044715 * v * v * v))); });
+  map_elements(
+      x, y, [k](double v) { return v / (1.0 + std::exp(-2.0 * k * (v + 0.044715 * v * v * v))); });
 }
 
 // 0.5·x·(1 + erf(x/√2)), written as 0.5·x·erfc(-x/√2) to avoid the same cancellation.
 void gelu_erf(const Tensor& x, Tensor& y) {
-  map(x, y, [](double v) { return 0.5 * v * std::erfc(-v / std::numbers::sqrt2); });
+  map_elements(x, y, [](double v) { return 0.5 * v * std::erfc(-v / std::numbers::sqrt2); });
 }
 
 void silu(const Tensor& x, Tensor& y) {
-  map(x, y, [](double v) { return v / (1.0 + std::exp(-v)); });
+  map_elements(x, y, [](double v) { return v / (1.0 + std::exp(-v)); });
 }
 
 void add(const Tensor& a, const Tensor& b, Tensor& y) {

@@ -18,7 +18,7 @@ using kernels::RopeScaling;
 using kernels::RopeSpec;
 
 // A positive number field of rope_scaling, required.
-float positive(const ConfigReader& s, const std::string& key) {
+float positive_field(const ConfigReader& s, const std::string& key) {
   if (!s.has(key)) throw LoadError(fmt::format("{}: missing field '{}'", s.source(), s.field(key)));
   const double v = s.number_or(key, 0.0);
   if (!(v > 0.0) || !std::isfinite(v)) {
@@ -48,18 +48,18 @@ RopeSpec parse_rope(const ConfigReader& r, double default_theta,
     // No scaling.
   } else if (type == "linear") {
     spec.scaling = RopeScaling::Linear;
-    spec.factor = positive(s, "factor");
+    spec.factor = positive_field(s, "factor");
     allowed.push_back("factor");
   } else if (type == "dynamic") {
     spec.scaling = RopeScaling::Dynamic;
-    spec.factor = positive(s, "factor");
+    spec.factor = positive_field(s, "factor");
     spec.original_max_positions = max_position_embeddings;
     allowed.push_back("factor");
   } else if (type == "llama3") {
     spec.scaling = RopeScaling::Llama3;
-    spec.factor = positive(s, "factor");
-    spec.low_freq_factor = positive(s, "low_freq_factor");
-    spec.high_freq_factor = positive(s, "high_freq_factor");
+    spec.factor = positive_field(s, "factor");
+    spec.low_freq_factor = positive_field(s, "low_freq_factor");
+    spec.high_freq_factor = positive_field(s, "high_freq_factor");
     spec.original_max_positions = s.integer("original_max_position_embeddings");
     if (spec.original_max_positions <= 0 || !(spec.high_freq_factor > spec.low_freq_factor)) {
       throw LoadError(fmt::format(

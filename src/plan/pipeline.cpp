@@ -14,16 +14,16 @@
 namespace huddle {
 namespace {
 
-using Reader = io::JsonField<PlanError>;
+using PipelineReader = io::JsonField<PlanError>;
 
-int device_index(const Reader& r) {
+int device_index(const PipelineReader& r) {
   const std::int64_t device = r.integer();
   if (device < 0 || device > 1 << 16) r.fail(fmt::format("{} is no device", device));
   return static_cast<int>(device);
 }
 
 // "device": d, or "devices": [...] with optional "shares" (a group of one is a one-device stage).
-void read_devices(const Reader& s, PipelineStage& stage) {
+void read_devices(const PipelineReader& s, PipelineStage& stage) {
   if (s.has("device") == s.has("devices")) {
     s.fail("a stage has either \"device\" (one device) or \"devices\" (a group)");
   }
@@ -32,14 +32,14 @@ void read_devices(const Reader& s, PipelineStage& stage) {
     stage.device = device_index(s.at("device"));
     return;
   }
-  const Reader devices = s.at("devices");
+  const PipelineReader devices = s.at("devices");
   const std::size_t n = devices.array_size();
   if (n == 0) devices.fail("a group stage needs at least one device");
   std::vector<int> group;
   for (std::size_t k = 0; k < n; ++k) group.push_back(device_index(devices.at(k)));
   std::vector<double> shares(n, 1.0);
   if (s.has("shares")) {
-    const Reader r = s.at("shares");
+    const PipelineReader r = s.at("shares");
     if (r.array_size() != n) {
       r.fail(
           fmt::format("{} shares for {} devices (one per device of the group)", r.array_size(), n));
@@ -119,14 +119,14 @@ nlohmann::json Pipeline::to_json() const {
 }
 
 Pipeline Pipeline::from_json(const nlohmann::json& json, const std::string& source) {
-  const Reader root(json, source, "pipeline");
+  const PipelineReader root(json, source, "pipeline");
   Pipeline p;
-  const Reader stages = root.at("stages");
+  const PipelineReader stages = root.at("stages");
   for (std::size_t i = 0; i < stages.array_size(); ++i) {
-    const Reader s = stages.at(i);
+    const PipelineReader s = stages.at(i);
     PipelineStage stage;
     read_devices(s, stage);
-    const Reader units = s.at("units");
+    const PipelineReader units = s.at("units");
     if (units.array_size() != 2) units.fail("expected [begin, end]");
     stage.units = {units.at(0).integer(), units.at(1).integer()};
     if (stage.units.first < 0 || stage.units.second <= stage.units.first) {
@@ -141,9 +141,9 @@ Pipeline Pipeline::from_json(const nlohmann::json& json, const std::string& sour
     if (root.has("slices")) root.at("slices").fail("an unsliced pipeline has no slice table");
     return p;
   }
-  const Reader table = root.at("slices");
+  const PipelineReader table = root.at("slices");
   for (std::size_t n = 1; n <= table.array_size(); ++n) {
-    const Reader entry = table.at(n - 1);
+    const PipelineReader entry = table.at(n - 1);
     std::vector<std::int64_t> lengths;
     std::int64_t sum = 0;
     for (std::size_t k = 0; k < entry.array_size(); ++k) {

@@ -11,7 +11,7 @@
 namespace huddle {
 namespace {
 
-using Reader = io::JsonField<PlanError>;
+using RowPlanReader = io::JsonField<PlanError>;
 
 bool holds(const Range& r, std::int64_t row) {
   return row >= r.first && row < r.second;
@@ -30,19 +30,19 @@ nlohmann::json RowPlan::to_json() const {
 }
 
 RowPlan RowPlan::from_json(const nlohmann::json& json, const std::string& source) {
-  const Reader root(json, source, "rows");
+  const RowPlanReader root(json, source, "rows");
   RowPlan p;
   for (std::size_t i = 0; i < root.array_size(); ++i) {
-    const Reader entry = root.at(i);
+    const RowPlanReader entry = root.at(i);
     RowSplit s;
     s.op = entry.at("op").str();
     s.columns = entry.has("columns");
     if (s.columns && entry.has("ranges"))
       entry.fail("give \"ranges\" (rows) or \"columns\", not both");
-    const Reader ranges = entry.at(s.columns ? "columns" : "ranges");
+    const RowPlanReader ranges = entry.at(s.columns ? "columns" : "ranges");
     const char* unit = s.columns ? "columns" : "rows";
     for (std::size_t d = 0; d < ranges.array_size(); ++d) {
-      const Reader r = ranges.at(d);
+      const RowPlanReader r = ranges.at(d);
       if (r.array_size() != 2) r.fail("expected [begin, end]");
       const std::int64_t b = r.at(0).integer(), e = r.at(1).integer();
       if (b < 0 || e < b) r.fail(fmt::format("[{}, {}] is not a range of {}", b, e, unit));

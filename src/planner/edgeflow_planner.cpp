@@ -2,8 +2,7 @@
 
 #include "core/error.h"
 #include "plan/row_plan.h"
-
-#include <glpk.h>
+#include "planner/glpk_problem.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,14 +17,8 @@ namespace {
 
 using std::size_t;
 
-// Times enter GLPK in milliseconds (its tolerances are absolute).
-constexpr double kMs = 1e3;
 // Weight of Σ t_i beside λ: among (nearly) λ-optimal cuts, prefer earlier finishes everywhere.
 constexpr double kTieWeight = 1e-3;
-
-struct ProbDeleter {
-  void operator()(glp_prob* p) const { glp_delete_prob(p); }
-};
 
 // A value a layer reads, as held before the layer runs.
 struct Source {
@@ -171,7 +164,7 @@ class LayerLp {
     const int m = static_cast<int>(n_);
     const double h = static_cast<double>(rows_);
     glp_term_out(GLP_OFF);
-    std::unique_ptr<glp_prob, ProbDeleter> owner(glp_create_prob());
+    GlpkProblem owner(glp_create_prob());
     glp_prob* lp = owner.get();
     glp_set_obj_dir(lp, GLP_MIN);
     // Columns: x_1..x_{M−1} at 1..M−1, λ at M, t_i at M+1+i, then the p's.
@@ -315,9 +308,9 @@ std::vector<std::int64_t> round_cuts(const std::vector<double>& x, std::int64_t 
 }
 
 // Exact evaluation: (latest finish over devices with rows, Σ finish over all devices).
-struct Score {
+struct CutScore {
   double makespan = 0, total = 0;
-  bool better_than(const Score& o) const {
+  bool better_than(const CutScore& o) const {
     const double tol = 1e-12 + 1e-9 * std::abs(o.makespan);
     if (makespan < o.makespan - tol) return true;
     return makespan <= o.makespan + tol && total < o.total - tol;
@@ -331,9 +324,9 @@ class Evaluator {
   // A column layer's columns all go on (to device 0, or to every device of the next column
   // layer): its score counts, per device, the message of its columns to device 0 too, so that a
   // small layer is not spread over devices whose messages cost more than their columns save.
-  Score operator()(const std::vector<std::int64_t>& x) const {
+  CutScore operator()(const std::vector<std::int64_t>& x) const {
     std::vector<double> finish;
-    Score sc;
+    CutScore sc;
     const std::vector<Range> ranges = ranges_of_cuts(x);
     sc.makespan = layer_finish(g_, c_, s_, layer_, ranges, &finish);
     const rows::RowLayer& layer = g_.layers[static_cast<size_t>(layer_)];
@@ -361,7 +354,7 @@ class Evaluator {
 // Moves single cut points by ±1, ±2, ±4, ... rows (pushing the neighbours along) while that
 // improves the score.
 std::vector<std::int64_t> local_search(const Evaluator& eval, std::vector<std::int64_t> x,
-                                       Score& score) {
+                                       CutScore& score) {
   const std::int64_t rows = x.back();
   const size_t m = x.size() - 1;
   for (int round = 0; round < 100; ++round) {
@@ -374,7 +367,7 @@ std::vector<std::int64_t> local_search(const Evaluator& eval, std::vector<std::i
           for (size_t k = i + 1; k < m; ++k) y[k] = std::max(y[k], y[i]);
           for (size_t k = 1; k < i; ++k) y[k] = std::min(y[k], y[i]);
           if (y == x) continue;
-          const Score sc = eval(y);
+          const CutScore sc = eval(y);
           if (sc.better_than(score)) {
             x = std::move(y);
             score = sc;
@@ -507,9 +500,9 @@ LayerChoice plan_layer(const rows::RowGraph& graph, const RowCosts& costs,
     }
   }
   size_t best = 0;
-  Score best_score = eval(candidates[0].second);
+  CutScore best_score = eval(candidates[0].second);
   for (size_t i = 1; i < candidates.size(); ++i) {
-    const Score sc = eval(candidates[i].second);
+    const CutScore sc = eval(candidates[i].second);
     if (sc.better_than(best_score)) {
       best = i;
       best_score = sc;

@@ -1,25 +1,16 @@
 #include "planner/hepti_milp.h"
 
 #include "core/error.h"
-
-#include <glpk.h>
+#include "planner/glpk_problem.h"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
 namespace huddle {
-namespace {
 
-// Times enter the solver in milliseconds and memory rows are scaled by their budget, so every
-// coefficient is within a few orders of magnitude of 1 (GLPK's tolerances are absolute).
-constexpr double kMs = 1e3;
-
-struct ProbDeleter {
-  void operator()(glp_prob* p) const { glp_delete_prob(p); }
-};
-
-}  // namespace
+// Memory rows are scaled by their budget and times are in milliseconds (kMs), so every
+// coefficient is within a few orders of magnitude of 1.
 
 double split_objective(const SplitProblem& p, const std::array<std::vector<double>, 2>& x) {
   double total = 0;
@@ -42,7 +33,7 @@ SplitSolution solve_split(const SplitProblem& p) {
     if (d.mem_fixed > d.mem_budget) return solution;
   }
   glp_term_out(GLP_OFF);
-  std::unique_ptr<glp_prob, ProbDeleter> owner(glp_create_prob());
+  GlpkProblem owner(glp_create_prob());
   glp_prob* lp = owner.get();
   glp_set_obj_dir(lp, GLP_MIN);
   // Columns: x_{b,i} at 1 + b*n + i, then T_0, T_1.

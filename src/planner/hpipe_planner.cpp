@@ -182,7 +182,7 @@ std::string unsliced_reason(const CostModel& cost, const PipelineSchedule& s,
   return "";
 }
 
-void finish(const CostModel& cost, const ClusterSpec& cluster, PipelineSchedule& s) {
+void finish_schedule(const CostModel& cost, const ClusterSpec& cluster, PipelineSchedule& s) {
   const PipelinePrediction p = predict_pipeline(cost, cluster, s, s.prompt_len);
   s.predicted_prefill_s = p.prefill_s;
   s.predicted_decode_s = p.decode_s;
@@ -211,7 +211,7 @@ PipelineSchedule balanced_stages(const CostModel& cost, const ClusterSpec& clust
   if (done) {
     one_slice_each(s);
     append_note(s, reason);
-    finish(cost, cluster, s);
+    finish_schedule(cost, cluster, s);
     return s;
   }
   s.sliced = true;
@@ -355,7 +355,7 @@ PipelineSchedule uniform_slices_view(const CostModel& cost, const ClusterSpec& c
     s.slices.push_back(std::move(best));
   }
   append_note(s, "HPipe's stages, equal-length slices, the count chosen by the cost model");
-  finish(cost, cluster, s);
+  finish_schedule(cost, cluster, s);
   return s;
 }
 
@@ -398,7 +398,7 @@ PipelineSchedule plan_hpipe_view(const CostModel& cost, const ClusterSpec& clust
                                exact, tiers, options.max_caps));
   }
   for (hpipe::Slicing& sl : chosen) s.slices.push_back(std::move(sl.lengths));
-  finish(cost, cluster, s);
+  finish_schedule(cost, cluster, s);
   return s;
 }
 
@@ -503,7 +503,7 @@ PipelineSchedule plan_gpipe(const CostModel& cost, const ClusterSpec& cluster,
   }
   one_slice_each(s);
   append_note(s, "even layers per device in cluster order, every prompt one slice");
-  finish(cost, cluster, s);
+  finish_schedule(cost, cluster, s);
   return s;
 }
 

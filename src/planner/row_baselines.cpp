@@ -10,7 +10,7 @@ namespace {
 
 using std::size_t;
 
-std::vector<double> speeds(const RowCosts& costs, size_t layer) {
+std::vector<double> row_speeds(const RowCosts& costs, size_t layer) {
   std::vector<double> s;
   for (double a : costs.per_row[layer]) s.push_back(1.0 / std::max(a, 1e-300));
   return s;
@@ -62,7 +62,7 @@ std::vector<std::vector<Range>> plan_rows_proportional(const rows::RowGraph& gra
                                                        const RowCosts& costs) {
   std::vector<std::vector<Range>> out;
   for (size_t l = 0; l < graph.layers.size(); ++l) {
-    out.push_back(split_ranges(graph.layers[l].rows, speeds(costs, l)));
+    out.push_back(split_ranges(graph.layers[l].rows, row_speeds(costs, l)));
   }
   return out;
 }

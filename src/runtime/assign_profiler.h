@@ -18,8 +18,9 @@
 // the workers' own op times. A DA edge between devices costs what its receive (pipe_recv) took
 // beyond waiting for the ops it followed: the receive's time less the times of the ops between
 // the receiver's last own op and the producer (all on other devices; the programs follow one op
-// order), the median over its receives. Costs::overhead is the executor's own time per
-// prefill, the median over the runs of (wall time - the run's predicted time without it).
+// order), the median over its receives. The executor's own time per op is fitted per device to
+// the runs' wall times (fit_op_overheads) and added to the node costs; Costs::overhead is what
+// the fit leaves, the median over the runs.
 #pragma once
 
 #include "model/model.h"
@@ -51,6 +52,13 @@ struct OpSample {
 // cpu_s x (sum of wall_s / sum of cpu_s over that provider's samples with a CPU time), which keeps
 // the provider's total; one without a CPU time costs its wall time. Providers in [0, providers).
 std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size_t providers);
+
+// The executor's own time per op on each device, in seconds: ops_on[r][d] ops of run r ran on
+// device d, and run r measured gaps[r] seconds beyond its ops and transfers. Least squares over
+// the runs with every cost >= 0 (a device whose cost would be negative gets 0 and the others are
+// refitted); a device no run used, or one the runs cannot tell apart from another, gets 0.
+std::vector<double> fit_op_overheads(const std::vector<std::vector<double>>& ops_on,
+                                     std::span<const double> gaps);
 
 struct MeasuredRun {
   Assignment assignment;

@@ -9,16 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-json base(const ResponseHeader& h, const char* object) {
-  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
-}
-
-json usage(const CompletionResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens},
-          {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
-}
-
 }  // namespace
 
 std::string new_chat_completion_id() {
@@ -35,19 +25,19 @@ json chat_completion_json(const ResponseHeader& header, const CompletionResult& 
   json message = {{"role", "assistant"},
                   {"content", reply.content ? json(*reply.content) : json(nullptr)}};
   if (!reply.calls.empty()) message["tool_calls"] = tool_calls_json(reply.calls);
-  json j = base(header, "chat.completion");
+  json j = response_base(header, "chat.completion");
   j["choices"] =
       json::array({{{"index", 0},
                     {"message", std::move(message)},
                     {"logprobs", nullptr},
                     {"finish_reason", reply.calls.empty() ? result.finish_reason : "tool_calls"}}});
-  j["usage"] = usage(result);
+  j["usage"] = usage_json(result);
   return j;
 }
 
 json chat_chunk_json(const ResponseHeader& header, const json& delta,
                      const std::string& finish_reason) {
-  json j = base(header, "chat.completion.chunk");
+  json j = response_base(header, "chat.completion.chunk");
   j["choices"] = json::array(
       {{{"index", 0},
         {"delta", delta},
@@ -68,9 +58,9 @@ std::vector<json> chat_finish_chunks(const ResponseHeader& header, const ParsedR
 }
 
 json chat_usage_chunk_json(const ResponseHeader& header, const CompletionResult& result) {
-  json j = base(header, "chat.completion.chunk");
+  json j = response_base(header, "chat.completion.chunk");
   j["choices"] = json::array();
-  j["usage"] = usage(result);
+  j["usage"] = usage_json(result);
   return j;
 }
 

@@ -9,21 +9,21 @@ namespace {
 
 using nlohmann::json;
 
-json usage(const CompletionResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens},
-          {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
-}
-
 json null_if_empty(const std::string& s) {
   return s.empty() ? json(nullptr) : json(s);
 }
 
-json base(const ResponseHeader& h) {
-  return {{"id", h.id}, {"object", "text_completion"}, {"created", h.created}, {"model", h.model}};
+}  // namespace
+
+json response_base(const ResponseHeader& h, const char* object) {
+  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
 }
 
-}  // namespace
+json usage_json(const CompletionResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+}
 
 std::string new_completion_id() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -31,18 +31,18 @@ std::string new_completion_id() {
 }
 
 json completion_json(const ResponseHeader& header, const CompletionResult& result) {
-  json j = base(header);
+  json j = response_base(header, "text_completion");
   j["choices"] = json::array({{{"text", result.text},
                                {"index", 0},
                                {"logprobs", nullptr},
                                {"finish_reason", result.finish_reason}}});
-  j["usage"] = usage(result);
+  j["usage"] = usage_json(result);
   return j;
 }
 
 json completion_chunk_json(const ResponseHeader& header, const std::string& text,
                            const std::string& finish_reason) {
-  json j = base(header);
+  json j = response_base(header, "text_completion");
   j["choices"] = json::array({{{"text", text},
                                {"index", 0},
                                {"logprobs", nullptr},
@@ -51,9 +51,9 @@ json completion_chunk_json(const ResponseHeader& header, const std::string& text
 }
 
 json usage_chunk_json(const ResponseHeader& header, const CompletionResult& result) {
-  json j = base(header);
+  json j = response_base(header, "text_completion");
   j["choices"] = json::array();
-  j["usage"] = usage(result);
+  j["usage"] = usage_json(result);
   return j;
 }
 

@@ -20,6 +20,11 @@ struct ResponseHeader {
 // A fresh "cmpl-<hex>" id.
 std::string new_completion_id();
 
+// {"id", "object", "created", "model"}: what every response and chunk begins with.
+nlohmann::json response_base(const ResponseHeader& header, const char* object);
+// {"prompt_tokens", "completion_tokens", "total_tokens"}.
+nlohmann::json usage_json(const CompletionResult& result);
+
 // {"id", "object": "text_completion", "created", "model", "choices": [...], "usage"}.
 nlohmann::json completion_json(const ResponseHeader& header, const CompletionResult& result);
 // One streamed chunk: choices[0] holds `text` and `finish_reason` (null while going on).

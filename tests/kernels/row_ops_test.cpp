@@ -39,7 +39,7 @@ std::vector<Shape2> row_grid() {
   return grid;
 }
 
-std::string describe(const Shape2& s) {
+std::string describe_shape(const Shape2& s) {
   return fmt::format("[{}, {}]{}", s.rows, s.cols, s.strided ? " strided" : "");
 }
 
@@ -54,7 +54,7 @@ TEST(Norm, LayerNormMatchesReference) {
     Tensor fast = testing::nan_like(ref);
     reference::layer_norm(x, w, b, 1e-5f, ref);
     layer_norm(x, w, b, 1e-5f, fast);
-    EXPECT_TRUE(close(fast, ref)) << describe(s);
+    EXPECT_TRUE(close(fast, ref)) << describe_shape(s);
   }
 }
 
@@ -67,7 +67,7 @@ TEST(Norm, RmsNormMatchesReference) {
     Tensor fast = testing::nan_like(ref);
     reference::rms_norm(x, w, 1e-6f, ref);
     rms_norm(x, w, 1e-6f, fast);
-    EXPECT_TRUE(close(fast, ref)) << describe(s);
+    EXPECT_TRUE(close(fast, ref)) << describe_shape(s);
   }
 }
 
@@ -112,7 +112,7 @@ TEST(Activation, MatchesReferenceIncludingTails) {
       Tensor fast = testing::nan_like(ref);
       op.ref(x, ref);
       op.fast(x, fast);
-      EXPECT_TRUE(close(fast, ref)) << op.name << " " << describe(s);
+      EXPECT_TRUE(close(fast, ref)) << op.name << " " << describe_shape(s);
     }
   }
 }
@@ -163,10 +163,10 @@ TEST(Elementwise, AddMulMatchReferenceAndAlias) {
       Tensor fast = testing::nan_like(ref);
       ref_op(a, b, ref);
       fast_op(a, b, fast);
-      EXPECT_TRUE(close(fast, ref)) << describe(s);
+      EXPECT_TRUE(close(fast, ref)) << describe_shape(s);
       Tensor acc = b.clone();  // y aliases b: the residual-add pattern
       fast_op(a, acc, acc);
-      EXPECT_TRUE(close(acc, ref)) << "aliased " << describe(s);
+      EXPECT_TRUE(close(acc, ref)) << "aliased " << describe_shape(s);
     }
   }
 }
@@ -179,7 +179,7 @@ TEST(Softmax, MatchesReference) {
     Tensor fast = x;  // in place on the strided view
     reference::softmax_rows(ref);
     softmax_rows(fast);
-    EXPECT_TRUE(close(fast, ref)) << describe(s);
+    EXPECT_TRUE(close(fast, ref)) << describe_shape(s);
   }
 }
 

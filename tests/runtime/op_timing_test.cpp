@@ -55,6 +55,32 @@ TEST(ChargedSeconds, SamplesWithoutCpuTimeCostTheirWallTime) {
   EXPECT_NEAR(charged[2], 0.002, 1e-12);
 }
 
+TEST(FitOpOverheads, RecoversEachDevicesPerOpCostFromTheRunsGaps) {
+  // Three devices; run r puts ops_on[r][d] ops on device d; the gaps follow 2 ms, 0.5 ms and
+  // 0 ms per op exactly.
+  const std::vector<std::vector<double>> ops_on = {
+      {150, 0, 0}, {0, 150, 0}, {2, 148, 0}, {75, 50, 25}, {10, 0, 140}};
+  const std::vector<double> per_op = {0.002, 0.0005, 0.0};
+  std::vector<double> gaps;
+  for (const auto& row : ops_on) {
+    gaps.push_back(row[0] * per_op[0] + row[1] * per_op[1] + row[2] * per_op[2]);
+  }
+  const std::vector<double> fit = assign::fit_op_overheads(ops_on, gaps);
+  ASSERT_EQ(fit.size(), 3u);
+  for (std::size_t d = 0; d < 3; ++d) EXPECT_NEAR(fit[d], per_op[d], 1e-9) << d;
+}
+
+TEST(FitOpOverheads, NegativeCostsArePinnedToZeroAndUnusedDevicesCostNothing) {
+  // Device 1's runs came in under their prediction (negative gaps): its cost is 0, not
+  // negative, and device 0 keeps what its own runs show. Device 2 ran nothing.
+  const std::vector<std::vector<double>> ops_on = {{100, 0, 0}, {0, 100, 0}, {100, 0, 0}};
+  const std::vector<double> gaps = {0.1, -0.05, 0.1};
+  const std::vector<double> fit = assign::fit_op_overheads(ops_on, gaps);
+  EXPECT_NEAR(fit[0], 0.001, 1e-9);
+  EXPECT_EQ(fit[1], 0.0);
+  EXPECT_EQ(fit[2], 0.0);
+}
+
 TEST(OpTiming, TheExecutorReadsTheProcessCpuClockOnlyWhenAsked) {
   const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
   Executor executor(model.graph(), model.weights(), model.config().max_positions);
