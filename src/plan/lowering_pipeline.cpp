@@ -24,8 +24,8 @@ class PipelineLowering final : public LoweringEngine {
         unit_(pipeline::unit_of_ops(g, c.layers)) {
     if (stage_ >= 0 && stage().grouped()) {
       const auto member = static_cast<std::size_t>(stage().member_index(rank));
-      heads_ = stage().member_ranges(c.heads, "attention heads")[member];
-      columns_ = stage().member_ranges(c.ffn, "MLP columns")[member];
+      heads_ = stage().member_heads(c.heads)[member];
+      columns_ = stage().member_columns(c.ffn)[member];
     }
     // The unit of every op, and the last unit that reads each value (model outputs: read by
     // device 0 after the last unit).

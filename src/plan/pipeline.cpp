@@ -29,6 +29,7 @@ void read_devices(const PipelineReader& s, PipelineStage& stage) {
   }
   if (s.has("device")) {
     if (s.has("shares")) s.at("shares").fail("only a group stage (\"devices\") has shares");
+    if (s.has("columns")) s.at("columns").fail("only a group stage (\"devices\") has columns");
     stage.device = device_index(s.at("device"));
     return;
   }
@@ -47,6 +48,18 @@ void read_devices(const PipelineReader& s, PipelineStage& stage) {
     for (std::size_t k = 0; k < n; ++k) shares[k] = r.at(k).positive();
   }
   stage = PipelineStage::of(std::move(group), stage.units, std::move(shares));
+  if (s.has("columns")) {
+    const PipelineReader r = s.at("columns");
+    if (r.array_size() != n) {
+      r.fail(fmt::format("{} column ranges for {} devices (one per device of the group)",
+                         r.array_size(), n));
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      const PipelineReader c = r.at(k);
+      if (c.array_size() != 2) c.fail("expected [begin, end]");
+      stage.columns.emplace_back(c.at(0).integer(), c.at(1).integer());
+    }
+  }
 }
 
 }  // namespace
@@ -78,9 +91,15 @@ int PipelineStage::leader_of(const std::vector<int>& group) {
   return std::find(group.begin(), group.end(), 0) != group.end() ? 0 : group.front();
 }
 
-std::vector<Range> PipelineStage::member_ranges(std::int64_t total, const std::string& what) const {
-  if (!grouped()) return {{0, total}};
-  return split_at_least_one(total, shares, what);
+std::vector<Range> PipelineStage::member_heads(std::int64_t heads) const {
+  if (!grouped()) return {{0, heads}};
+  return split_at_least_one(heads, shares, "attention heads");
+}
+
+std::vector<Range> PipelineStage::member_columns(std::int64_t ffn) const {
+  if (!grouped()) return {{0, ffn}};
+  if (!columns.empty()) return columns;
+  return split_at_least_one(ffn, shares, "MLP columns");
 }
 
 std::vector<std::int64_t> Pipeline::slices_for(std::int64_t tokens) const {
@@ -108,6 +127,11 @@ nlohmann::json Pipeline::to_json() const {
     if (s.grouped()) {
       j["devices"] = s.group;
       j["shares"] = s.shares;
+      if (!s.columns.empty()) {
+        nlohmann::json columns = nlohmann::json::array();
+        for (const Range& c : s.columns) columns.push_back({c.first, c.second});
+        j["columns"] = std::move(columns);
+      }
     } else {
       j["device"] = s.device;
     }
@@ -195,6 +219,27 @@ void validate_group(const PipelineStage& s, const ModelConfig& config, const std
         "{}: {}: {} devices in a tensor-parallel group, but the model has {} attention heads and "
         "{} FFN columns (at least one of each per device)",
         source, field, n, config.heads, config.ffn));
+  }
+  if (s.columns.empty()) return;
+  const std::string columns = field.substr(0, field.rfind('.')) + ".columns";
+  if (s.columns.size() != s.group.size()) {
+    throw PlanError(fmt::format("{}: {}: {} column ranges for {} devices", source, columns,
+                                s.columns.size(), s.group.size()));
+  }
+  std::int64_t next = 0;
+  for (std::size_t k = 0; k < s.columns.size(); ++k) {
+    const Range& c = s.columns[k];
+    if (c.first != next || c.second <= c.first) {
+      throw PlanError(fmt::format(
+          "{}: {}[{}] is [{}, {}): the members' FFN columns must cover [0, {}) in order, at "
+          "least one each",
+          source, columns, k, c.first, c.second, config.ffn));
+    }
+    next = c.second;
+  }
+  if (next != config.ffn) {
+    throw PlanError(fmt::format("{}: {}: the ranges end at {}, the model has {} FFN columns",
+                                source, columns, next, config.ffn));
   }
 }
 

@@ -47,6 +47,9 @@ struct PipelineStage {
   // order) and their relative speeds; both empty for a one-device stage.
   std::vector<int> group;
   std::vector<double> shares;
+  // A group's FFN columns per member when fixed: block-quantised weights cut the down
+  // projection's inputs on block boundaries (Plan::aligned_to_blocks). Empty: by `shares`.
+  std::vector<Range> columns;
 
   // A stage of `members` (group order) with `shares` (empty: equal); one member: a one-device
   // stage.
@@ -60,8 +63,10 @@ struct PipelineStage {
   // device 0 when the group holds it (so the primary's link from the leader carries no outputs
   // interleaved with the group's traffic), else the first member.
   static int leader_of(const std::vector<int>& group);
-  // Per member: its attention heads and FFN columns (split_at_least_one by `shares`).
-  std::vector<Range> member_ranges(std::int64_t total, const std::string& what) const;
+  // Per member: its attention heads of `heads` (split_at_least_one by `shares`).
+  std::vector<Range> member_heads(std::int64_t heads) const;
+  // Per member: its FFN columns of `ffn`: `columns` where fixed, else split by `shares`.
+  std::vector<Range> member_columns(std::int64_t ffn) const;
   bool operator==(const PipelineStage&) const = default;
 };
 

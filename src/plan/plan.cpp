@@ -380,37 +380,36 @@ void Plan::validate(const ModelConfig& config, const std::string& source) const 
   }
 }
 
-Plan Plan::aligned_to_blocks(std::int64_t granule) const {
+Plan Plan::aligned_to_blocks(std::int64_t granule, const ModelConfig& config) const {
   Plan out = *this;
   if (granule <= 1) return out;
-  const auto align = [&](std::vector<Range>& ranges, std::size_t layer, const char* what) {
+  const auto align = [&](std::vector<Range>& ranges, const std::string& field) {
     const std::vector<Range> aligned = align_ranges(ranges, granule);
     for (std::size_t d = 0; d < ranges.size(); ++d) {
       if (ranges[d].second > ranges[d].first && aligned[d].second <= aligned[d].first) {
-        throw PlanError(fmt::format(
-            "layers[{}].{}[{}] ({} of them) is less than a block of {} once cuts fall on block "
-            "boundaries (block-quantised weights); use fewer devices or F16 weights",
-            layer, what, d, ranges[d].second - ranges[d].first, granule));
+        throw PlanError(
+            fmt::format("{}[{}] ({} of them) is less than a block of {} once cuts fall on block "
+                        "boundaries (block-quantised weights); use fewer devices or F16 weights",
+                        field, d, ranges[d].second - ranges[d].first, granule));
       }
     }
     ranges = aligned;
   };
-  if (pipeline) {
-    for (std::size_t s = 0; s < pipeline->stages.size(); ++s) {
-      if (pipeline->stages[s].grouped()) {
-        // Its members' FFN columns follow the shares, not block boundaries.
-        throw PlanError(fmt::format(
-            "pipeline.stages[{}]: a group stage cannot split block-quantised weights (blocks of "
-            "{}); use F32, F16 or BF16 weights",
-            s, granule));
-      }
+  if (out.pipeline) {
+    // A group's members hold FFN columns by its shares: fixed on block boundaries instead.
+    for (std::size_t s = 0; s < out.pipeline->stages.size(); ++s) {
+      PipelineStage& stage = out.pipeline->stages[s];
+      if (!stage.grouped()) continue;
+      std::vector<Range> columns = stage.member_columns(config.ffn);
+      align(columns, fmt::format("pipeline.stages[{}].columns", s));
+      stage.columns = std::move(columns);
     }
   }
   for (std::size_t i = 0; i < out.layers.size(); ++i) {
     LayerPlan& l = out.layers[i];
     if (l.mlp == BlockSplit::Columns || l.mlp == BlockSplit::Tiled2D)
-      align(l.columns, i, "columns");
-    if (l.attention == BlockSplit::Tiled2D) align(l.hidden, i, "hidden");
+      align(l.columns, fmt::format("layers[{}].columns", i));
+    if (l.attention == BlockSplit::Tiled2D) align(l.hidden, fmt::format("layers[{}].hidden", i));
   }
   return out;
 }

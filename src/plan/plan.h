@@ -126,9 +126,10 @@ struct Plan {
 
   // This plan with its MLP-column and hidden ranges cut at multiples of `granule` — 32 for a
   // model with Q8_0/Q4_0 weights, whose columns split only between blocks (Model::weight_block);
-  // head ranges are left (whole heads of a head_dim that is a multiple of 32 are whole blocks).
-  // PlanError naming the layer when a device's share becomes empty (the model is too narrow).
-  Plan aligned_to_blocks(std::int64_t granule) const;
+  // a pipeline's group stages get fixed member columns (PipelineStage::columns) cut so. Head
+  // ranges are left (whole heads of a head_dim that is a multiple of 32 are whole blocks).
+  // PlanError naming the layer or stage when a device's share becomes empty (too narrow a model).
+  Plan aligned_to_blocks(std::int64_t granule, const ModelConfig& config) const;
 };
 
 }  // namespace huddle

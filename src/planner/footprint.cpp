@@ -235,8 +235,8 @@ DeviceMemory pipeline_device_memory(const ModelFootprint& f, const ModelConfig& 
   const PipelineStage& stage = pipeline.stages[static_cast<std::size_t>(stage_index)];
   const auto member = static_cast<std::size_t>(stage.member_index(rank));
   const bool leader = stage.device == rank;
-  const auto [hb, he] = stage.member_ranges(c.heads, "attention heads")[member];
-  const auto [cb, ce] = stage.member_ranges(c.ffn, "MLP columns")[member];
+  const auto [hb, he] = stage.member_heads(c.heads)[member];
+  const auto [cb, ce] = stage.member_columns(c.ffn)[member];
   const std::int64_t group = c.heads / c.kv_heads;
   const std::int64_t heads = he - hb, kv = (he - 1) / group + 1 - hb / group, columns = ce - cb;
   const std::vector<std::int64_t> kv_bytes = pipeline_unit_kv_bytes(f, c, context);

@@ -96,8 +96,8 @@ Prediction predict_pipeline_plan(const CostModel& cost, const Plan& plan,
                                          *plan.pipeline, d, cost.config().max_positions);
       if (st.grouped()) {
         const auto member = static_cast<std::size_t>(st.member_index(d));
-        const Range h = st.member_ranges(cost.config().heads, "attention heads")[member];
-        const Range c = st.member_ranges(cost.config().ffn, "MLP columns")[member];
+        const Range h = st.member_heads(cost.config().heads)[member];
+        const Range c = st.member_columns(cost.config().ffn)[member];
         dp.heads = h.second - h.first;
         dp.columns = c.second - c.first;
       }

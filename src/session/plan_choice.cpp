@@ -119,7 +119,7 @@ Planned choose_plan(const PlanChoice& choice, const Model& model, std::int64_t p
   const std::string source = choice.plan_file.empty() ? "plan" : choice.plan_file;
   // Column cuts of block-quantised weights fall between blocks (a saved plan that cuts a block
   // is refused when its weights are resolved, naming the tensor).
-  if (choice.plan_file.empty()) plan = plan.aligned_to_blocks(model.weight_block());
+  if (choice.plan_file.empty()) plan = plan.aligned_to_blocks(model.weight_block(), model.config());
   plan.validate(model.config(), source);
   if (plan.op_assigned()) plan.assignment->validate(model.graph(), source);
   return planned;

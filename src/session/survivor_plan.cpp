@@ -64,8 +64,8 @@ Planned plan_without(const Planned& planned, const std::vector<std::string>& los
   }
   const std::string context = fmt::format("cannot go on without {}", fmt::join(lost, ", "));
   try {
-    after.plan =
-        replan(planned, after, model, prompt_tokens).aligned_to_blocks(model.weight_block());
+    after.plan = replan(planned, after, model, prompt_tokens)
+                     .aligned_to_blocks(model.weight_block(), model.config());
     after.plan.validate(model.config(), "plan");
     if (after.cluster) {
       const CostModel cost(model.config(), model.graph());

@@ -170,7 +170,7 @@ TEST_F(HybridPipelinePlan, RoundTripsThroughJson) {
   EXPECT_EQ(group.member_index(3), -1);
   EXPECT_EQ(plan_.pipeline->stage_of(2), 1);
   EXPECT_EQ(plan_.pipeline->stage_of(3), -1);
-  EXPECT_EQ(group.member_ranges(4, "heads"), (std::vector<Range>{{0, 3}, {3, 4}}));
+  EXPECT_EQ(group.member_heads(4), (std::vector<Range>{{0, 3}, {3, 4}}));
   const nlohmann::json j = plan_.to_json();
   EXPECT_EQ(j["pipeline"]["stages"][0], nlohmann::json::parse(R"({"device": 1, "units": [0, 3]})"));
   EXPECT_EQ(j["pipeline"]["stages"][1],
@@ -253,8 +253,66 @@ TEST_F(HybridPipelinePlan, MalformedGroupStagesAreRefusedNamingTheField) {
     EXPECT_TRUE(testing::contains(e.what(), "pipeline.stages[1].devices: 1 shares for 2 devices"))
         << e.what();
   }
-  // Block-quantised weights cannot be cut by a group's shares.
-  EXPECT_THROW(plan_.aligned_to_blocks(32), PlanError);
+}
+
+// Block-quantised weights: a group's FFN columns are fixed on block boundaries, saved with the
+// plan, and checked; a member left less than a block is refused naming the stage.
+TEST_F(HybridPipelinePlan, BlockQuantisedWeightsFixTheGroupsColumnsOnBlockBoundaries) {
+  plan_.pipeline->stages[1].shares = {2, 1};
+  const std::int64_t ffn = config().ffn;
+  const Plan aligned = plan_.aligned_to_blocks(32, config());
+  const std::vector<Range>& columns = aligned.pipeline->stages[1].columns;
+  ASSERT_EQ(columns.size(), 2u);
+  EXPECT_EQ(columns[0].first, 0);
+  EXPECT_EQ(columns[0].second % 32, 0);
+  EXPECT_EQ(columns[1].first, columns[0].second);
+  EXPECT_EQ(columns[1].second, ffn);
+  // The shares' own cut (2/3 of the columns) is not on a block boundary; the fixed one is the
+  // nearest that is.
+  const std::int64_t by_shares = plan_.pipeline->stages[1].member_columns(ffn)[0].second;
+  ASSERT_NE(by_shares % 32, 0);
+  EXPECT_LE(std::abs(columns[0].second - by_shares), 16);
+  EXPECT_EQ(aligned.pipeline->stages[1].member_columns(ffn), columns);
+  EXPECT_TRUE(aligned.pipeline->stages[0].columns.empty());  // one device: nothing to cut
+  EXPECT_NO_THROW(aligned.validate(config(), "p.json"));
+
+  const nlohmann::json saved = aligned.to_json();
+  EXPECT_EQ(saved["pipeline"]["stages"][1]["columns"],
+            nlohmann::json::array({{0, columns[0].second}, {columns[0].second, ffn}}));
+  const Plan back = Plan::from_json(saved, "p.json");
+  EXPECT_EQ(*back.pipeline, *aligned.pipeline);
+
+  plan_ = aligned;
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][1]["columns"] = {{0, 64}};
+      },
+      "stages[1].columns: 1 column ranges for 2 devices");
+  expect_refused(
+      [&](auto& j) {
+        j["pipeline"]["stages"][1]["columns"] = {{0, 64}, {96, ffn}};
+      },
+      "pipeline.stages[1].columns[1] is [96, ");
+  expect_refused(
+      [&](auto& j) {
+        j["pipeline"]["stages"][1]["columns"] = {{0, 64}, {64, ffn - 32}};
+      },
+      "pipeline.stages[1].columns: the ranges end at");
+  expect_refused(
+      [](auto& j) {
+        j["pipeline"]["stages"][0]["columns"] = {{0, 1}};
+      },
+      "stages[0].columns: only a group stage");
+
+  Plan narrow = plan_;
+  narrow.pipeline->stages[1].columns.clear();
+  narrow.pipeline->stages[1].shares = {1, 1000};
+  try {
+    (void)narrow.aligned_to_blocks(32, config());
+    FAIL() << "a member with less than a block of columns was accepted";
+  } catch (const PlanError& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "pipeline.stages[1].columns[0]")) << e.what();
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // tests/cli/distributed_cli_test.cpp runs the same across processes.
 #include "core/error.h"
 #include "model/model.h"
+#include "plan/pipeline_units.h"
 #include "planner/hepti_planner.h"
 #include "planner/strategies.h"
 #include "runtime/executor.h"
@@ -31,7 +32,7 @@ Plan plan_for(const Model& model, const Case& c) {
   const Plan plan = c.strategy == "tiled-2d"
                         ? tiled_2d_plan(model.config(), devices, Grid{2, 2}, c.shares)
                         : make_plan(c.strategy, model.config(), devices, c.shares);
-  Plan aligned = plan.aligned_to_blocks(model.weight_block());
+  Plan aligned = plan.aligned_to_blocks(model.weight_block(), model.config());
   aligned.validate(model.config(), "test plan");
   return aligned;
 }
@@ -104,6 +105,42 @@ TEST(QuantizedPlans, ColumnCutsFallOnBlocks) {
   }
 }
 
+// A pipeline whose second stage is a tensor-parallel group (HPipe's fast island) with Q8_0 and
+// Q4_0 weights: the group's FFN columns are cut on block boundaries and the answer is one
+// device's with the same weights.
+TEST(QuantizedPlans, GroupStagesRunOnBlockBoundaries) {
+  for (const DType dtype : {DType::Q8_0, DType::Q4_0}) {
+    for (const std::string name : {"gpt2-tiny", "llama-tiny"}) {
+      SCOPED_TRACE(name + " " + std::string(dtype_name(dtype)));
+      const Model model = Model::load(testing::fixture_model(name), {.weight_dtype = dtype});
+      const ModelConfig& c = model.config();
+      const int units = pipeline::unit_count(c.layers);
+      const Plan plan = pipeline_plan("hpipe", c, {"primary", "b", "c"},
+                                      {PipelineStage::of({1}, {0, 3}),
+                                       PipelineStage::of({2, 0}, {3, units}, {2, 1})},
+                                      equal_slice_table(c.max_positions, 2))
+                            .aligned_to_blocks(model.weight_block(), c);
+      plan.validate(c, "test plan");
+      for (const Range& r : plan.pipeline->stages[1].columns) EXPECT_EQ(r.first % 32, 0);
+      const auto ids = testing::read_ids(testing::fixture("references/" + name + ".16.ids.json"));
+
+      Executor local(model.graph(), model.weights(), c.max_positions);
+      const Tensor expected = local.forward(ids, true).clone();
+      local.reset();
+      const std::vector<std::int32_t> expected_ids = greedy(local, ids);
+      Tensor out;
+      std::vector<std::int32_t> got_ids;
+      run_in_process(model, plan, [&](StepRunner& runner) {
+        out = runner.forward(ids, true).clone();
+        runner.reset();
+        got_ids = greedy(runner, ids);
+      });
+      EXPECT_LE(testing::relative_error(out, expected), 1e-2);  // as MatchesOneDevice...
+      EXPECT_EQ(got_ids, expected_ids);
+    }
+  }
+}
+
 // A saved plan that cuts inside a block is refused, naming the tensor.
 TEST(QuantizedPlans, CutInsideABlockIsAPlanError) {
   const Model model =
@@ -127,8 +164,8 @@ TEST(QuantizedPlans, ShareBelowABlockIsAPlanError) {
   Plan plan = make_plan("megatron", model.config(), {"a", "b"}, {1, 1});
   // 10 of 512 columns on device 0: less than a block once cuts fall on multiples of 32.
   for (LayerPlan& l : plan.layers) l.columns = {{0, 10}, {10, model.config().ffn}};
-  EXPECT_THROW(plan.aligned_to_blocks(32), PlanError);
-  EXPECT_NO_THROW(plan.aligned_to_blocks(1));
+  EXPECT_THROW(plan.aligned_to_blocks(32, model.config()), PlanError);
+  EXPECT_NO_THROW(plan.aligned_to_blocks(1, model.config()));
 }
 
 }  // namespace
