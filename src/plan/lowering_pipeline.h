@@ -13,7 +13,7 @@
 // A device that runs no stage has an empty program.
 //
 // A group stage (PipelineStage::group) runs its units tensor-parallel over its members, as a 1D
-// megatron plan over the group: member k computes heads / FFN columns member_ranges(..)[k]
+// megatron plan over the group: member k computes heads member_heads(..)[k] / FFN columns member_columns(..)[k]
 // (column- and row-parallel linears, LoweringEngine::attention_heads / mlp_columns), and the
 // row-parallel partial sums are all-reduced over the group (attrs.group = the members, in group
 // order) before the residual add; the embedding, norms and residual adds run on every member on
