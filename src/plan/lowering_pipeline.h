@@ -13,11 +13,11 @@
 // A device that runs no stage has an empty program.
 //
 // A group stage (PipelineStage::group) runs its units tensor-parallel over its members, as a 1D
-// megatron plan over the group: member k computes heads member_heads(..)[k] / FFN columns member_columns(..)[k]
-// (column- and row-parallel linears, LoweringEngine::attention_heads / mlp_columns), and the
-// row-parallel partial sums are all-reduced over the group (attrs.group = the members, in group
-// order) before the residual add; the embedding, norms and residual adds run on every member on
-// the whole [T, C], so every member holds the residual stream. Around it:
+// megatron plan over the group: member k computes heads member_heads(..)[k] / FFN columns
+// member_columns(..)[k] (column- and row-parallel linears, LoweringEngine::attention_heads /
+// mlp_columns), and the row-parallel partial sums are all-reduced over the group (attrs.group = the
+// members, in group order) before the residual add; the embedding, norms and residual adds run on
+// every member on the whole [T, C], so every member holds the residual stream. Around it:
 //   the leader      pipe_recv from the previous stage's leader, then pipe_send of each received
 //                   value to every other member; at the end pipe_send to the next stage's leader
 //                   (or the outputs to device 0); it alone runs the head ops (role head);
