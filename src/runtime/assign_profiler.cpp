@@ -126,7 +126,9 @@ std::vector<double> fit_op_overheads(const std::vector<std::vector<double>>& ops
   for (std::size_t d = 0; d < devices; ++d) {
     for (const auto& row : ops_on) free[d] = free[d] || row[d] > 0;
   }
-  // Least squares on the free devices; a negative cost pins its device to 0 and the rest refit.
+  // Least squares on the free devices; a negative cost pins its device to 0 and the rest refit
+  // (an active-set NNLS). The system is one unknown per device, a handful: its normal equations
+  // are solved here rather than through LAPACK, which nothing else in Huddle needs.
   for (std::size_t round = 0; round <= devices; ++round) {
     std::vector<std::size_t> cols;
     for (std::size_t d = 0; d < devices; ++d) {

@@ -43,14 +43,11 @@ std::vector<std::int32_t> greedy(StepRunner& runner, const std::vector<std::int3
   return generate(runner, prompt, options).generated;
 }
 
-class QuantizedDistributed : public ::testing::TestWithParam<Case> {};
-
-TEST_P(QuantizedDistributed, MatchesOneDeviceWithTheSameWeights) {
-  const Case& c = GetParam();
-  const Model model = Model::load(testing::fixture_model(c.model), {.weight_dtype = c.dtype});
-  const Plan plan = plan_for(model, c);
-  const auto ids = testing::read_ids(testing::fixture("references/" + c.model + ".16.ids.json"));
-
+// `plan` across in-process devices gives one device's answer with the same weights: the logits of
+// the fixture's 16-token reference prompt and 16 greedy ids after it.
+void expect_one_devices_answer(const Model& model, const Plan& plan, const std::string& fixture,
+                               DType dtype) {
+  const auto ids = testing::read_ids(testing::fixture("references/" + fixture + ".16.ids.json"));
   Executor local(model.graph(), model.weights(), model.config().max_positions);
   const Tensor expected = local.forward(ids, true).clone();
   local.reset();
@@ -66,8 +63,16 @@ TEST_P(QuantizedDistributed, MatchesOneDeviceWithTheSameWeights) {
   // Float reassociation (partial sums over K ranges) can move an activation across an int8
   // rounding boundary, a jump of one step that the quantised layers after it carry: measured up
   // to 2.3e-3 (Q4_0, tiled-2d); 16-bit weights stay at float32 reassociation error.
-  EXPECT_LE(testing::relative_error(out, expected), dtype_is_quantized(c.dtype) ? 1e-2 : 1e-4);
+  EXPECT_LE(testing::relative_error(out, expected), dtype_is_quantized(dtype) ? 1e-2 : 1e-4);
   EXPECT_EQ(got_ids, expected_ids);
+}
+
+class QuantizedDistributed : public ::testing::TestWithParam<Case> {};
+
+TEST_P(QuantizedDistributed, MatchesOneDeviceWithTheSameWeights) {
+  const Case& c = GetParam();
+  const Model model = Model::load(testing::fixture_model(c.model), {.weight_dtype = c.dtype});
+  expect_one_devices_answer(model, plan_for(model, c), c.model, c.dtype);
 }
 
 std::vector<Case> all_cases() {
@@ -122,21 +127,7 @@ TEST(QuantizedPlans, GroupStagesRunOnBlockBoundaries) {
                             .aligned_to_blocks(model.weight_block(), c);
       plan.validate(c, "test plan");
       for (const Range& r : plan.pipeline->stages[1].columns) EXPECT_EQ(r.first % 32, 0);
-      const auto ids = testing::read_ids(testing::fixture("references/" + name + ".16.ids.json"));
-
-      Executor local(model.graph(), model.weights(), c.max_positions);
-      const Tensor expected = local.forward(ids, true).clone();
-      local.reset();
-      const std::vector<std::int32_t> expected_ids = greedy(local, ids);
-      Tensor out;
-      std::vector<std::int32_t> got_ids;
-      run_in_process(model, plan, [&](StepRunner& runner) {
-        out = runner.forward(ids, true).clone();
-        runner.reset();
-        got_ids = greedy(runner, ids);
-      });
-      EXPECT_LE(testing::relative_error(out, expected), 1e-2);  // as MatchesOneDevice...
-      EXPECT_EQ(got_ids, expected_ids);
+      expect_one_devices_answer(model, plan, name, dtype);
     }
   }
 }
