@@ -51,7 +51,7 @@ double link_send_s(const ClusterSpec& cluster, int from, int to, double bytes) {
   try {
     return cluster.link(from, to).transfer_s(bytes);
   } catch (const PlanError&) {
-    return std::numeric_limits<double>::infinity();
+    return kInf;
   }
 }
 
