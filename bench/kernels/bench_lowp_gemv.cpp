@@ -9,7 +9,8 @@
 //     and for Q8_0/Q4_0 on paths with tile kernels both with tiles (what linear() does) and with
 //     one dot product per output;
 //   - prefill GFLOP/s = 2·T·K·N / time at T = --prefill, every way a quantised product can go:
-//     tiles (qtile.h), sgemm on dequantised weight panels, and int8 dot products per output.
+//     tiles (qtile.h), sgemm on dequantised weight panels, and int8 dot products per output;
+//   - for Q4_0, both again on the weight packed as executors bind it (packed_weight.h).
 #include "core/error.h"
 #include "core/quant.h"
 #include "core/tensor.h"
@@ -17,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/linear_lowp.h"
 #include "kernels/lowp.h"
+#include "kernels/packed_weight.h"
 #include "kernels/qtile.h"
 
 #include <CLI/CLI.hpp>
@@ -123,6 +125,11 @@ void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
   const int copies = std::max(1, static_cast<int>((256e6 + bytes - 1) / bytes));
   std::vector<Tensor> ws;
   for (int i = 0; i < copies; ++i) ws.push_back(w.clone());
+  using huddle::kernels::PackedWeight;
+  std::vector<std::shared_ptr<const PackedWeight>> packs;
+  for (const Tensor& c : ws) {
+    if (auto p = PackedWeight::pack(c, WeightLayout::OutIn)) packs.push_back(std::move(p));
+  }
   const Tensor x = random_f32(rng, {1, s.k});
   Tensor y = Tensor::empty(DType::F32, {1, s.n});
 
@@ -153,6 +160,19 @@ void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
       std::fflush(stdout);
     }
     huddle::kernels::detail::set_qtiles_enabled(true);
+    if (!packs.empty()) {
+      const Stats decode = measure(
+          [&](int call) {
+            const auto i = static_cast<std::size_t>(call % copies);
+            huddle::kernels::linear(x, ws[i], packs[i].get(), WeightLayout::OutIn, nullptr, y);
+          },
+          bytes * 1e-9, runs, 0.05);
+      std::printf("%-20s %-5s %-16s | decode %s GB/s\n", s.name,
+                  std::string(huddle::dtype_name(dtype)).c_str(),
+                  (std::string(huddle::kernels::isa_name(isa)) + " packed").c_str(),
+                  fmt_stats(decode).c_str());
+      std::fflush(stdout);
+    }
   }
   huddle::kernels::force_isa(std::nullopt);
   if (prefill <= 1) return;
@@ -164,6 +184,12 @@ void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
   const bool tiled =
       huddle::kernels::detail::qtile_fn(dtype, huddle::kernels::best_isa()) != nullptr;
   if (tiled) line = "tiles " + fmt_stats(measure(run, flop, runs, 0.05)) + "  ";
+  if (!packs.empty()) {
+    const auto packed = [&](int) {
+      huddle::kernels::linear(xs, w, packs.front().get(), WeightLayout::OutIn, nullptr, ys);
+    };
+    line += "packed " + fmt_stats(measure(packed, flop, runs, 0.05)) + "  ";
+  }
   huddle::kernels::detail::set_qtiles_enabled(false);
   line += "sgemm " + fmt_stats(measure(run, flop, runs, 0.05));
   if (dtype != DType::F32) {

@@ -144,6 +144,22 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
   caches_.resize(static_cast<std::size_t>(graph.num_cache_slots()));
   plan_groups();
   plan_overlap();
+  pack_linear_weights();
+}
+
+void Executor::pack_linear_weights() {
+  packed_weights_.resize(bound_weights_.size());
+  for (const Op& op : graph_.ops()) {
+    if (op.kind != OpKind::Linear) continue;
+    const auto w = static_cast<std::size_t>(op.inputs[1]);
+    if (graph_.values()[w].kind != ValueKind::Weight || packed_weights_[w]) continue;
+    packed_weights_[w] = kernels::PackedWeight::pack(bound_weights_[w], op.attrs.weight_layout);
+  }
+}
+
+const kernels::PackedWeight* Executor::packed_weight(const Op& op) const {
+  const auto w = static_cast<std::size_t>(op.inputs[1]);
+  return w < packed_weights_.size() ? packed_weights_[w].get() : nullptr;
 }
 
 void Executor::plan_groups() {
@@ -232,7 +248,7 @@ void Executor::linear_rows(std::size_t op_index, const std::vector<Tensor>& valu
       op.inputs.size() == 3 ? &values[static_cast<std::size_t>(op.inputs[2])] : nullptr;
   Tensor rows_out = out.rows(begin, end);
   kernels::linear(input.rows(begin, end), values[static_cast<std::size_t>(op.inputs[1])],
-                  op.attrs.weight_layout, bias, rows_out);
+                  packed_weight(op), op.attrs.weight_layout, bias, rows_out);
   if (observer_) observer_(op, rows_out, stopwatch.elapsed());
 }
 
@@ -422,7 +438,7 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
       kernels::rms_norm(in(0), in(1), op.attrs.eps, out);
       break;
     case OpKind::Linear:
-      kernels::linear(in(0), in(1), op.attrs.weight_layout,
+      kernels::linear(in(0), in(1), packed_weight(op), op.attrs.weight_layout,
                       op.inputs.size() == 3 ? &in(2) : nullptr, out);
       break;
     case OpKind::GeluTanh:

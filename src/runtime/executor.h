@@ -17,6 +17,7 @@
 #include "collectives/group_transport.h"
 #include "collectives/partition.h"
 #include "graph/graph.h"
+#include "kernels/packed_weight.h"
 #include "model/model.h"
 #include "runtime/step_runner.h"
 
@@ -111,6 +112,10 @@ class Executor final : public StepRunner {
   void linear_rows(std::size_t op_index, const std::vector<Tensor>& values, const Tensor& input,
                    std::int64_t begin, std::int64_t end, Tensor& out);
   void plan_overlap();
+  // Packs the weights linear ops read into their kernels' layouts (packed_weights_).
+  void pack_linear_weights();
+  // Linear op `op`'s packed weight, or null.
+  const kernels::PackedWeight* packed_weight(const Op& op) const;
   // Group transports for the ops' groups and the token group; PlanError for a bad group.
   void plan_groups();
   // The transport op `op` runs over: its group's, or the whole session's.
@@ -124,6 +129,9 @@ class Executor final : public StepRunner {
   std::int64_t max_positions_;
   std::int64_t position_ = 0;
   std::vector<Tensor> bound_weights_;  // by ValueId; undefined for non-weights
+  // By ValueId: the packed form of a weight that linear ops read (kernels/packed_weight.h), null
+  // where it has none. Packed once here, at bind time, never on the request path.
+  std::vector<std::shared_ptr<const kernels::PackedWeight>> packed_weights_;
   std::vector<std::size_t> last_use_;  // by ValueId: index of the last op that reads it
   std::vector<bool> is_output_;        // by ValueId
   std::vector<bool> after_last_row_;   // by op index: LastRow and the ops that read its result

@@ -1,0 +1,184 @@
+// PackedWeight (kernels/packed_weight.h): packing, the scalar kernel (the portable path and the
+// reference of the vector ones), and linear() on packed weights.
+#include "kernels/packed_weight.h"
+
+#include "core/error.h"
+#include "core/quant.h"
+#include "kernels/packed_q4.h"
+#include "kernels/shapes.h"
+#include "kernels/thread_pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+namespace huddle::kernels {
+namespace {
+
+constexpr std::int64_t kRows = PackedWeight::kGroupRows;
+// Weight bytes per chunk of groups below which a thread is not worth waking (as linear_lowp.cpp).
+constexpr std::int64_t kMinPackedChunkBytes = 1 << 19;
+// Groups a thread takes at a time: their weights (16 x 16 rows) stay in L2 while every tile of
+// tokens passes over them.
+constexpr std::int64_t kChunkGroups = 16;
+
+void pack_group(const Tensor& w, std::int64_t g, std::int64_t scale_bytes, std::byte* out) {
+  const std::int64_t blocks = w.dim(1) / detail::kQBlock;
+  const std::int64_t r0 = g * kRows;
+  const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
+  const auto* base = static_cast<const std::byte*>(w.raw());
+  auto* scales = reinterpret_cast<std::uint16_t*>(out);
+  std::byte* nibbles = out + scale_bytes;
+  std::memset(out, 0, static_cast<std::size_t>(scale_bytes + blocks * 256));
+  for (std::int64_t j = 0; j < rows; ++j) {
+    const auto* row = reinterpret_cast<const BlockQ4_0*>(
+        base + dtype_bytes(DType::Q4_0, (r0 + j) * w.row_stride()));
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      scales[b * kRows + j] = row[b].d;
+      for (std::int64_t c = 0; c < 4; ++c) {
+        std::memcpy(nibbles + b * 256 + c * 64 + j * 4, row[b].q + 4 * c, 4);
+      }
+    }
+  }
+}
+
+// The scalar kernel: the operations packed_weight.h states, one output at a time.
+void group_scalar(const std::byte* group, std::int64_t blocks, std::int64_t scale_bytes, int rows,
+                  const detail::BlockQ8A* x, const std::int32_t* seeds, std::int64_t x_row_blocks,
+                  int tokens, float* y, std::int64_t ldy) {
+  const auto* scales = reinterpret_cast<const std::uint16_t*>(group);
+  const auto* nibbles = reinterpret_cast<const std::uint8_t*>(group + scale_bytes);
+  for (int t = 0; t < tokens; ++t) {
+    for (int j = 0; j < rows; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
+        std::int32_t sum = seeds[t * x_row_blocks + b];
+        for (int c = 0; c < 4; ++c) {
+          for (int e = 0; e < 4; ++e) {
+            const std::uint8_t q = nibbles[b * 256 + c * 64 + j * 4 + e];
+            sum += (q & 15) * xb.q[4 * c + e] + (q >> 4) * xb.q[16 + 4 * c + e];
+          }
+        }
+        acc = std::fma(f16_to_f32(scales[b * kRows + j]) * xb.d, static_cast<float>(sum), acc);
+      }
+      y[t * ldy + j] = acc;
+    }
+  }
+}
+
+void linear_packed_q4(const Tensor& x, const PackedWeight& w, const float* bias, Tensor& y) {
+  const std::int64_t t = x.dim(0), k = x.dim(1), n = w.rows();
+  const std::int64_t blocks = k / detail::kQBlock;
+  thread_local std::vector<detail::BlockQ8A> xq;
+  thread_local std::vector<std::int32_t> seeds;
+  xq.resize(static_cast<std::size_t>(t * blocks));
+  seeds.resize(xq.size());
+  for (std::int64_t r = 0; r < t; ++r) {
+    detail::quantize_activation(x.f32() + r * x.row_stride(), xq.data() + r * blocks, k);
+  }
+  for (std::size_t i = 0; i < xq.size(); ++i) {
+    std::int32_t sum = 0;
+    for (std::int8_t q : xq[i].q) sum += q;
+    seeds[i] = -8 * sum;
+  }
+  const detail::PackedQ4Fn fn = detail::packed_q4_fn(active_isa());
+  // Pointers taken here: inside the loop, on a pool thread, the thread_locals are that thread's.
+  const detail::BlockQ8A* xqd = xq.data();
+  const std::int32_t* seedd = seeds.data();
+  float* yd = y.f32();
+  const std::int64_t ldy = y.row_stride();
+  const std::int64_t chunks = (w.groups() + kChunkGroups - 1) / kChunkGroups;
+  parallel_for(
+      0, chunks,
+      [&](std::int64_t cb, std::int64_t ce) {
+        for (std::int64_t c = cb; c < ce; ++c) {
+          const std::int64_t g_end = std::min(w.groups(), (c + 1) * kChunkGroups);
+          for (std::int64_t t0 = 0; t0 < t; t0 += detail::kPackedTokens) {
+            const int tokens =
+                static_cast<int>(std::min<std::int64_t>(detail::kPackedTokens, t - t0));
+            for (std::int64_t g = c * kChunkGroups; g < g_end; ++g) {
+              const int rows = static_cast<int>(std::min(kRows, n - g * kRows));
+              fn(w.group(g), blocks, w.scale_bytes(), rows, xqd + t0 * blocks, seedd + t0 * blocks,
+                 blocks, tokens, yd + t0 * ldy + g * kRows, ldy);
+            }
+          }
+          if (bias != nullptr) {
+            for (std::int64_t r = 0; r < t; ++r) {
+              for (std::int64_t col = c * kChunkGroups * kRows; col < std::min(n, g_end * kRows);
+                   ++col) {
+                yd[r * ldy + col] += bias[col];
+              }
+            }
+          }
+        }
+      },
+      std::max<std::int64_t>(
+          1, kMinPackedChunkBytes / std::max<std::int64_t>(1, kChunkGroups * w.group_bytes())));
+}
+
+}  // namespace
+
+void PackedWeight::Free::operator()(std::byte* p) const {
+  ::operator delete[](p, std::align_val_t{64});
+}
+
+std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout) {
+  if (w.dtype() != DType::Q4_0 || layout != WeightLayout::OutIn || w.rank() != 2) return nullptr;
+  auto p = std::make_shared<PackedWeight>();
+  p->rows_ = w.dim(0);
+  p->cols_ = w.dim(1);
+  p->blocks_ = p->cols_ / detail::kQBlock;
+  p->scale_bytes_ = (p->blocks_ * kRows * 2 + 63) / 64 * 64;
+  p->data_.reset(static_cast<std::byte*>(
+      ::operator new[](std::max<std::size_t>(p->nbytes(), 64), std::align_val_t{64})));
+  parallel_for(0, p->groups(), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t g = b; g < e; ++g) {
+      pack_group(w, g, p->scale_bytes_, p->data_.get() + g * p->group_bytes());
+    }
+  });
+  return p;
+}
+
+void linear(const Tensor& x, const Tensor& w, const PackedWeight* packed, WeightLayout layout,
+            const Tensor* bias, Tensor& y) {
+  if (packed == nullptr) {
+    linear(x, w, layout, bias, y);
+    return;
+  }
+  const auto [t, k, n] = detail::check_linear(x, w, layout, bias, y);
+  HUDDLE_CHECK(packed->rows() == n && packed->cols() == k,
+               "packed weight [{}, {}] for a linear of {} outputs and {} inputs", packed->rows(),
+               packed->cols(), n, k);
+  if (t == 0 || n == 0) return;
+  if (k == 0) {
+    linear(x, w, layout, bias, y);
+    return;
+  }
+  linear_packed_q4(x, *packed, bias != nullptr ? bias->f32() : nullptr, y);
+}
+
+namespace detail {
+
+PackedQ4Fn packed_q4_fn(Isa isa) {
+  HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
+  PackedQ4Fn fn = nullptr;
+  switch (isa) {
+    case Isa::Avx512Vnni:
+      fn = avx512vnni_packed_q4();
+      break;
+    case Isa::Avx512:
+    case Isa::Avx2:
+      fn = avx2_packed_q4();
+      break;
+    case Isa::Scalar:
+      break;
+  }
+  return fn != nullptr ? fn : &group_scalar;
+}
+
+}  // namespace detail
+}  // namespace huddle::kernels

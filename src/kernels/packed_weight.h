@@ -1,0 +1,66 @@
+// A linear layer's weight repacked once, when an executor binds it, into the layout its fastest
+// kernel reads. Today: Q4_0 weights stored OutIn [N, K] (every decoder projection of a GGUF or
+// `huddle quantize` model).
+//
+// Why: a Q4_0 row is a run of 18-byte blocks (an f16 scale, 16 bytes of nibbles). Multiplying one
+// row at a time spends most of its instructions on per-block scale handling, unpacking and the
+// final horizontal sum (measured 12-13 GB/s of weights on a Zen 4 core, against llama.cpp's
+// ~18 GB/s with its repacked rows), and several rows at once read several DRAM streams. Packed,
+// sixteen consecutive rows are one stream in which each 32-bit lane of a vector holds four bytes
+// of one row: one broadcast of four activation bytes multiplies all sixteen rows
+// (_mm512_dpbusd_epi32), the lanes are the sixteen outputs, and the scale of a block is one
+// vector of sixteen rows' scales. Nothing is reduced horizontally.
+//
+// Layout, per group of 16 rows (rows r0 .. r0 + 15; the last group is padded with zero rows):
+//   scales   [blocks][16] f16        the rows' block scales, padded to 64 bytes
+//   nibbles  [blocks][4][16][4] u8   for block b, chunk c in 0..3 and row j: bytes 4c .. 4c + 3
+//                                    of row j's packed nibbles, i.e. elements 4c .. 4c + 3 in the
+//                                    low nibbles and 16 + 4c .. 16 + 4c + 3 in the high ones
+// Same bytes as the rows (288 per 16 row-blocks) but the scale padding; groups start on 64 bytes.
+//
+// Results: every output is Σ_b fma(d_w[b] · d_x[b], Σ_{i<32} (q_i - 8) · x_i, acc) in block order,
+// with the integer sum exact; so the scalar, AVX2 and AVX-512 VNNI paths give the same bits, and a
+// token gets the same bits whatever the number of tokens in the call. Against the row kernels
+// (qtile.h) results differ by float reassociation only (same activation rounding, lowp.h).
+#pragma once
+
+#include "core/tensor.h"
+#include "kernels/kernels.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace huddle::kernels {
+
+class PackedWeight {
+ public:
+  static constexpr std::int64_t kGroupRows = 16;
+
+  // w's packed form for linear() in `layout`, or null where none exists (not Q4_0, or InOut).
+  static std::shared_ptr<const PackedWeight> pack(const Tensor& w, WeightLayout layout);
+
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  std::int64_t blocks() const { return blocks_; }
+  std::int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
+  // Bytes of the scale section of a group (a multiple of 64), and of a whole group.
+  std::int64_t scale_bytes() const { return scale_bytes_; }
+  std::int64_t group_bytes() const { return scale_bytes_ + blocks_ * 256; }
+  const std::byte* group(std::int64_t g) const { return data_.get() + g * group_bytes(); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(groups() * group_bytes()); }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  std::int64_t rows_ = 0, cols_ = 0, blocks_ = 0, scale_bytes_ = 0;
+  std::unique_ptr<std::byte[], Free> data_;
+};
+
+// linear() (kernels.h) with w's packed form: `packed` is PackedWeight::pack(w, layout), or null
+// for the plain path. Same contract and shapes.
+void linear(const Tensor& x, const Tensor& w, const PackedWeight* packed, WeightLayout layout,
+            const Tensor* bias, Tensor& y);
+
+}  // namespace huddle::kernels
