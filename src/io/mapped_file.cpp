@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace huddle::io {
 
@@ -45,13 +47,32 @@ int to_madvise(Advice advice) {
   return MADV_NORMAL;
 }
 
+// The live mappings, for release_mapped_pages.
+std::mutex& mappings_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<const MappedFile*>& live_mappings() {
+  static std::vector<const MappedFile*> v;
+  return v;
+}
+
 }  // namespace
 
 MappedFile::MappedFile(Tag, std::filesystem::path path, const std::byte* data, std::size_t size)
-    : path_(std::move(path)), data_(data), size_(size) {}
+    : path_(std::move(path)), data_(data), size_(size) {
+  if (data_ == nullptr) return;
+  const std::lock_guard lock(mappings_mutex());
+  live_mappings().push_back(this);
+}
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (data_ == nullptr) return;
+  {
+    const std::lock_guard lock(mappings_mutex());
+    std::erase(live_mappings(), this);
+  }
+  ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& path) {
@@ -99,6 +120,18 @@ void MappedFile::advise(Advice advice, std::size_t offset, std::size_t length) c
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t begin = offset / page * page;  // madvise needs a page-aligned start
   ::madvise(const_cast<std::byte*>(data_) + begin, offset + length - begin, to_madvise(advice));
+}
+
+void release_mapped_pages(const void* p, std::size_t n) noexcept {
+  const std::lock_guard lock(mappings_mutex());
+  for (const MappedFile* m : live_mappings()) {
+    if (m->contains(p)) {
+      // MAP_PRIVATE and never written: MADV_DONTNEED drops our mapping of clean file pages only.
+      m->advise(Advice::DontNeed,
+                static_cast<std::size_t>(static_cast<const std::byte*>(p) - m->data()), n);
+      return;
+    }
+  }
 }
 
 }  // namespace huddle::io

@@ -56,4 +56,10 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
+// Drops this process's resident pages of [p, p + n) where they lie in a live MappedFile: the
+// bytes stay readable (a later read maps them again from the page cache), but stop counting in
+// the process's resident memory. Memory outside every mapping (owned copies, weights received
+// from a peer) is left alone. For weights an executor has copied into a form of its own.
+void release_mapped_pages(const void* p, std::size_t n) noexcept;
+
 }  // namespace huddle::io

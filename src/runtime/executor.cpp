@@ -5,6 +5,7 @@
 #include "collectives/p2p.h"
 #include "collectives/ring.h"
 #include "core/error.h"
+#include "io/mapped_file.h"
 #include "kernels/cnn.h"
 #include "kernels/kernels.h"
 #include "kernels/tensor_ops.h"
@@ -149,11 +150,25 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
 
 void Executor::pack_linear_weights() {
   packed_weights_.resize(bound_weights_.size());
+  std::vector<int> other_readers(bound_weights_.size(), 0);  // ops that read a weight unpacked
+  for (const Op& op : graph_.ops()) {
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.kind != OpKind::Linear || i != 1) {
+        ++other_readers[static_cast<std::size_t>(op.inputs[i])];
+      }
+    }
+  }
   for (const Op& op : graph_.ops()) {
     if (op.kind != OpKind::Linear) continue;
     const auto w = static_cast<std::size_t>(op.inputs[1]);
     if (graph_.values()[w].kind != ValueKind::Weight || packed_weights_[w]) continue;
     packed_weights_[w] = kernels::PackedWeight::pack(bound_weights_[w], op.attrs.weight_layout);
+    // A weight only packed linears read is not read again here: where it is mapped from the
+    // checkpoint its pages leave this process's resident memory, one weight at a time, so a
+    // Q4_0 model is held once (packed), not twice.
+    if (packed_weights_[w] && other_readers[w] == 0) {
+      io::release_mapped_pages(bound_weights_[w].raw(), bound_weights_[w].nbytes());
+    }
   }
 }
 
