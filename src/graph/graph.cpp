@@ -50,6 +50,10 @@ std::optional<BlockKind> block_of(OpRole role) {
   return std::nullopt;
 }
 
+std::size_t weight_value_bytes(const Value& v) {
+  return dtype_bytes(v.dtype, shape_numel(v.shape));
+}
+
 ValueId Graph::add_value(Value v) {
   values_.push_back(std::move(v));
   return static_cast<ValueId>(values_.size() - 1);
@@ -59,9 +63,9 @@ ValueId Graph::add_input(std::string name, Shape shape, DType dtype) {
   return add_value(Value{std::move(name), ValueKind::Input, dtype, std::move(shape), {}});
 }
 
-ValueId Graph::add_weight(std::string name, Shape shape, WeightRef ref) {
+ValueId Graph::add_weight(std::string name, Shape shape, WeightRef ref, DType dtype) {
   return add_value(
-      Value{std::move(name), ValueKind::Weight, DType::F32, std::move(shape), std::move(ref)});
+      Value{std::move(name), ValueKind::Weight, dtype, std::move(shape), std::move(ref)});
 }
 
 ValueId Graph::add_op(OpKind kind, std::string name, std::vector<ValueId> inputs, OpAttrs attrs,
@@ -91,6 +95,13 @@ void Graph::rebind_weight(ValueId id, WeightRef ref) {
   Value& v = values_[static_cast<std::size_t>(id)];
   HUDDLE_CHECK(v.kind == ValueKind::Weight, "'{}' is not a weight", v.name);
   v.weight = std::move(ref);
+}
+
+void Graph::set_weight_dtype(ValueId id, DType dtype) {
+  HUDDLE_CHECK(id >= 0 && id < static_cast<ValueId>(values_.size()));
+  Value& v = values_[static_cast<std::size_t>(id)];
+  HUDDLE_CHECK(v.kind == ValueKind::Weight, "'{}' is not a weight", v.name);
+  v.dtype = dtype;
 }
 
 const Value& Graph::value(ValueId id) const {

@@ -55,10 +55,17 @@ struct WeightRef {
 struct Value {
   std::string name;
   ValueKind kind = ValueKind::Activation;
+  // Activations are F32. A weight's is the dtype the loaded model keeps its tensor in (Model::load
+  // sets it; lowering copies it to the programs' weights): what the planners' memory model counts.
+  // Graphs built without a checkpoint (a worker's describe_model) leave F32.
   DType dtype = DType::F32;
   Shape shape;       // may contain kTokens in dimension 0
   WeightRef weight;  // kind == Weight only
 };
+
+// Bytes of weight value `v` in its dtype: dtype_bytes over its elements, exact when each row
+// (last axis) is whole blocks, as every weight a block-quantised model can resolve is.
+std::size_t weight_value_bytes(const Value& v);
 
 // X(Enum, "name"): what part of the model an op belongs to.
 #define HUDDLE_OP_ROLES(X)         \
@@ -162,7 +169,7 @@ struct Op {
 class Graph {
  public:
   ValueId add_input(std::string name, Shape shape, DType dtype);
-  ValueId add_weight(std::string name, Shape shape, WeightRef ref);
+  ValueId add_weight(std::string name, Shape shape, WeightRef ref, DType dtype = DType::F32);
   // Appends an op; infers and checks the output shape (PlanError naming the op on mismatch).
   ValueId add_op(OpKind kind, std::string name, std::vector<ValueId> inputs, OpAttrs attrs = {},
                  OpRole role = OpRole::Other, int layer = -1);
@@ -170,6 +177,8 @@ class Graph {
   // Points weight value `id` at another tensor of the same shape (workers that receive their
   // slices as whole tensors).
   void rebind_weight(ValueId id, WeightRef ref);
+  // Records the dtype weight value `id`'s tensor is kept in (Model::load).
+  void set_weight_dtype(ValueId id, DType dtype);
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Op>& ops() const { return ops_; }

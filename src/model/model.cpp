@@ -110,6 +110,12 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& options)
     }
     m.weights_.emplace(v.weight.tensor, convert_weight(checkpoint.view(it->second), kept));
   }
+  // The graph records each weight's kept dtype: the planners count its bytes from the graph.
+  for (std::size_t i = 0; i < m.graph_.values().size(); ++i) {
+    const Value& v = m.graph_.values()[i];
+    if (v.kind == ValueKind::Weight)
+      m.graph_.set_weight_dtype(static_cast<ValueId>(i), m.weights_.at(v.weight.tensor).dtype());
+  }
   return m;
 }
 

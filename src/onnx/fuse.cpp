@@ -139,7 +139,7 @@ Graph fuse_conv_chains(const Graph& graph, WeightMap& weights, FuseStats* stats)
     if (m < 0) {
       const Value& val = graph.value(old);
       HUDDLE_CHECK(val.kind == ValueKind::Weight, "value '{}' used before defined", val.name);
-      m = out.add_weight(val.name, val.shape, val.weight);
+      m = out.add_weight(val.name, val.shape, val.weight, val.dtype);
     }
     return m;
   };

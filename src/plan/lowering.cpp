@@ -157,8 +157,7 @@ std::size_t program_weight_bytes(const Program& program, const WeightMap& weight
 std::size_t program_weight_bytes(const Program& program) {
   std::size_t bytes = 0;
   for (const Value& v : program.graph.values()) {
-    if (v.kind == ValueKind::Weight)
-      bytes += static_cast<std::size_t>(shape_numel(v.shape)) * sizeof(float);
+    if (v.kind == ValueKind::Weight) bytes += weight_value_bytes(v);
   }
   return bytes;
 }

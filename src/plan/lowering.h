@@ -37,7 +37,8 @@ Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, i
 WeightMap extract_weights(const Program& program, const WeightMap& model_weights);
 void localize_weights(Program& program);
 
-// Bytes of weights a program holds, counted as F32 (what the planners' memory model assumes).
+// Bytes of weights a program holds, from its weight values' shapes and dtypes (Value::dtype: the
+// loaded model's, which lowering copies; the planners' memory model counts the same).
 std::size_t program_weight_bytes(const Program& program);
 // Bytes of weights a program holds in the dtypes `weights` keeps them in (Q8_0 blocks, ...): the
 // program's weight values resolved against `weights` (the model's, or a worker's extracted map).

@@ -70,7 +70,7 @@ ValueId LoweringEngine::get(ValueId id, Layout want) {
 ValueId LoweringEngine::weight(ValueId id) {
   if (const auto it = weights_.find(id); it != weights_.end()) return it->second;
   const Value& v = g_.value(id);
-  const ValueId w = out_.add_weight(v.name, v.shape, v.weight);
+  const ValueId w = out_.add_weight(v.name, v.shape, v.weight, v.dtype);
   weights_[id] = w;
   return w;
 }
@@ -102,7 +102,7 @@ ValueId LoweringEngine::weight_tile(ValueId id, const std::vector<WeightSlice>& 
   std::string name = fmt::format("{}[{}:{}:{}]", ref.tensor, ref.axis, ref.begin, ref.end);
   if (ref.axis2 >= 0) name += fmt::format("[{}:{}:{}]", ref.axis2, ref.begin2, ref.end2);
   if (auto existing = out_.find(name)) return *existing;
-  return out_.add_weight(name, std::move(shape), std::move(ref));
+  return out_.add_weight(name, std::move(shape), std::move(ref), v.dtype);
 }
 
 ValueId LoweringEngine::emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs,

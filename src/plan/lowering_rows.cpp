@@ -143,7 +143,7 @@ class RowLowering {
   ValueId weight(ValueId id) {
     if (const auto it = weights_.find(id); it != weights_.end()) return it->second;
     const Value& v = g_.value(id);
-    return weights_[id] = out_.add_weight(v.name, v.shape, v.weight);
+    return weights_[id] = out_.add_weight(v.name, v.shape, v.weight, v.dtype);
   }
 
   // Columns [c.first, c.second) of a column layer's weight operand `id` (input `k` of `op`): rows
@@ -164,7 +164,7 @@ class RowLowering {
     shape[axis] = c.second - c.first;
     const std::string name = fmt::format("{}[{}:{}:{}]", ref.tensor, axis, c.first, c.second);
     if (const auto existing = out_.find(name)) return *existing;
-    return out_.add_weight(name, std::move(shape), std::move(ref));
+    return out_.add_weight(name, std::move(shape), std::move(ref), v.dtype);
   }
 
   // The row exchange of model value `v` after its producer, where some device needs rows it

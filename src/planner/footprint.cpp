@@ -14,7 +14,7 @@ namespace huddle {
 namespace {
 
 std::int64_t weight_bytes(const Graph& g, ValueId id) {
-  return shape_numel(g.value(id).shape) * kF32Bytes;
+  return static_cast<std::int64_t>(weight_value_bytes(g.value(id)));
 }
 
 bool is_connection(OpRole role) {
@@ -40,8 +40,10 @@ ModelFootprint ModelFootprint::of(const Graph& graph, const ModelConfig& c) {
   }
   for (const Op& op : graph.ops()) {
     if (op.role == OpRole::MlpGate) f.gated_mlp = true;
-    if (op.role == OpRole::Head && op.kind == OpKind::Linear)
+    if (op.role == OpRole::Head && op.kind == OpKind::Linear) {
       f.head_outputs = graph.value(op.output).shape.back();
+      f.head_weight_bytes = weight_bytes(graph, op.inputs.at(1));
+    }
     if (is_connection(op.role)) continue;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       const ValueId in = op.inputs[i];
@@ -61,24 +63,24 @@ ModelFootprint ModelFootprint::of(const Graph& graph, const ModelConfig& c) {
       const bool bias = i == 2;
       switch (op.role) {
         case OpRole::AttnQ:
-          l.q_head_bytes += bytes / c.heads;
-          if (bias) l.q_head_bias_bytes += bytes / c.heads;
+          l.heads_bytes += bytes;
+          if (bias) l.heads_bias_bytes += bytes;
           break;
         case OpRole::AttnK:
         case OpRole::AttnV:
-          l.kv_head_bytes += bytes / c.kv_heads;
-          if (bias) l.kv_head_bias_bytes += bytes / c.kv_heads;
+          l.kv_heads_bytes += bytes;
+          if (bias) l.kv_heads_bias_bytes += bytes;
           break;
         case OpRole::AttnOut:
-          (bias ? l.attn_primary_bytes : l.q_head_bytes) += bias ? bytes : bytes / c.heads;
+          (bias ? l.attn_primary_bytes : l.heads_bytes) += bytes;
           break;
         case OpRole::MlpUp:
         case OpRole::MlpGate:
-          l.column_bytes += bytes / c.ffn;
-          if (bias) l.column_bias_bytes += bytes / c.ffn;
+          l.columns_bytes += bytes;
+          if (bias) l.columns_bias_bytes += bytes;
           break;
         case OpRole::MlpDown:
-          (bias ? l.mlp_primary_bytes : l.column_bytes) += bias ? bytes : bytes / c.ffn;
+          (bias ? l.mlp_primary_bytes : l.columns_bytes) += bytes;
           break;
         default:
           throw PlanError(fmt::format(
@@ -96,14 +98,29 @@ ModelFootprint ModelFootprint::of(const Graph& graph, const ModelConfig& c) {
   return f;
 }
 
-std::int64_t ModelFootprint::attention_block_bytes(std::size_t layer, const ModelConfig& c) const {
-  const LayerFootprint& l = layers.at(layer);
-  return c.heads * l.q_head_bytes + c.kv_heads * l.kv_head_bytes + l.attn_primary_bytes;
+std::int64_t share_bytes(std::int64_t total, std::int64_t n, std::int64_t units) {
+  HUDDLE_CHECK(units > 0 && n >= 0 && n <= units, "share {} of {}", n, units);
+  return n == units ? total : total * n / units;
 }
 
-std::int64_t ModelFootprint::mlp_block_bytes(std::size_t layer, const ModelConfig& c) const {
+std::int64_t LayerFootprint::heads_share(std::int64_t n, const ModelConfig& c) const {
+  return share_bytes(heads_bytes, n, c.heads);
+}
+std::int64_t LayerFootprint::kv_heads_share(std::int64_t n, const ModelConfig& c) const {
+  return share_bytes(kv_heads_bytes, n, c.kv_heads);
+}
+std::int64_t LayerFootprint::columns_share(std::int64_t n, const ModelConfig& c) const {
+  return share_bytes(columns_bytes, n, c.ffn);
+}
+
+std::int64_t ModelFootprint::attention_block_bytes(std::size_t layer, const ModelConfig&) const {
   const LayerFootprint& l = layers.at(layer);
-  return c.ffn * l.column_bytes + l.mlp_primary_bytes;
+  return l.heads_bytes + l.kv_heads_bytes + l.attn_primary_bytes;
+}
+
+std::int64_t ModelFootprint::mlp_block_bytes(std::size_t layer, const ModelConfig&) const {
+  const LayerFootprint& l = layers.at(layer);
+  return l.columns_bytes + l.mlp_primary_bytes;
 }
 
 std::int64_t ModelFootprint::total_weight_bytes(const ModelConfig& c) const {
@@ -142,24 +159,24 @@ LayerShare layer_share(const Plan& plan, std::size_t layer, const ModelConfig& c
 namespace {
 
 // Weights of device `rank`'s tiles of layer `i` of a 2D-tiled plan (see lowering_2d.cpp): the
-// hidden-spanning weights scale with its hidden rows; column-tiled biases live on grid row 0,
-// the hidden rows of row-tiled biases on grid column 0.
+// hidden-spanning weights of its heads and columns, scaled by its hidden rows (its share of the
+// units first, then of the hidden rows: each step exact on block boundaries, and the product
+// stays far inside int64); column-tiled biases live on grid row 0, the hidden rows of row-tiled
+// biases on grid column 0.
 std::int64_t tile_weight_bytes(const LayerFootprint& l, const ModelConfig& c, const Plan& plan,
                                std::size_t i, int rank, const LayerShare& s) {
   const Grid& g = *plan.grid;
   const auto [hb, he] = plan.layers[i].hidden.at(static_cast<std::size_t>(g.row_of(rank)));
   const std::int64_t h = he - hb, H = c.hidden;
   const bool first_row = g.row_of(rank) == 0, first_col = g.col_of(rank) == 0;
-  const std::int64_t q_weights = l.q_head_bytes - l.q_head_bias_bytes;  // q rows + out columns
-  const std::int64_t kv_weights = l.kv_head_bytes - l.kv_head_bias_bytes;
-  const std::int64_t column_weights = l.column_bytes - l.column_bias_bytes;
-  std::int64_t bytes = q_weights / H * s.heads * h + kv_weights / H * s.kv_heads * h +
-                       column_weights / H * s.columns * h;
-  if (first_row) {
-    bytes += l.q_head_bias_bytes * s.heads + l.kv_head_bias_bytes * s.kv_heads +
-             l.column_bias_bytes * s.columns;
-  }
-  if (first_col) bytes += (l.attn_primary_bytes + l.mlp_primary_bytes) / H * h;
+  const auto tile = [&](std::int64_t total, std::int64_t bias, std::int64_t n, std::int64_t units) {
+    return share_bytes(share_bytes(total - bias, n, units), h, H) +
+           (first_row ? share_bytes(bias, n, units) : 0);
+  };
+  std::int64_t bytes = tile(l.heads_bytes, l.heads_bias_bytes, s.heads, c.heads) +
+                       tile(l.kv_heads_bytes, l.kv_heads_bias_bytes, s.kv_heads, c.kv_heads) +
+                       tile(l.columns_bytes, l.columns_bias_bytes, s.columns, c.ffn);
+  if (first_col) bytes += share_bytes(l.attn_primary_bytes + l.mlp_primary_bytes, h, H);
   return bytes;
 }
 
@@ -177,7 +194,7 @@ DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const 
     if (plan.grid) {
       m.weights += tile_weight_bytes(l, c, plan, i, rank, s);
     } else if (lp.attention == BlockSplit::Heads) {
-      m.weights += s.heads * l.q_head_bytes + s.kv_heads * l.kv_head_bytes +
+      m.weights += l.heads_share(s.heads, c) + l.kv_heads_share(s.kv_heads, c) +
                    (rank == 0 ? l.attn_primary_bytes : 0);
     } else {
       m.weights += f.attention_block_bytes(i, c);
@@ -185,7 +202,7 @@ DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const 
     if (plan.grid) {
       // counted with the attention tiles
     } else if (lp.mlp == BlockSplit::Columns) {
-      m.weights += s.columns * l.column_bytes + (rank == 0 ? l.mlp_primary_bytes : 0);
+      m.weights += l.columns_share(s.columns, c) + (rank == 0 ? l.mlp_primary_bytes : 0);
     } else {
       m.weights += f.mlp_block_bytes(i, c);
     }
@@ -255,21 +272,21 @@ DeviceMemory pipeline_device_memory(const ModelFootprint& f, const ModelConfig& 
         m.weights += whole;
         break;
       case pipeline::UnitKind::Head:
-        m.weights += leader ? whole : whole - f.head_outputs * c.hidden * kF32Bytes;
+        m.weights += leader ? whole : whole - f.head_weight_bytes;
         break;
       case pipeline::UnitKind::Attention: {
         const LayerFootprint& l = f.layers.at(static_cast<std::size_t>(layer));
-        const std::int64_t split =
-            l.q_head_bytes * c.heads + l.kv_head_bytes * c.kv_heads + l.attn_primary_bytes;
-        m.weights += whole - split + l.q_head_bytes * heads + l.kv_head_bytes * kv +
+        const std::int64_t split = l.heads_bytes + l.kv_heads_bytes + l.attn_primary_bytes;
+        m.weights += whole - split + l.heads_share(heads, c) + l.kv_heads_share(kv, c) +
                      (leader ? l.attn_primary_bytes : 0);
         m.kv_cache += kv_bytes[i] / c.kv_heads * kv;
         break;
       }
       case pipeline::UnitKind::Mlp: {
         const LayerFootprint& l = f.layers.at(static_cast<std::size_t>(layer));
-        const std::int64_t split = l.column_bytes * c.ffn + l.mlp_primary_bytes;
-        m.weights += whole - split + l.column_bytes * columns + (leader ? l.mlp_primary_bytes : 0);
+        const std::int64_t split = l.columns_bytes + l.mlp_primary_bytes;
+        m.weights +=
+            whole - split + l.columns_share(columns, c) + (leader ? l.mlp_primary_bytes : 0);
         break;
       }
     }

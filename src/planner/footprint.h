@@ -1,14 +1,28 @@
 // Memory a plan puts on each device: weights (exact, derived from the model graph by op role),
 // KV cache and an activation estimate.
 //
-// Weights fall into: shared (every device: norms), primary-only (the embedding, which lowering
-// runs on device 0 only, and the head), and per layer the parts a plan slices: per query head (q
-// rows, out-projection columns), per kv head (k and v rows), per FFN column (up/gate rows, down
-// columns), and the row-parallel biases that only device 0 holds when a block is split. A block
-// split by tokens holds its whole weights on every device. tests/planner checks that these sums
-// equal program_weight_bytes(lower(...)) for every device of every strategy, 2D-tiled plans too
-// (device (i, j) holds the hidden[i] x (heads[j] / columns[j]) tile of each layer weight, the
-// column-tiled biases on grid row 0 and the row-tiled ones' hidden[i] rows on grid column 0).
+// Weights are counted in the dtype the loaded model keeps each in (the graph's Value::dtype, set by
+// Model::load: F32, F16, BF16, or Q8_0 / Q4_0 blocks, dtype_bytes); KV cache and activations are
+// F32, as at run time. Weights fall into: shared (every device: norms), primary-only (the
+// embedding, which lowering runs on device 0 only, and the head), and per layer the parts a plan
+// slices: the query heads' (q rows, out-projection columns), the kv heads' (k and v rows), the
+// FFN columns' (up/gate rows, down columns), and the row-parallel biases that only device 0 holds
+// when a block is split. A block split by tokens holds its whole weights on every device.
+//
+// A device's share of a sliced part, n of its `units` (heads, kv heads, FFN columns; and h of the
+// hidden rows for a 2D tile), is total x n / units, rounded down. That is exact whenever the share
+// is whole blocks of every block-quantised weight it cuts: always for scalar dtypes and for cuts
+// across rows; along a row (out-projection and down-projection columns, the hidden columns of a
+// 2D tile) at the multiples of 32 that Plan::aligned_to_blocks cuts FFN columns and hidden rows
+// at, and for whole heads of a head_dim that is a multiple of 32. A share that cuts a block
+// cannot be loaded (resolve_weight refuses it); its figure is then the rounded-down fraction. A
+// single unit of a block-quantised part is not a whole number of bytes: per-unit rates (Hepti's
+// coefficients, Galaxy's rebalancing step) use the fraction total / units.
+//
+// tests/planner checks that these sums equal program_weight_bytes(lower(...)) for every device of
+// every strategy, for F32, F16, Q8_0 and Q4_0 models, 2D-tiled plans too (device (i, j) holds the
+// hidden[i] x (heads[j] / columns[j]) tile of each layer weight, the column-tiled biases on grid
+// row 0 and the row-tiled ones' hidden[i] rows on grid column 0).
 #pragma once
 
 #include "graph/graph.h"
@@ -20,18 +34,26 @@
 
 namespace huddle {
 
+// n of `units` of a part of `total` bytes: total x n / units, rounded down (see above).
+std::int64_t share_bytes(std::int64_t total, std::int64_t n, std::int64_t units);
+
 struct LayerFootprint {
-  std::int64_t q_head_bytes = 0;        // per query head
-  std::int64_t kv_head_bytes = 0;       // per kv head
+  std::int64_t heads_bytes = 0;         // every query head's q rows and out-projection columns
+  std::int64_t kv_heads_bytes = 0;      // every kv head's k and v rows
   std::int64_t attn_primary_bytes = 0;  // out-projection bias
-  std::int64_t column_bytes = 0;        // per FFN column
+  std::int64_t columns_bytes = 0;       // every FFN column's up/gate rows and down columns
   std::int64_t mlp_primary_bytes = 0;   // down-projection bias
-  // The bias parts of the per-unit figures above (q; k and v; MLP up and gate); the rest of each
+  // The bias parts of the sliced figures above (q; k and v; MLP up and gate); the rest of each
   // is weights that span the hidden dimension, which 2D tiles split.
-  std::int64_t q_head_bias_bytes = 0;
-  std::int64_t kv_head_bias_bytes = 0;
-  std::int64_t column_bias_bytes = 0;
+  std::int64_t heads_bias_bytes = 0;
+  std::int64_t kv_heads_bias_bytes = 0;
+  std::int64_t columns_bias_bytes = 0;
   bool kv_cache = false;  // attention keeps a KV cache (causal models)
+
+  // The weights of n query heads, n kv heads, n FFN columns (share_bytes).
+  std::int64_t heads_share(std::int64_t n, const ModelConfig& c) const;
+  std::int64_t kv_heads_share(std::int64_t n, const ModelConfig& c) const;
+  std::int64_t columns_share(std::int64_t n, const ModelConfig& c) const;
 };
 
 struct ModelFootprint {
@@ -40,6 +62,8 @@ struct ModelFootprint {
   std::vector<LayerFootprint> layers;
   bool gated_mlp = false;         // MLP has a gate projection (llama)
   std::int64_t head_outputs = 0;  // output width of the LM head, 0 if none
+  std::int64_t head_weight_bytes =
+      0;  // the LM head's matrix (tied: the embedding table), 0 if none
 
   // PlanError if the graph has a weight the accounting does not know how to place.
   static ModelFootprint of(const Graph& graph, const ModelConfig& config);
@@ -82,8 +106,7 @@ std::vector<std::int64_t> pipeline_unit_kv_bytes(const ModelFootprint& footprint
 // units (`unit_weight_bytes`: pipeline_unit_weight_bytes); none outside every stage. A member of
 // a group stage holds its heads' (and the kv heads they read) and its FFN columns' parts of the
 // attention and MLP units, their norms and the embedding whole, and, on the leader only, the
-// row-parallel biases and the head's weight (a head without bias: head_outputs x hidden). No
-// activation estimate (0).
+// row-parallel biases and the head's matrix (head_weight_bytes). No activation estimate (0).
 DeviceMemory pipeline_device_memory(const ModelFootprint& footprint, const ModelConfig& config,
                                     const std::vector<std::int64_t>& unit_weight_bytes,
                                     const Pipeline& pipeline, int rank, std::int64_t context);

@@ -1,6 +1,7 @@
 #include "planner/galaxy_planner.h"
 
 #include "core/error.h"
+#include "planner/constants.h"
 #include "planner/strategies.h"
 
 #include <fmt/format.h>
@@ -41,19 +42,22 @@ class Rebalancer {
   std::int64_t budget(int d) const { return r_.cluster.device(d).memory_bytes; }
 
   // Bytes one more unit of `block` costs a device (an upper bound: a whole kv head per query
-  // head, the widest activation row).
+  // head, the widest activation row; a unit of a block-quantised weight rounded up to bytes).
   std::int64_t unit_bytes(BlockType block) const {
+    const auto per_unit = [](std::int64_t total, std::int64_t units) {
+      return (total + units - 1) / units;
+    };
     std::int64_t bytes = 0;
     for (const LayerFootprint& l : r_.cost.footprint().layers) {
       if (block == BlockType::Mlp) {
-        bytes += l.column_bytes;
+        bytes += per_unit(l.columns_bytes, c_.ffn);
       } else {
-        bytes += l.q_head_bytes + l.kv_head_bytes +
-                 (l.kv_cache ? 2 * c_.max_positions * c_.head_dim * 4 : 0);
+        bytes += per_unit(l.heads_bytes, c_.heads) + per_unit(l.kv_heads_bytes, c_.kv_heads) +
+                 (l.kv_cache ? 2 * c_.max_positions * c_.head_dim * kF32Bytes : 0);
       }
     }
     const std::int64_t act_cols = block == BlockType::Mlp ? 2 : 3 * c_.head_dim;
-    return bytes + r_.seq_len * act_cols * 4;
+    return bytes + r_.seq_len * act_cols * kF32Bytes;
   }
 
   // MemoryAwareBalancing(T, C, V, L) for block `block` over the candidate devices `list`.

@@ -30,11 +30,12 @@ Coefficients coefficients(const PlanRequest& r) {
   k.primary_extra = static_cast<double>(f.primary_bytes);
   for (std::size_t l = 0; l < f.layers.size(); ++l) {
     const LayerFootprint& lf = f.layers[l];
+    // Per unit: a fraction of a byte where a unit is part of a block (footprint.h).
     k.kv_per_head +=
-        static_cast<double>(lf.kv_head_bytes) +
+        static_cast<double>(lf.kv_heads_bytes) / static_cast<double>(c.kv_heads) +
         (lf.kv_cache ? 2.0 * static_cast<double>(c.max_positions) * c.head_dim * kF32Bytes : 0);
-    k.q_per_head += static_cast<double>(lf.q_head_bytes);
-    k.per_column += static_cast<double>(lf.column_bytes);
+    k.q_per_head += static_cast<double>(lf.heads_bytes) / static_cast<double>(c.heads);
+    k.per_column += static_cast<double>(lf.columns_bytes) / static_cast<double>(c.ffn);
     k.mlp_whole += static_cast<double>(f.mlp_block_bytes(l, c));
     k.primary_extra += static_cast<double>(lf.attn_primary_bytes + lf.mlp_primary_bytes);
   }
