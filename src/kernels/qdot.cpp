@@ -192,7 +192,14 @@ DotFn avx512_dot(DType) {
 DotFn avx512vnni_dot(DType) {
   return nullptr;
 }
+Dot2Fn avx512_dot2(DType) {
+  return nullptr;
+}
 #endif
+
+Dot2Fn dot2_fn(DType dtype, Isa isa) {
+  return isa == Isa::Avx512 || isa == Isa::Avx512Vnni ? avx512_dot2(dtype) : nullptr;
+}
 
 DotFn dot_fn(DType dtype, Isa isa) {
   HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));

@@ -28,9 +28,16 @@ void dequantize_activation(const BlockQ8A* in, float* x, std::int64_t k);
 // Q8_0 and Q4_0 weights (the activation quantised by quantize_activation).
 using DotFn = float (*)(const void* w, const void* x, std::int64_t k);
 
+// Two rows w0, w1 against the same x: out[i] = the DotFn's result for row i, bit for bit, with x
+// read once for both.
+using Dot2Fn = void (*)(const void* w0, const void* w1, const void* x, std::int64_t k, float* out);
+
 // The dot product for weights of `dtype` on path `isa`; dtype is F16, BF16, Q8_0 or Q4_0 and
 // isa_supported(isa).
 DotFn dot_fn(DType dtype, Isa isa);
+
+// The two-row form where path `isa` has one for `dtype`, else null.
+Dot2Fn dot2_fn(DType dtype, Isa isa);
 
 // Whether activations for a `dtype` weight are quantised (Q8_0, Q4_0) or stay F32 (F16, BF16).
 constexpr bool quantizes_activation(DType dtype) {
@@ -43,5 +50,6 @@ DotFn scalar_dot(DType dtype);
 DotFn avx2_dot(DType dtype);
 DotFn avx512_dot(DType dtype);
 DotFn avx512vnni_dot(DType dtype);
+Dot2Fn avx512_dot2(DType dtype);
 
 }  // namespace huddle::kernels::detail

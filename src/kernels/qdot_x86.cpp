@@ -121,29 +121,53 @@ HUDDLE_AVX2 float dot_q4_0_avx2(const void* w, const void* x, std::int64_t k) {
 
 // ---- AVX-512 (two blocks, or 16 floats, per instruction) ----
 
-HUDDLE_AVX512 float dot_f16_avx512(const void* w, const void* x, std::int64_t k) {
-  const auto* wb = static_cast<const std::byte*>(w);
-  const auto* xf = static_cast<const float*>(x);
-  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-  __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+// R rows of F16 weights against one activation: every row accumulated exactly as a one-row
+// dot product (the same four partial sums, tail and reduction), so R changes no bit, only how
+// often x is loaded: once per R rows.
+template <int R>
+HUDDLE_AVX512 void f16_rows_avx512(const std::byte* const* w, const float* xf, std::int64_t k,
+                                   float* out) {
+  __m512 a[R][4];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < 4; ++j) a[r][j] = _mm512_setzero_ps();
+  }
   std::int64_t i = 0;
   for (; i + 64 <= k; i += 64) {
-    a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(m256(wb + 2 * i))),
-                         _mm512_loadu_ps(xf + i), a0);
-    a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(m256(wb + 2 * i + 32))),
-                         _mm512_loadu_ps(xf + i + 16), a1);
-    a2 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(m256(wb + 2 * i + 64))),
-                         _mm512_loadu_ps(xf + i + 32), a2);
-    a3 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(m256(wb + 2 * i + 96))),
-                         _mm512_loadu_ps(xf + i + 48), a3);
+    __m512 xv[4];
+    for (int j = 0; j < 4; ++j) xv[j] = _mm512_loadu_ps(xf + i + 16 * j);
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) {
+        a[r][j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(m256(w[r] + 2 * i + 32 * j))),
+                                  xv[j], a[r][j]);
+      }
+    }
   }
   for (; i + 16 <= k; i += 16) {
-    a0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(m256(wb + 2 * i))),
-                         _mm512_loadu_ps(xf + i), a0);
+    const __m512 xv = _mm512_loadu_ps(xf + i);
+    for (int r = 0; r < R; ++r) {
+      a[r][0] =
+          _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(m256(w[r] + 2 * i))), xv, a[r][0]);
+    }
   }
-  float acc = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-  for (; i < k; ++i) acc += f16_scalar(wb + 2 * i) * xf[i];
-  return acc;
+  for (int r = 0; r < R; ++r) {
+    float acc = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(a[r][0], a[r][1]), _mm512_add_ps(a[r][2], a[r][3])));
+    for (std::int64_t e = i; e < k; ++e) acc += f16_scalar(w[r] + 2 * e) * xf[e];
+    out[r] = acc;
+  }
+}
+
+HUDDLE_AVX512 float dot_f16_avx512(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  float out;
+  f16_rows_avx512<1>(&wb, static_cast<const float*>(x), k, &out);
+  return out;
+}
+
+HUDDLE_AVX512 void dot2_f16_avx512(const void* w0, const void* w1, const void* x, std::int64_t k,
+                                   float* out) {
+  const std::byte* w[2] = {static_cast<const std::byte*>(w0), static_cast<const std::byte*>(w1)};
+  f16_rows_avx512<2>(w, static_cast<const float*>(x), k, out);
 }
 
 HUDDLE_AVX512 inline __m512 bf16x16(const std::byte* p) {
@@ -270,6 +294,10 @@ DotFn avx512_dot(DType dtype) {
     default:
       return nullptr;
   }
+}
+
+Dot2Fn avx512_dot2(DType dtype) {
+  return dtype == DType::F16 ? &dot2_f16_avx512 : nullptr;
 }
 
 DotFn avx512vnni_dot(DType dtype) {

@@ -264,6 +264,32 @@ TEST(LowpLinear, TilesGiveEachTokenItsBitsAloneAndAgreeWithDots) {
 #endif
 }
 
+// Rows too long for x to stay in L1 go two at a time where a path can (linear_lowp.cpp); each
+// output keeps the bits of its one-row dot product. K exercises the 64-, 16- and 1-element tails.
+TEST(LowpLinear, LongRowsTwoAtATimeKeepOneRowBits) {
+  std::mt19937 rng(23);
+  const std::int64_t k = 4096 + 64 + 16 + 3, n = 7;
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    const Tensor x = random_tensor(rng, {2, k});
+    const Tensor w = random_weight(rng, dtype, n, k, false);
+    const Tensor bias = random_tensor(rng, {n});
+    for (Isa isa : supported_isas()) {
+      ForcedIsa forced(isa);
+      Tensor y = testing::nan_like(Tensor::empty(DType::F32, {2, n}));
+      linear(x, w, WeightLayout::OutIn, &bias, y);
+      const detail::DotFn dot = detail::dot_fn(dtype, isa);
+      Tensor expected = Tensor::empty(DType::F32, {2, n});
+      for (std::int64_t t = 0; t < 2; ++t) {
+        for (std::int64_t c = 0; c < n; ++c) {
+          const auto* row = static_cast<const std::byte*>(w.raw()) + dtype_bytes(dtype, c * k);
+          expected.f32()[t * n + c] = dot(row, x.f32() + t * k, k) + bias.f32()[c];
+        }
+      }
+      EXPECT_TRUE(close(y, expected, 0.0)) << dtype_name(dtype) << " " << isa_name(isa);
+    }
+  }
+}
+
 TEST(LowpEmbedding, MatchesReference) {
   std::mt19937 rng(3);
   const std::vector<std::int32_t> ids = {0, 12, 5, 12, 126};
