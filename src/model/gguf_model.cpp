@@ -3,11 +3,13 @@
 #include "core/error.h"
 #include "model/architecture.h"
 #include "model/gguf_names.h"
+#include "model/rope_factors.h"
 
 #include <fmt/format.h>
 
 #include <limits>
 #include <map>
+#include <span>
 
 namespace huddle {
 
@@ -25,17 +27,22 @@ std::int64_t positive(const io::GgufFile& f, const std::string& key,
   return *v;
 }
 
-// The rope_scaling JSON: none, linear, or the huddle.rope_scaling key beside rope_freqs.weight.
-nlohmann::json rope_scaling(const io::GgufFile& f, const std::string& p) {
+// The rope_scaling JSON: none, linear, the huddle.rope_scaling key `huddle quantize` writes beside
+// rope_freqs.weight, or the scaling those factors encode (llama.cpp's conversions of Llama 3).
+nlohmann::json rope_scaling(const io::GgufFile& f, const std::string& p, double theta,
+                            int head_dim) {
   const std::string origin = f.path().string();
-  if (f.find_tensor("rope_freqs.weight") != nullptr) {
+  if (const io::GgufTensorInfo* t = f.find_tensor("rope_freqs.weight")) {
     const std::optional<std::string> text = f.string_or_null("huddle.rope_scaling");
     if (!text) {
-      throw LoadError(fmt::format(
-          "{}: tensor 'rope_freqs.weight' (per-frequency rope factors, e.g. Llama 3 scaling) is "
-          "not supported without the 'huddle.rope_scaling' key `huddle quantize` writes; convert "
-          "from the Hugging Face directory instead",
-          origin));
+      if (t->dtype != DType::F32 || t->shape.size() != 1) {
+        throw LoadError(fmt::format("{}: tensor 'rope_freqs.weight' is {} {}, not 1-D F32", origin,
+                                    dtype_name(t->dtype), shape_str(t->shape)));
+      }
+      const Tensor factors = f.view("rope_freqs.weight");
+      return rope_scaling_from_factors(
+          std::span(factors.f32(), static_cast<std::size_t>(factors.numel())), theta, head_dim,
+          origin);
     }
     try {
       return nlohmann::json::parse(*text);
@@ -186,7 +193,7 @@ nlohmann::json gguf_config_json(const io::GgufFile& f) {
   }
 
   nlohmann::json j = arch->config_json(c);
-  j["rope_scaling"] = rope_scaling(f, p);
+  j["rope_scaling"] = rope_scaling(f, p, c.rope.theta, c.head_dim);
   j.erase("bos_token_id");
   j.erase("eos_token_id");
   if (const auto bos = f.integer("tokenizer.ggml.bos_token_id")) j["bos_token_id"] = *bos;
