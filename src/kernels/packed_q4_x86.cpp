@@ -33,13 +33,15 @@ inline std::int32_t four_bytes(const std::int8_t* x) {
 }
 
 // Bytes ahead of the block being multiplied that the kernels prefetch. Without it the hardware
-// prefetchers kept one core at 13 GB/s of packed weights; 2 KB ahead it streams 18-19 GB/s
-// (bench_lowp_gemv, one thread, Zen 4; 1 KB: 13-17, 4 KB: 14-15).
-constexpr std::int64_t kAhead = 2048;
+// prefetchers kept one core at 13 GB/s of packed weights; with it 19-22 GB/s (bench_lowp_gemv,
+// one thread, Zen 4; 1, 2 and 4 KB ahead within 10 % of each other).
+constexpr std::int64_t kAhead = 1024;
 
+// The five lines ahead of a block's nibbles: a pair of blocks is nine lines, so four per block
+// would fall behind by the scales' line.
 inline void prefetch_block(const std::byte* q) {
   HUDDLE_UNROLL_ALL
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < 5; ++c) {
     _mm_prefetch(reinterpret_cast<const char*>(q + kAhead + c * 64), _MM_HINT_T0);
   }
 }
@@ -47,16 +49,15 @@ inline void prefetch_block(const std::byte* q) {
 // ---- AVX-512 VNNI: the whole group, T tokens per pass over the blocks ----
 
 template <int T>
-HUDDLE_VNNI void group_vnni(const std::byte* group, std::int64_t blocks, std::int64_t scale_bytes,
-                            int rows, const BlockQ8A* x, const std::int32_t* seeds,
-                            std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
-  const std::byte* nibbles = group + scale_bytes;
+HUDDLE_VNNI void group_vnni(const std::byte* group, std::int64_t blocks, int rows,
+                            const BlockQ8A* x, const std::int32_t* seeds, std::int64_t x_row_blocks,
+                            float* y, std::int64_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(15);
   __m512 acc[T];
   HUDDLE_UNROLL_ALL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::byte* q = nibbles + b * 256;
+    const std::byte* q = packed_nibbles(group, b);
     prefetch_block(q);
     __m512i lo[4], hi[4];
     HUDDLE_UNROLL_ALL
@@ -65,7 +66,7 @@ HUDDLE_VNNI void group_vnni(const std::byte* group, std::int64_t blocks, std::in
       lo[c] = _mm512_and_si512(v, low4);
       hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(m256(group + b * 32)));
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(m256(packed_scales(group, b))));
     HUDDLE_UNROLL_ALL
     for (int t = 0; t < T; ++t) {
       const BlockQ8A& xb = x[t * x_row_blocks + b];
@@ -89,18 +90,16 @@ HUDDLE_VNNI void group_vnni(const std::byte* group, std::int64_t blocks, std::in
 // ---- AVX2: eight rows (half a group) at a time, T <= 2 tokens per pass ----
 
 template <int T>
-HUDDLE_AVX2 void half_group_avx2(const std::byte* group, std::int64_t blocks,
-                                 std::int64_t scale_bytes, int half, int rows, const BlockQ8A* x,
-                                 const std::int32_t* seeds, std::int64_t x_row_blocks, float* y,
-                                 std::int64_t ldy) {
-  const std::byte* nibbles = group + scale_bytes + half * 32;
+HUDDLE_AVX2 void half_group_avx2(const std::byte* group, std::int64_t blocks, int half, int rows,
+                                 const BlockQ8A* x, const std::int32_t* seeds,
+                                 std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
   const __m256i low4 = _mm256_set1_epi8(15);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[T];
   HUDDLE_UNROLL_ALL
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::byte* q = nibbles + b * 256;
+    const std::byte* q = packed_nibbles(group, b) + half * 32;
     if (half == 0) prefetch_block(q);
     __m256i lo[4], hi[4];
     HUDDLE_UNROLL_ALL
@@ -109,7 +108,7 @@ HUDDLE_AVX2 void half_group_avx2(const std::byte* group, std::int64_t blocks,
       lo[c] = _mm256_and_si256(v, low4);
       hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(m128(group + b * 32 + half * 16)));
+    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(m128(packed_scales(group, b) + half * 16)));
     HUDDLE_UNROLL_ALL
     for (int t = 0; t < T; ++t) {
       const BlockQ8A& xb = x[t * x_row_blocks + b];
@@ -137,23 +136,23 @@ HUDDLE_AVX2 void half_group_avx2(const std::byte* group, std::int64_t blocks,
   }
 }
 
-HUDDLE_AVX2 void group_avx2(const std::byte* group, std::int64_t blocks, std::int64_t scale_bytes,
-                            int rows, const BlockQ8A* x, const std::int32_t* seeds,
-                            std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+HUDDLE_AVX2 void group_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                            const BlockQ8A* x, const std::int32_t* seeds, std::int64_t x_row_blocks,
+                            int tokens, float* y, std::int64_t ldy) {
   for (int half = 0; half * 8 < rows; ++half) {
     int t = 0;
     for (; t + 2 <= tokens; t += 2) {
-      half_group_avx2<2>(group, blocks, scale_bytes, half, rows, x + t * x_row_blocks,
-                         seeds + t * x_row_blocks, x_row_blocks, y + t * ldy, ldy);
+      half_group_avx2<2>(group, blocks, half, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                         x_row_blocks, y + t * ldy, ldy);
     }
     if (t < tokens) {
-      half_group_avx2<1>(group, blocks, scale_bytes, half, rows, x + t * x_row_blocks,
-                         seeds + t * x_row_blocks, x_row_blocks, y + t * ldy, ldy);
+      half_group_avx2<1>(group, blocks, half, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                         x_row_blocks, y + t * ldy, ldy);
     }
   }
 }
 
-using FixedGroup = void (*)(const std::byte*, std::int64_t, std::int64_t, int, const BlockQ8A*,
+using FixedGroup = void (*)(const std::byte*, std::int64_t, int, const BlockQ8A*,
                             const std::int32_t*, std::int64_t, float*, std::int64_t);
 
 template <int... Ts>
@@ -163,11 +162,11 @@ constexpr std::array<FixedGroup, kPackedTokens> vnni_table(std::integer_sequence
 constexpr std::array<FixedGroup, kPackedTokens> kVnniGroups =
     vnni_table(std::make_integer_sequence<int, kPackedTokens>{});
 
-void group_vnni_any(const std::byte* group, std::int64_t blocks, std::int64_t scale_bytes, int rows,
-                    const BlockQ8A* x, const std::int32_t* seeds, std::int64_t x_row_blocks,
-                    int tokens, float* y, std::int64_t ldy) {
-  kVnniGroups[static_cast<std::size_t>(tokens - 1)](group, blocks, scale_bytes, rows, x, seeds,
-                                                    x_row_blocks, y, ldy);
+void group_vnni_any(const std::byte* group, std::int64_t blocks, int rows, const BlockQ8A* x,
+                    const std::int32_t* seeds, std::int64_t x_row_blocks, int tokens, float* y,
+                    std::int64_t ldy) {
+  kVnniGroups[static_cast<std::size_t>(tokens - 1)](group, blocks, rows, x, seeds, x_row_blocks, y,
+                                                    ldy);
 }
 
 }  // namespace

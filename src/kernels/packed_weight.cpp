@@ -25,45 +25,47 @@ constexpr std::int64_t kMinPackedChunkBytes = 1 << 19;
 // tokens passes over them.
 constexpr std::int64_t kChunkGroups = 16;
 
-void pack_group(const Tensor& w, std::int64_t g, std::int64_t scale_bytes, std::byte* out) {
+void pack_group(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
   const std::int64_t blocks = w.dim(1) / detail::kQBlock;
   const std::int64_t r0 = g * kRows;
   const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
   const auto* base = static_cast<const std::byte*>(w.raw());
-  auto* scales = reinterpret_cast<std::uint16_t*>(out);
-  std::byte* nibbles = out + scale_bytes;
-  std::memset(out, 0, static_cast<std::size_t>(scale_bytes + blocks * 256));
+  std::memset(out, 0, static_cast<std::size_t>(group_bytes));
   for (std::int64_t j = 0; j < rows; ++j) {
     const auto* row = reinterpret_cast<const BlockQ4_0*>(
         base + dtype_bytes(DType::Q4_0, (r0 + j) * w.row_stride()));
     for (std::int64_t b = 0; b < blocks; ++b) {
-      scales[b * kRows + j] = row[b].d;
+      std::byte* scales = detail::packed_scales(out, b);
+      std::byte* nibbles = detail::packed_nibbles(out, b);
+      std::memcpy(scales + 2 * j, &row[b].d, 2);
       for (std::int64_t c = 0; c < 4; ++c) {
-        std::memcpy(nibbles + b * 256 + c * 64 + j * 4, row[b].q + 4 * c, 4);
+        std::memcpy(nibbles + c * 64 + j * 4, row[b].q + 4 * c, 4);
       }
     }
   }
 }
 
 // The scalar kernel: the operations packed_weight.h states, one output at a time.
-void group_scalar(const std::byte* group, std::int64_t blocks, std::int64_t scale_bytes, int rows,
-                  const detail::BlockQ8A* x, const std::int32_t* seeds, std::int64_t x_row_blocks,
-                  int tokens, float* y, std::int64_t ldy) {
-  const auto* scales = reinterpret_cast<const std::uint16_t*>(group);
-  const auto* nibbles = reinterpret_cast<const std::uint8_t*>(group + scale_bytes);
+void group_scalar(const std::byte* group, std::int64_t blocks, int rows, const detail::BlockQ8A* x,
+                  const std::int32_t* seeds, std::int64_t x_row_blocks, int tokens, float* y,
+                  std::int64_t ldy) {
   for (int t = 0; t < tokens; ++t) {
     for (int j = 0; j < rows; ++j) {
       float acc = 0.0f;
       for (std::int64_t b = 0; b < blocks; ++b) {
         const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
         std::int32_t sum = seeds[t * x_row_blocks + b];
+        const auto* nibbles =
+            reinterpret_cast<const std::uint8_t*>(detail::packed_nibbles(group, b));
+        std::uint16_t scale;
+        std::memcpy(&scale, detail::packed_scales(group, b) + 2 * j, 2);
         for (int c = 0; c < 4; ++c) {
           for (int e = 0; e < 4; ++e) {
-            const std::uint8_t q = nibbles[b * 256 + c * 64 + j * 4 + e];
+            const std::uint8_t q = nibbles[c * 64 + j * 4 + e];
             sum += (q & 15) * xb.q[4 * c + e] + (q >> 4) * xb.q[16 + 4 * c + e];
           }
         }
-        acc = std::fma(f16_to_f32(scales[b * kRows + j]) * xb.d, static_cast<float>(sum), acc);
+        acc = std::fma(f16_to_f32(scale) * xb.d, static_cast<float>(sum), acc);
       }
       y[t * ldy + j] = acc;
     }
@@ -102,8 +104,8 @@ void linear_packed_q4(const Tensor& x, const PackedWeight& w, const float* bias,
                 static_cast<int>(std::min<std::int64_t>(detail::kPackedTokens, t - t0));
             for (std::int64_t g = c * kChunkGroups; g < g_end; ++g) {
               const int rows = static_cast<int>(std::min(kRows, n - g * kRows));
-              fn(w.group(g), blocks, w.scale_bytes(), rows, xqd + t0 * blocks, seedd + t0 * blocks,
-                 blocks, tokens, yd + t0 * ldy + g * kRows, ldy);
+              fn(w.group(g), blocks, rows, xqd + t0 * blocks, seedd + t0 * blocks, blocks, tokens,
+                 yd + t0 * ldy + g * kRows, ldy);
             }
           }
           if (bias != nullptr) {
@@ -132,12 +134,11 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
   p->rows_ = w.dim(0);
   p->cols_ = w.dim(1);
   p->blocks_ = p->cols_ / detail::kQBlock;
-  p->scale_bytes_ = (p->blocks_ * kRows * 2 + 63) / 64 * 64;
   p->data_.reset(static_cast<std::byte*>(
       ::operator new[](std::max<std::size_t>(p->nbytes(), 64), std::align_val_t{64})));
   parallel_for(0, p->groups(), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t g = b; g < e; ++g) {
-      pack_group(w, g, p->scale_bytes_, p->data_.get() + g * p->group_bytes());
+      pack_group(w, g, p->group_bytes(), p->data_.get() + g * p->group_bytes());
     }
   });
   return p;

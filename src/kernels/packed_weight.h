@@ -11,12 +11,15 @@
 // (_mm512_dpbusd_epi32), the lanes are the sixteen outputs, and the scale of a block is one
 // vector of sixteen rows' scales. Nothing is reduced horizontally.
 //
-// Layout, per group of 16 rows (rows r0 .. r0 + 15; the last group is padded with zero rows):
-//   scales   [blocks][16] f16        the rows' block scales, padded to 64 bytes
-//   nibbles  [blocks][4][16][4] u8   for block b, chunk c in 0..3 and row j: bytes 4c .. 4c + 3
-//                                    of row j's packed nibbles, i.e. elements 4c .. 4c + 3 in the
-//                                    low nibbles and 16 + 4c .. 16 + 4c + 3 in the high ones
-// Same bytes as the rows (288 per 16 row-blocks) but the scale padding; groups start on 64 bytes.
+// Layout, per group of 16 rows (rows r0 .. r0 + 15; the last group is padded with zero rows), per
+// block b:
+//   scales   [16] f16        the rows' scales of block b
+//   nibbles  [4][16][4] u8   for chunk c in 0..3 and row j: bytes 4c .. 4c + 3 of row j's packed
+//                            nibbles, i.e. elements 4c .. 4c + 3 in the low nibbles and
+//                            16 + 4c .. 16 + 4c + 3 in the high ones
+// stored in pairs of blocks [scales b, scales b + 1, nibbles b, nibbles b + 1] (packed_q4.h), so
+// a group is one sequential stream of 64-byte-aligned pieces. Same bytes as the rows (288 per 16
+// row-blocks), but an odd block count's padding; groups start on 64 bytes.
 //
 // Results: every output is Σ_b fma(d_w[b] · d_x[b], Σ_{i<32} (q_i - 8) · x_i, acc) in block order,
 // with the integer sum exact; so the scalar, AVX2 and AVX-512 VNNI paths give the same bits, and a
@@ -44,9 +47,8 @@ class PackedWeight {
   std::int64_t cols() const { return cols_; }
   std::int64_t blocks() const { return blocks_; }
   std::int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
-  // Bytes of the scale section of a group (a multiple of 64), and of a whole group.
-  std::int64_t scale_bytes() const { return scale_bytes_; }
-  std::int64_t group_bytes() const { return scale_bytes_ + blocks_ * 256; }
+  // Bytes of a group: (blocks + 1) / 2 pairs of 576 bytes.
+  std::int64_t group_bytes() const { return (blocks_ + 1) / 2 * 576; }
   const std::byte* group(std::int64_t g) const { return data_.get() + g * group_bytes(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(groups() * group_bytes()); }
 
@@ -54,7 +56,7 @@ class PackedWeight {
   struct Free {
     void operator()(std::byte* p) const;
   };
-  std::int64_t rows_ = 0, cols_ = 0, blocks_ = 0, scale_bytes_ = 0;
+  std::int64_t rows_ = 0, cols_ = 0, blocks_ = 0;
   std::unique_ptr<std::byte[], Free> data_;
 };
 

@@ -75,7 +75,7 @@ TEST(PackedWeight, OnlyQ4_0OutInWeightsPack) {
   EXPECT_EQ(p->rows(), 16);
   EXPECT_EQ(p->cols(), 64);
   EXPECT_EQ(p->groups(), 1);
-  EXPECT_EQ(p->scale_bytes() % 64, 0);
+  EXPECT_EQ(p->group_bytes() % 64, 0);
 }
 
 // Rows around the group of 16 (padded last groups), K with odd block counts, T around the
