@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/quant.h"
-#include "kernels/packed_q4.h"
+#include "kernels/packed_quant.h"
 #include "kernels/shapes.h"
 #include "kernels/thread_pool.h"
 
@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace huddle::kernels {
@@ -25,27 +26,28 @@ constexpr std::int64_t kMinPackedChunkBytes = 1 << 19;
 // tokens passes over them.
 constexpr std::int64_t kChunkGroups = 16;
 
+template <DType T>
 void pack_group(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  using Block = std::conditional_t<T == DType::Q4_0, BlockQ4_0, BlockQ8_0>;
+  constexpr int kChunks = T == DType::Q4_0 ? 4 : 8;
   const std::int64_t blocks = w.dim(1) / detail::kQBlock;
   const std::int64_t r0 = g * kRows;
   const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
   const auto* base = static_cast<const std::byte*>(w.raw());
   std::memset(out, 0, static_cast<std::size_t>(group_bytes));
   for (std::int64_t j = 0; j < rows; ++j) {
-    const auto* row = reinterpret_cast<const BlockQ4_0*>(
-        base + dtype_bytes(DType::Q4_0, (r0 + j) * w.row_stride()));
+    const auto* row =
+        reinterpret_cast<const Block*>(base + dtype_bytes(T, (r0 + j) * w.row_stride()));
     for (std::int64_t b = 0; b < blocks; ++b) {
-      std::byte* scales = detail::packed_scales(out, b);
-      std::byte* nibbles = detail::packed_nibbles(out, b);
-      std::memcpy(scales + 2 * j, &row[b].d, 2);
-      for (std::int64_t c = 0; c < 4; ++c) {
-        std::memcpy(nibbles + c * 64 + j * 4, row[b].q + 4 * c, 4);
-      }
+      std::memcpy(detail::packed_scales<T>(out, b) + 2 * j, &row[b].d, 2);
+      std::byte* quants = detail::packed_quants<T>(out, b);
+      for (int c = 0; c < kChunks; ++c) std::memcpy(quants + c * 64 + j * 4, row[b].q + 4 * c, 4);
     }
   }
 }
 
-// The scalar kernel: the operations packed_weight.h states, one output at a time.
+// The scalar kernels: the operations packed_quant.h states, one output at a time.
+template <DType T>
 void group_scalar(const std::byte* group, std::int64_t blocks, int rows, const detail::BlockQ8A* x,
                   const std::int32_t* seeds, std::int64_t x_row_blocks, int tokens, float* y,
                   std::int64_t ldy) {
@@ -54,17 +56,25 @@ void group_scalar(const std::byte* group, std::int64_t blocks, int rows, const d
       float acc = 0.0f;
       for (std::int64_t b = 0; b < blocks; ++b) {
         const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
-        std::int32_t sum = seeds[t * x_row_blocks + b];
-        const auto* nibbles =
-            reinterpret_cast<const std::uint8_t*>(detail::packed_nibbles(group, b));
-        std::uint16_t scale;
-        std::memcpy(&scale, detail::packed_scales(group, b) + 2 * j, 2);
-        for (int c = 0; c < 4; ++c) {
-          for (int e = 0; e < 4; ++e) {
-            const std::uint8_t q = nibbles[c * 64 + j * 4 + e];
-            sum += (q & 15) * xb.q[4 * c + e] + (q >> 4) * xb.q[16 + 4 * c + e];
+        const auto* q = reinterpret_cast<const std::uint8_t*>(detail::packed_quants<T>(group, b));
+        std::int32_t sum = 0;
+        if constexpr (T == DType::Q4_0) {
+          sum = seeds[t * x_row_blocks + b];
+          for (int c = 0; c < 4; ++c) {
+            for (int e = 0; e < 4; ++e) {
+              const std::uint8_t v = q[c * 64 + j * 4 + e];
+              sum += (v & 15) * xb.q[4 * c + e] + (v >> 4) * xb.q[16 + 4 * c + e];
+            }
+          }
+        } else {
+          for (int c = 0; c < 8; ++c) {
+            for (int e = 0; e < 4; ++e) {
+              sum += static_cast<std::int8_t>(q[c * 64 + j * 4 + e]) * xb.q[4 * c + e];
+            }
           }
         }
+        std::uint16_t scale;
+        std::memcpy(&scale, detail::packed_scales<T>(group, b) + 2 * j, 2);
         acc = std::fma(f16_to_f32(scale) * xb.d, static_cast<float>(sum), acc);
       }
       y[t * ldy + j] = acc;
@@ -72,7 +82,7 @@ void group_scalar(const std::byte* group, std::int64_t blocks, int rows, const d
   }
 }
 
-void linear_packed_q4(const Tensor& x, const PackedWeight& w, const float* bias, Tensor& y) {
+void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Tensor& y) {
   const std::int64_t t = x.dim(0), k = x.dim(1), n = w.rows();
   const std::int64_t blocks = k / detail::kQBlock;
   thread_local std::vector<detail::BlockQ8A> xq;
@@ -82,15 +92,16 @@ void linear_packed_q4(const Tensor& x, const PackedWeight& w, const float* bias,
   for (std::int64_t r = 0; r < t; ++r) {
     detail::quantize_activation(x.f32() + r * x.row_stride(), xq.data() + r * blocks, k);
   }
-  for (std::size_t i = 0; i < xq.size(); ++i) {
+  const bool q4 = w.dtype() == DType::Q4_0;
+  for (std::size_t i = 0; q4 && i < xq.size(); ++i) {
     std::int32_t sum = 0;
     for (std::int8_t q : xq[i].q) sum += q;
     seeds[i] = -8 * sum;
   }
-  const detail::PackedQ4Fn fn = detail::packed_q4_fn(active_isa());
+  const detail::PackedFn fn = detail::packed_fn(w.dtype(), active_isa());
   // Pointers taken here: inside the loop, on a pool thread, the thread_locals are that thread's.
   const detail::BlockQ8A* xqd = xq.data();
-  const std::int32_t* seedd = seeds.data();
+  const std::int32_t* seedd = q4 ? seeds.data() : nullptr;
   float* yd = y.f32();
   const std::int64_t ldy = y.row_stride();
   const std::int64_t chunks = (w.groups() + kChunkGroups - 1) / kChunkGroups;
@@ -104,7 +115,8 @@ void linear_packed_q4(const Tensor& x, const PackedWeight& w, const float* bias,
                 static_cast<int>(std::min<std::int64_t>(detail::kPackedTokens, t - t0));
             for (std::int64_t g = c * kChunkGroups; g < g_end; ++g) {
               const int rows = static_cast<int>(std::min(kRows, n - g * kRows));
-              fn(w.group(g), blocks, rows, xqd + t0 * blocks, seedd + t0 * blocks, blocks, tokens,
+              fn(w.group(g), blocks, rows, xqd + t0 * blocks,
+                 seedd != nullptr ? seedd + t0 * blocks : nullptr, blocks, tokens,
                  yd + t0 * ldy + g * kRows, ldy);
             }
           }
@@ -129,16 +141,21 @@ void PackedWeight::Free::operator()(std::byte* p) const {
 }
 
 std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout) {
-  if (w.dtype() != DType::Q4_0 || layout != WeightLayout::OutIn || w.rank() != 2) return nullptr;
+  const DType t = w.dtype();
+  if ((t != DType::Q4_0 && t != DType::Q8_0) || layout != WeightLayout::OutIn || w.rank() != 2) {
+    return nullptr;
+  }
   auto p = std::make_shared<PackedWeight>();
+  p->dtype_ = t;
   p->rows_ = w.dim(0);
   p->cols_ = w.dim(1);
   p->blocks_ = p->cols_ / detail::kQBlock;
   p->data_.reset(static_cast<std::byte*>(
       ::operator new[](std::max<std::size_t>(p->nbytes(), 64), std::align_val_t{64})));
+  const auto pack = t == DType::Q4_0 ? &pack_group<DType::Q4_0> : &pack_group<DType::Q8_0>;
   parallel_for(0, p->groups(), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t g = b; g < e; ++g) {
-      pack_group(w, g, p->group_bytes(), p->data_.get() + g * p->group_bytes());
+      pack(w, g, p->group_bytes(), p->data_.get() + g * p->group_bytes());
     }
   });
   return p;
@@ -159,26 +176,29 @@ void linear(const Tensor& x, const Tensor& w, const PackedWeight* packed, Weight
     linear(x, w, layout, bias, y);
     return;
   }
-  linear_packed_q4(x, *packed, bias != nullptr ? bias->f32() : nullptr, y);
+  linear_packed(x, *packed, bias != nullptr ? bias->f32() : nullptr, y);
 }
 
 namespace detail {
 
-PackedQ4Fn packed_q4_fn(Isa isa) {
+PackedFn packed_fn(DType dtype, Isa isa) {
   HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
-  PackedQ4Fn fn = nullptr;
+  HUDDLE_CHECK(dtype == DType::Q4_0 || dtype == DType::Q8_0, "no packed kernel for {} weights",
+               dtype_name(dtype));
+  PackedFn fn = nullptr;
   switch (isa) {
     case Isa::Avx512Vnni:
-      fn = avx512vnni_packed_q4();
+      fn = avx512vnni_packed(dtype);
       break;
     case Isa::Avx512:
     case Isa::Avx2:
-      fn = avx2_packed_q4();
+      fn = avx2_packed(dtype);
       break;
     case Isa::Scalar:
       break;
   }
-  return fn != nullptr ? fn : &group_scalar;
+  if (fn != nullptr) return fn;
+  return dtype == DType::Q4_0 ? &group_scalar<DType::Q4_0> : &group_scalar<DType::Q8_0>;
 }
 
 }  // namespace detail

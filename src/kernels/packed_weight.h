@@ -1,5 +1,5 @@
 // A linear layer's weight repacked once, when an executor binds it, into the layout its fastest
-// kernel reads. Today: Q4_0 weights stored OutIn [N, K] (every decoder projection of a GGUF or
+// kernel reads: Q4_0 and Q8_0 weights stored OutIn [N, K] (every decoder projection of a GGUF or
 // `huddle quantize` model).
 //
 // Why: a Q4_0 row is a run of 18-byte blocks (an f16 scale, 16 bytes of nibbles). Multiplying one
@@ -9,19 +9,21 @@
 // sixteen consecutive rows are one stream in which each 32-bit lane of a vector holds four bytes
 // of one row: one broadcast of four activation bytes multiplies all sixteen rows
 // (_mm512_dpbusd_epi32), the lanes are the sixteen outputs, and the scale of a block is one
-// vector of sixteen rows' scales. Nothing is reduced horizontally.
+// vector of sixteen rows' scales. Nothing is reduced horizontally, and a prompt's tokens share
+// each unpacked block (prefill 2.5-3.5x the row tiles).
 //
 // Layout, per group of 16 rows (rows r0 .. r0 + 15; the last group is padded with zero rows), per
 // block b:
-//   scales   [16] f16        the rows' scales of block b
-//   nibbles  [4][16][4] u8   for chunk c in 0..3 and row j: bytes 4c .. 4c + 3 of row j's packed
-//                            nibbles, i.e. elements 4c .. 4c + 3 in the low nibbles and
-//                            16 + 4c .. 16 + 4c + 3 in the high ones
-// stored in pairs of blocks [scales b, scales b + 1, nibbles b, nibbles b + 1] (packed_q4.h), so
-// a group is one sequential stream of 64-byte-aligned pieces. Same bytes as the rows (288 per 16
-// row-blocks), but an odd block count's padding; groups start on 64 bytes.
+//   scales   [16] f16          the rows' scales of block b
+//   quants   [C][16][4] bytes  for chunk c and row j: bytes 4c .. 4c + 3 of row j's quants.
+//                              Q4_0 (C = 4): elements 4c .. 4c + 3 in the low nibbles and
+//                              16 + 4c .. 16 + 4c + 3 in the high ones; Q8_0 (C = 8): elements
+//                              4c .. 4c + 3
+// stored in pairs of blocks [scales b, scales b + 1, quants b, quants b + 1] (packed_quant.h), so
+// a group is one sequential stream of 64-byte-aligned pieces. Same bytes as the rows (16 row
+// blocks: 288 for Q4_0, 544 for Q8_0) but an odd block count's padding; groups start on 64 bytes.
 //
-// Results: every output is Σ_b fma(d_w[b] · d_x[b], Σ_{i<32} (q_i - 8) · x_i, acc) in block order,
+// Results: every output is Σ_b fma(d_w[b] · d_x[b], Σ_{i<32} w_i · x_i, acc) in block order,
 // with the integer sum exact; so the scalar, AVX2 and AVX-512 VNNI paths give the same bits, and a
 // token gets the same bits whatever the number of tokens in the call. Against the row kernels
 // (qtile.h) results differ by float reassociation only (same activation rounding, lowp.h).
@@ -40,15 +42,19 @@ class PackedWeight {
  public:
   static constexpr std::int64_t kGroupRows = 16;
 
-  // w's packed form for linear() in `layout`, or null where none exists (not Q4_0, or InOut).
+  // w's packed form for linear() in `layout`, or null where none exists (not Q4_0 or Q8_0, or
+  // InOut).
   static std::shared_ptr<const PackedWeight> pack(const Tensor& w, WeightLayout layout);
 
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   std::int64_t blocks() const { return blocks_; }
   std::int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
-  // Bytes of a group: (blocks + 1) / 2 pairs of 576 bytes.
-  std::int64_t group_bytes() const { return (blocks_ + 1) / 2 * 576; }
+  DType dtype() const { return dtype_; }
+  // Bytes of a group: (blocks + 1) / 2 pairs of blocks (Q4_0: 576 bytes, Q8_0: 1088).
+  std::int64_t group_bytes() const {
+    return (blocks_ + 1) / 2 * (64 + 2 * (dtype_ == DType::Q8_0 ? 512 : 256));
+  }
   const std::byte* group(std::int64_t g) const { return data_.get() + g * group_bytes(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(groups() * group_bytes()); }
 
@@ -56,6 +62,7 @@ class PackedWeight {
   struct Free {
     void operator()(std::byte* p) const;
   };
+  DType dtype_ = DType::Q4_0;
   std::int64_t rows_ = 0, cols_ = 0, blocks_ = 0;
   std::unique_ptr<std::byte[], Free> data_;
 };

@@ -1,16 +1,17 @@
-// linear() on packed Q4_0 weights (kernels/packed_weight.h): against the reference (the weight's
-// values widened to F32 times the activation as rounded to int8 blocks, double-accumulated), the
-// same bits on every path this CPU supports and for every token count, and against the row
-// kernels (the plain Q4_0 path) up to float reassociation.
+// linear() on packed Q4_0 and Q8_0 weights (kernels/packed_weight.h): against the reference (the
+// weight's values widened to F32 times the activation as rounded to int8 blocks,
+// double-accumulated), the same bits on every path this CPU supports and for every token count, and
+// against the row kernels (the plain Q4_0 path) up to float reassociation.
 #include "kernels/packed_weight.h"
 #include "core/quant.h"
-#include "kernels/packed_q4.h"
+#include "kernels/packed_quant.h"
 #include "kernels/qdot.h"
 #include "kernels/reference.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,10 +38,13 @@ std::vector<Isa> isas_here() {
   return out;
 }
 
-// A Q4_0 [rows, cols] weight; strided: a block-aligned column view of a wider one.
-Tensor q4_weight(std::mt19937& rng, std::int64_t rows, std::int64_t cols, bool strided) {
+constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0};
+
+// A [rows, cols] weight of `dtype`; strided: a block-aligned column view of a wider one.
+Tensor q_weight(std::mt19937& rng, DType dtype, std::int64_t rows, std::int64_t cols,
+                bool strided) {
   const std::int64_t pad = strided ? 96 : 0;
-  const Tensor wide = quantize(random_tensor(rng, {rows, cols + pad}), DType::Q4_0);
+  const Tensor wide = quantize(random_tensor(rng, {rows, cols + pad}), dtype);
   return strided ? wide.cols(64, 64 + cols) : wide;
 }
 
@@ -64,43 +68,49 @@ Tensor packed_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   return y;
 }
 
-TEST(PackedWeight, OnlyQ4_0OutInWeightsPack) {
+TEST(PackedWeight, OnlyQuantisedOutInWeightsPack) {
   std::mt19937 rng(1);
   const Tensor f32 = random_tensor(rng, {16, 64});
   EXPECT_EQ(PackedWeight::pack(f32, WeightLayout::OutIn), nullptr);
-  EXPECT_EQ(PackedWeight::pack(quantize(f32, DType::Q8_0), WeightLayout::OutIn), nullptr);
-  EXPECT_EQ(PackedWeight::pack(quantize(f32, DType::Q4_0), WeightLayout::InOut), nullptr);
-  const auto p = PackedWeight::pack(quantize(f32, DType::Q4_0), WeightLayout::OutIn);
-  ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->rows(), 16);
-  EXPECT_EQ(p->cols(), 64);
-  EXPECT_EQ(p->groups(), 1);
-  EXPECT_EQ(p->group_bytes() % 64, 0);
+  EXPECT_EQ(PackedWeight::pack(quantize(f32, DType::F16), WeightLayout::OutIn), nullptr);
+  for (DType dtype : kPacked) {
+    EXPECT_EQ(PackedWeight::pack(quantize(f32, dtype), WeightLayout::InOut), nullptr);
+    const auto p = PackedWeight::pack(quantize(f32, dtype), WeightLayout::OutIn);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->dtype(), dtype);
+    EXPECT_EQ(p->rows(), 16);
+    EXPECT_EQ(p->cols(), 64);
+    EXPECT_EQ(p->groups(), 1);
+    // Two blocks: one pair, the rows' bytes plus 64 bytes of scales per pair.
+    EXPECT_EQ(p->group_bytes(), static_cast<std::int64_t>(quantize(f32, dtype).nbytes()));
+  }
 }
 
 // Rows around the group of 16 (padded last groups), K with odd block counts, T around the
 // kernels' token tiles (8 VNNI, 2 AVX2), bias, strided weights and activations.
 TEST(PackedWeight, EveryPathMatchesReference) {
   std::uint32_t seed = 10;
-  for (Isa isa : isas_here()) {
-    for (std::int64_t t : {1, 2, 3, 8, 9, 19}) {
-      for (std::int64_t k : {32, 96, 320}) {
-        for (std::int64_t n : {1, 15, 16, 17, 50}) {
-          std::mt19937 rng(seed++);
-          const bool strided = (seed % 2) == 0;
-          const Tensor x = testing::random_matrix(rng, t, k, strided);
-          const Tensor w = q4_weight(rng, n, k, strided);
-          const Tensor b = random_tensor(rng, {n});
-          const Tensor* bias = (seed % 3) == 0 ? &b : nullptr;
-          Tensor fast;
-          {
-            IsaScope scope(isa);
-            fast = packed_linear(x, w, bias);
+  for (DType dtype : kPacked) {
+    for (Isa isa : isas_here()) {
+      for (std::int64_t t : {1, 2, 3, 8, 9, 19}) {
+        for (std::int64_t k : {32, 96, 320}) {
+          for (std::int64_t n : {1, 15, 16, 17, 50}) {
+            std::mt19937 rng(seed++);
+            const bool strided = (seed % 2) == 0;
+            const Tensor x = testing::random_matrix(rng, t, k, strided);
+            const Tensor w = q_weight(rng, dtype, n, k, strided);
+            const Tensor b = random_tensor(rng, {n});
+            const Tensor* bias = (seed % 3) == 0 ? &b : nullptr;
+            Tensor fast;
+            {
+              IsaScope scope(isa);
+              fast = packed_linear(x, w, bias);
+            }
+            Tensor ref = Tensor::empty(DType::F32, {t, n});
+            reference::linear(rounded(x), w, WeightLayout::OutIn, bias, ref);
+            EXPECT_TRUE(close(fast, ref, kTol)) << dtype_name(dtype) << " " << isa_name(isa)
+                                                << " T=" << t << " K=" << k << " N=" << n;
           }
-          Tensor ref = Tensor::empty(DType::F32, {t, n});
-          reference::linear(rounded(x), w, WeightLayout::OutIn, bias, ref);
-          EXPECT_TRUE(close(fast, ref, kTol))
-              << isa_name(isa) << " T=" << t << " K=" << k << " N=" << n;
         }
       }
     }
@@ -111,39 +121,81 @@ TEST(PackedWeight, EveryPathMatchesReference) {
 // bits, and each token of a T-token call the bits it gets alone.
 TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
   std::mt19937 rng(5);
-  const std::int64_t t = 11, k = 2048, n = 37;
-  const Tensor x = random_tensor(rng, {t, k});
-  const Tensor w = q4_weight(rng, n, k, false);
-  const Tensor bias = random_tensor(rng, {n});
-  Tensor scalar;
-  {
-    IsaScope scope(Isa::Scalar);
-    scalar = packed_linear(x, w, &bias);
+  const std::int64_t t = 11, k = 2048 + 32, n = 37;  // an odd block count: a padded pair
+  for (DType dtype : kPacked) {
+    const Tensor x = random_tensor(rng, {t, k});
+    const Tensor w = q_weight(rng, dtype, n, k, false);
+    const Tensor bias = random_tensor(rng, {n});
+    Tensor scalar;
+    {
+      IsaScope scope(Isa::Scalar);
+      scalar = packed_linear(x, w, &bias);
+    }
+    for (Isa isa : isas_here()) {
+      IsaScope scope(isa);
+      EXPECT_TRUE(close(packed_linear(x, w, &bias), scalar, 0.0))
+          << dtype_name(dtype) << " " << isa_name(isa);
+      for (std::int64_t r0 = 0; r0 < t; r0 += 3) {
+        const std::int64_t r1 = std::min(t, r0 + (r0 % 2 == 0 ? 1 : 4));
+        EXPECT_TRUE(close(packed_linear(x.rows(r0, r1), w, &bias), scalar.rows(r0, r1), 0.0))
+            << dtype_name(dtype) << " " << isa_name(isa) << " rows " << r0 << ".." << r1;
+      }
+    }
   }
-  for (Isa isa : isas_here()) {
-    IsaScope scope(isa);
-    EXPECT_TRUE(close(packed_linear(x, w, &bias), scalar, 0.0)) << isa_name(isa);
-    for (std::int64_t r0 = 0; r0 < t; r0 += 3) {
-      const std::int64_t r1 = std::min(t, r0 + (r0 % 2 == 0 ? 1 : 4));
-      EXPECT_TRUE(close(packed_linear(x.rows(r0, r1), w, &bias), scalar.rows(r0, r1), 0.0))
-          << isa_name(isa) << " rows " << r0 << ".." << r1;
+}
+
+// Weights at the ends of their range: Q8_0 quants of ±127 (and -128, which a GGUF may hold) and
+// Q4_0 nibbles of 0 and 15, against activations of ±127: the integer sums at their extremes.
+TEST(PackedWeight, ExtremeQuantsSumExactly) {
+  for (DType dtype : kPacked) {
+    const std::int64_t n = 16, k = 64;
+    Tensor w = quantize(Tensor::zeros(DType::F32, {n, k}), dtype);
+    auto* bytes = static_cast<std::uint8_t*>(w.raw());
+    const std::size_t block = dtype_block_bytes(dtype);
+    for (std::size_t b = 0; b < w.nbytes() / block; ++b) {
+      const std::uint16_t one = 0x3C00;  // f16 1.0
+      std::memcpy(bytes + b * block, &one, 2);
+      for (std::size_t i = 2; i < block; ++i) {
+        bytes[b * block + i] =
+            dtype == DType::Q8_0 ? (b % 2 == 0 ? 0x80 : 0x7F) : (b % 2 ? 0xFF : 0x00);
+      }
+    }
+    Tensor x = Tensor::empty(DType::F32, {1, k});
+    for (std::int64_t i = 0; i < k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
+    Tensor scalar;
+    {
+      IsaScope scope(Isa::Scalar);
+      scalar = packed_linear(x, w, nullptr);
+    }
+    Tensor ref = Tensor::empty(DType::F32, {1, n});
+    reference::linear(rounded(x), w, WeightLayout::OutIn, nullptr, ref);
+    EXPECT_TRUE(close(scalar, ref, kTol)) << dtype_name(dtype);
+    for (Isa isa : isas_here()) {
+      IsaScope scope(isa);
+      EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0))
+          << dtype_name(dtype) << " " << isa_name(isa);
     }
   }
 }
 
 TEST(PackedWeight, AgreesWithRowKernels) {
   std::mt19937 rng(9);
-  for (std::int64_t t : {1, 7}) {
-    const Tensor x = random_tensor(rng, {t, 4096});
-    const Tensor w = q4_weight(rng, 300, 4096, true);
-    Tensor rows = Tensor::empty(DType::F32, {t, 300});
-    linear(x, w, WeightLayout::OutIn, nullptr, rows);
-    EXPECT_TRUE(close(packed_linear(x, w, nullptr), rows, kTol)) << "T=" << t;
+  for (DType dtype : kPacked) {
+    for (std::int64_t t : {1, 7}) {
+      const Tensor x = random_tensor(rng, {t, 4096});
+      const Tensor w = q_weight(rng, dtype, 300, 4096, true);
+      Tensor rows = Tensor::empty(DType::F32, {t, 300});
+      linear(x, w, WeightLayout::OutIn, nullptr, rows);
+      EXPECT_TRUE(close(packed_linear(x, w, nullptr), rows, kTol))
+          << dtype_name(dtype) << " T=" << t;
+    }
   }
 }
 
 TEST(PackedWeight, EveryPathHasAKernel) {
-  for (Isa isa : isas_here()) EXPECT_NE(detail::packed_q4_fn(isa), nullptr) << isa_name(isa);
+  for (DType dtype : kPacked) {
+    for (Isa isa : isas_here()) EXPECT_NE(detail::packed_fn(dtype, isa), nullptr) << isa_name(isa);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// Internal: the per-instruction-set kernels of packed Q4_0 and Q8_0 weights
+// (kernels/packed_weight.h), one group of 16 weight rows against a few activation tokens.
+#pragma once
+
+#include "core/dtype.h"
+#include "kernels/lowp.h"
+#include "kernels/qdot.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace huddle::kernels::detail {
+
+// The most tokens one call of a PackedFn takes.
+inline constexpr int kPackedTokens = 8;
+
+// A group's bytes (kernels/packed_weight.h) come in pairs of blocks: the 16 f16 scales of block b,
+// of block b + 1 (64 bytes), then the quants of b, of b + 1 (Q4_0: 4 chunks of 64 nibble bytes,
+// Q8_0: 8 chunks of 64 int8), every piece on 64 bytes. An odd last block's pair is padded with
+// zeros. One sequential stream per group.
+constexpr std::int64_t packed_quant_bytes(DType t) {
+  return t == DType::Q8_0 ? 512 : 256;
+}
+constexpr std::int64_t packed_pair_bytes(DType t) {
+  return 64 + 2 * packed_quant_bytes(t);
+}
+template <DType T, class Byte>  // Byte: std::byte or const std::byte
+Byte* packed_scales(Byte* group, std::int64_t b) {
+  return group + (b / 2) * packed_pair_bytes(T) + (b % 2) * 32;
+}
+template <DType T, class Byte>
+Byte* packed_quants(Byte* group, std::int64_t b) {
+  return group + (b / 2) * packed_pair_bytes(T) + 64 + (b % 2) * packed_quant_bytes(T);
+}
+
+// For one packed group (PackedWeight::group) of `blocks` blocks, and tokens t < `tokens`
+// (<= kPackedTokens) whose activation blocks start at x + t · x_row_blocks:
+//   y[t · ldy + j] = Σ_b fma(d_w[j][b] · x[t][b].d, Σ_i w_j[i] · x[t][b].q[i], ·)
+// for rows j < `rows` (<= 16), the integer sum exact. Q4_0 (w = q - 8) takes
+// seeds[t · x_row_blocks + b] = -8 · Σ_i x[t][b].q[i], the offset's part; Q8_0 ignores seeds.
+using PackedFn = void (*)(const std::byte* group, std::int64_t blocks, int rows, const BlockQ8A* x,
+                          const std::int32_t* seeds, std::int64_t x_row_blocks, int tokens,
+                          float* y, std::int64_t ldy);
+
+// The kernel for `dtype` (Q4_0 or Q8_0) on path `isa` (isa_supported(isa)): every path has one
+// (AVX-512 without VNNI runs AVX2's), and all give the same bits.
+PackedFn packed_fn(DType dtype, Isa isa);
+
+// Per-path kernels (packed_quant_x86.cpp); null off x86-64.
+PackedFn avx2_packed(DType dtype);
+PackedFn avx512vnni_packed(DType dtype);
+
+}  // namespace huddle::kernels::detail
