@@ -270,6 +270,9 @@ void run(const RunOptions& o) {
     } else if (!result.generated.empty()) {
       std::printf("%s\n", fmt::format("{}", fmt::join(result.generated, ",")).c_str());
     }
+    // The text's last line out before the summary on stderr (stdout may be a buffered pipe that
+    // shares a terminal with stderr: scripts/demo 2>&1 | ...).
+    std::fflush(stdout);
     std::fprintf(
         stderr, "%s\n",
         fmt::format(

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <string>
+
 namespace huddle {
 namespace {
 
@@ -35,6 +38,23 @@ TEST(TextCli, PromptEqualsIdsAndStreamsText) {
   const auto llama =
       run_huddle({"run", "--model", fixture_model("llama-tiny"), "--prompt", "hi", "--json"});
   EXPECT_EQ(nlohmann::json::parse(llama.out)["prompt_ids"][0], 509);
+}
+
+// stdout and stderr into one pipe (`scripts/demo 2>&1 | less`): stdout is then fully buffered, and
+// the text's last line must still end before the summary that stderr writes at once.
+TEST(TextCli, TextEndsItsLineBeforeTheSummaryInOnePipe) {
+  const std::string cmd = std::string(HUDDLE_BINARY) + " run --model '" +
+                          fixture_model("llama-tiny").string() +
+                          "' --prompt 'The quick brown fox' --n-predict 8 --ignore-eos 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  const std::size_t summary = out.find("huddle: ");
+  ASSERT_NE(summary, std::string::npos) << out;
+  EXPECT_TRUE(summary > 0 && out[summary - 1] == '\n') << out;
 }
 
 TEST(TextCli, SeededSamplingIsReproducibleAndDistributionIndependent) {
