@@ -97,6 +97,12 @@ std::string group_text(const std::vector<int>& group) {
   return fmt::format("ranks {}", fmt::join(group, ", "));
 }
 
+// Packed weights are read by OutIn linears only (PackedWeight::pack makes no other kind).
+bool reads_packed(const Op& op, std::size_t input) {
+  return op.kind == OpKind::Linear && input == 1 &&
+         op.attrs.weight_layout == kernels::WeightLayout::OutIn;
+}
+
 }  // namespace
 
 Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions)
@@ -153,26 +159,28 @@ void Executor::pack_linear_weights() {
   std::vector<int> other_readers(bound_weights_.size(), 0);  // ops that read a weight unpacked
   for (const Op& op : graph_.ops()) {
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      if (op.kind != OpKind::Linear || i != 1) {
-        ++other_readers[static_cast<std::size_t>(op.inputs[i])];
-      }
+      if (!reads_packed(op, i)) ++other_readers[static_cast<std::size_t>(op.inputs[i])];
     }
   }
   for (const Op& op : graph_.ops()) {
-    if (op.kind != OpKind::Linear) continue;
+    if (!reads_packed(op, 1)) continue;
     const auto w = static_cast<std::size_t>(op.inputs[1]);
     if (graph_.values()[w].kind != ValueKind::Weight || packed_weights_[w]) continue;
     packed_weights_[w] = kernels::PackedWeight::pack(bound_weights_[w], op.attrs.weight_layout);
-    // A weight only packed linears read is not read again here: where it is mapped from the
-    // checkpoint its pages leave this process's resident memory, one weight at a time, so a
-    // Q4_0 model is held once (packed), not twice.
-    if (packed_weights_[w] && other_readers[w] == 0) {
-      io::release_mapped_pages(bound_weights_[w].raw(), bound_weights_[w].nbytes());
-    }
+    if (!packed_weights_[w] || other_readers[w] != 0) continue;
+    // Only packed linears read this weight: its data is not read again here. Where it is mapped
+    // from the checkpoint its pages leave this process's resident memory; the executor keeps its
+    // shape alone, so memory only it held (a worker's received weights once the worker lets go
+    // of them, a compact copy of a column slice) is freed. One weight at a time: a Q4_0 model is
+    // held once (packed), not twice, even while packing.
+    Tensor& t = bound_weights_[w];
+    io::release_mapped_pages(t.raw(), t.nbytes());
+    t = Tensor::borrow(t.dtype(), t.shape(), nullptr);
   }
 }
 
 const kernels::PackedWeight* Executor::packed_weight(const Op& op) const {
+  if (!reads_packed(op, 1)) return nullptr;
   const auto w = static_cast<std::size_t>(op.inputs[1]);
   return w < packed_weights_.size() ? packed_weights_[w].get() : nullptr;
 }

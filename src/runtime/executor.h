@@ -128,7 +128,9 @@ class Executor final : public StepRunner {
   const Graph& graph_;
   std::int64_t max_positions_;
   std::int64_t position_ = 0;
-  std::vector<Tensor> bound_weights_;  // by ValueId; undefined for non-weights
+  // By ValueId; undefined for non-weights; the shape alone (no data) for a weight that only
+  // packed linears read (pack_linear_weights).
+  std::vector<Tensor> bound_weights_;
   // By ValueId: the packed form of a weight that linear ops read (kernels/packed_weight.h), null
   // where it has none. Packed once here, at bind time, never on the request path.
   std::vector<std::shared_ptr<const kernels::PackedWeight>> packed_weights_;

@@ -86,24 +86,25 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
 }
 
 // A device's part once its program and weights are in place: tell the primary it is ready,
-// follow its steps until it ends the session, send the trace if asked.
-void serve_program(net::TcpTransport& transport, const Program& program, const WeightMap& weights,
+// follow its steps until it ends the session, send the trace if asked. The executor takes what it
+// needs of `weights` (the map is let go of once it is built: weights it packed are then held
+// once, packed).
+void serve_program(net::TcpTransport& transport, const Program& program, WeightMap weights,
                    std::int64_t max_positions, const Plan& plan, const Setup& s,
                    const WorkerOptions& options) {
+  const std::size_t weight_bytes = program_weight_bytes(program, weights);
   Executor executor(program.graph, weights, max_positions,
                     DeviceGroup{&transport, plan.token_shares});
+  weights.clear();
   TraceRecorder recorder;
   StepMeter meter;
   executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}), s.trace);
-  const std::string ready = nlohmann::json{
-      {"weight_bytes", program_weight_bytes(program, weights)},
-      {"rss_bytes",
-       resident_bytes()}}.dump();
+  const std::string ready =
+      nlohmann::json{{"weight_bytes", weight_bytes}, {"rss_bytes", resident_bytes()}}.dump();
   transport.send(0, kReadyTag, std::as_bytes(std::span(ready)));
   if (options.log) {
     options.log(fmt::format("session {}: device {} of {}, {:.1f} MB of weights, {} ops",
-                            s.session_id, s.rank, s.world,
-                            static_cast<double>(program_weight_bytes(program, weights)) / 1e6,
+                            s.session_id, s.rank, s.world, static_cast<double>(weight_bytes) / 1e6,
                             program.graph.ops().size()));
   }
   follow_primary(transport, executor, &meter, plan.pipeline ? &*plan.pipeline : nullptr);
@@ -160,7 +161,7 @@ void serve_onnx_session(const net::SecureChannel& control, const Setup& s,
     weights = extract_weights(program, model.weights());
   }  // the rest of the model is freed: only this device's units' weights stay
   localize_weights(program);
-  serve_program(*transport, program, weights, 1, plan, s, options);
+  serve_program(*transport, program, std::move(weights), 1, plan, s, options);
 }
 
 void serve_session(net::SecureChannel& control, const net::Message& setup,
@@ -219,7 +220,8 @@ void serve_session(net::SecureChannel& control, const net::Message& setup,
     }
   }
   localize_weights(program);
-  serve_program(*transport, program, weights, model.config.max_positions, plan, s, options);
+  serve_program(*transport, program, std::move(weights), model.config.max_positions, plan, s,
+                options);
 }
 
 // Runs a session (an inference session, or a profiling one when the first message says so); on

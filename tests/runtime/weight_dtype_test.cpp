@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <random>
 #include <tuple>
 
@@ -196,6 +198,36 @@ TEST(WeightDtype, ParseNames) {
   EXPECT_EQ(parse_weight_dtype("bf16"), DType::BF16);
   EXPECT_EQ(parse_weight_dtype("i32"), std::nullopt);
   EXPECT_EQ(parse_weight_dtype("q5_k"), std::nullopt);
+}
+
+// An executor binds Q8_0/Q4_0 linear weights packed (kernels/packed_weight.h) and keeps only the
+// shape of a weight that nothing but packed linears reads: a map of owned copies (as a worker
+// receives them) frees those once the caller lets go of it, and the answer is the one of an
+// executor bound to the model's own tensors. Weights other ops read (the embedding, norms) stay.
+TEST(PackedBinding, WeightsOnlyPackedLinearsReadAreLetGo) {
+  for (DType dtype : {DType::Q8_0, DType::Q4_0}) {
+    const Model model = Model::load(testing::fixture_model("llama-tiny"), {.weight_dtype = dtype});
+    WeightMap owned;
+    std::map<std::string, std::weak_ptr<const void>> storage;
+    for (const auto& [name, t] : model.weights()) {
+      Tensor copy = t.clone();
+      storage[name] = copy.owner();
+      owned.emplace(name, std::move(copy));
+    }
+    const std::vector<std::int32_t> ids = {509, 17, 230, 5, 81, 400, 12};
+    const Tensor expected =
+        logits(model.graph(), model.weights(), model.config().max_positions, ids);
+    Executor executor(model.graph(), owned, model.config().max_positions);
+    owned.clear();
+    const std::string q = "model.layers.0.self_attn.q_proj.weight";
+    ASSERT_EQ(model.weights().at(q).dtype(), dtype);
+    EXPECT_TRUE(storage.at(q).expired()) << dtype_name(dtype);
+    EXPECT_FALSE(storage.at("model.embed_tokens.weight").expired()) << dtype_name(dtype);
+    EXPECT_FALSE(storage.at("model.norm.weight").expired()) << dtype_name(dtype);
+    const Tensor got = executor.forward(ids, true);
+    ASSERT_EQ(got.shape(), expected.shape());
+    EXPECT_EQ(got.to_vector(), expected.to_vector()) << dtype_name(dtype);
+  }
 }
 
 }  // namespace
