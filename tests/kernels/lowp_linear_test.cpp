@@ -25,6 +25,8 @@ namespace {
 
 using testing::close;
 using testing::random_tensor;
+using testing::random_weight;
+using testing::rounded_activation;
 
 // Restores automatic path selection when a test ends.
 struct ForcedIsa {
@@ -36,27 +38,6 @@ std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
   for (Isa isa : kAllIsas) {
     if (isa_supported(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
-// A [rows, cols] weight of `dtype` quantised from uniform(-1, 1) values; strided: a block-aligned
-// column view of a wider tensor (as a tensor-parallel slice is).
-Tensor random_weight(std::mt19937& rng, DType dtype, std::int64_t rows, std::int64_t cols,
-                     bool strided) {
-  const std::int64_t pad = strided ? 64 : 0;
-  const Tensor wide = quantize(random_tensor(rng, {rows, cols + pad}), dtype);
-  return strided ? wide.cols(32, 32 + cols) : wide;
-}
-
-// x with every row rounded as the Q8_0/Q4_0 paths round activations.
-Tensor rounded_activation(const Tensor& x) {
-  const std::int64_t k = x.dim(1);
-  std::vector<detail::BlockQ8A> blocks(static_cast<std::size_t>(k / detail::kQBlock));
-  Tensor out = Tensor::empty(DType::F32, x.shape());
-  for (std::int64_t r = 0; r < x.dim(0); ++r) {
-    detail::quantize_activation(x.f32() + r * x.row_stride(), blocks.data(), k);
-    detail::dequantize_activation(blocks.data(), out.f32() + r * k, k);
   }
   return out;
 }

@@ -21,6 +21,8 @@ namespace {
 
 using testing::close;
 using testing::random_tensor;
+using testing::random_weight;
+using testing::rounded_activation;
 
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
@@ -39,26 +41,6 @@ std::vector<Isa> isas_here() {
 }
 
 constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0};
-
-// A [rows, cols] weight of `dtype`; strided: a block-aligned column view of a wider one.
-Tensor q_weight(std::mt19937& rng, DType dtype, std::int64_t rows, std::int64_t cols,
-                bool strided) {
-  const std::int64_t pad = strided ? 96 : 0;
-  const Tensor wide = quantize(random_tensor(rng, {rows, cols + pad}), dtype);
-  return strided ? wide.cols(64, 64 + cols) : wide;
-}
-
-// x with each row rounded as the quantised paths round activations (lowp.h).
-Tensor rounded(const Tensor& x) {
-  const std::int64_t k = x.dim(1);
-  std::vector<detail::BlockQ8A> blocks(static_cast<std::size_t>(k / detail::kQBlock));
-  Tensor out = Tensor::empty(DType::F32, x.shape());
-  for (std::int64_t r = 0; r < x.dim(0); ++r) {
-    detail::quantize_activation(x.f32() + r * x.row_stride(), blocks.data(), k);
-    detail::dequantize_activation(blocks.data(), out.f32() + r * k, k);
-  }
-  return out;
-}
 
 Tensor packed_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   const auto packed = PackedWeight::pack(w, WeightLayout::OutIn);
@@ -98,7 +80,7 @@ TEST(PackedWeight, EveryPathMatchesReference) {
             std::mt19937 rng(seed++);
             const bool strided = (seed % 2) == 0;
             const Tensor x = testing::random_matrix(rng, t, k, strided);
-            const Tensor w = q_weight(rng, dtype, n, k, strided);
+            const Tensor w = random_weight(rng, dtype, n, k, strided);
             const Tensor b = random_tensor(rng, {n});
             const Tensor* bias = (seed % 3) == 0 ? &b : nullptr;
             Tensor fast;
@@ -107,7 +89,7 @@ TEST(PackedWeight, EveryPathMatchesReference) {
               fast = packed_linear(x, w, bias);
             }
             Tensor ref = Tensor::empty(DType::F32, {t, n});
-            reference::linear(rounded(x), w, WeightLayout::OutIn, bias, ref);
+            reference::linear(rounded_activation(x), w, WeightLayout::OutIn, bias, ref);
             EXPECT_TRUE(close(fast, ref, kTol)) << dtype_name(dtype) << " " << isa_name(isa)
                                                 << " T=" << t << " K=" << k << " N=" << n;
           }
@@ -124,7 +106,7 @@ TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
   const std::int64_t t = 11, k = 2048 + 32, n = 37;  // an odd block count: a padded pair
   for (DType dtype : kPacked) {
     const Tensor x = random_tensor(rng, {t, k});
-    const Tensor w = q_weight(rng, dtype, n, k, false);
+    const Tensor w = random_weight(rng, dtype, n, k, false);
     const Tensor bias = random_tensor(rng, {n});
     Tensor scalar;
     {
@@ -168,7 +150,7 @@ TEST(PackedWeight, ExtremeQuantsSumExactly) {
       scalar = packed_linear(x, w, nullptr);
     }
     Tensor ref = Tensor::empty(DType::F32, {1, n});
-    reference::linear(rounded(x), w, WeightLayout::OutIn, nullptr, ref);
+    reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
     EXPECT_TRUE(close(scalar, ref, kTol)) << dtype_name(dtype);
     for (Isa isa : isas_here()) {
       IsaScope scope(isa);
@@ -183,7 +165,7 @@ TEST(PackedWeight, AgreesWithRowKernels) {
   for (DType dtype : kPacked) {
     for (std::int64_t t : {1, 7}) {
       const Tensor x = random_tensor(rng, {t, 4096});
-      const Tensor w = q_weight(rng, dtype, 300, 4096, true);
+      const Tensor w = random_weight(rng, dtype, 300, 4096, true);
       Tensor rows = Tensor::empty(DType::F32, {t, 300});
       linear(x, w, WeightLayout::OutIn, nullptr, rows);
       EXPECT_TRUE(close(packed_linear(x, w, nullptr), rows, kTol))

@@ -2,7 +2,9 @@
 // max|fast - ref| <= tol · max|ref| used throughout.
 #pragma once
 
+#include "core/quant.h"
 #include "core/tensor.h"
+#include "kernels/qdot.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +24,27 @@ inline Tensor random_tensor(std::mt19937& rng, Shape shape, float lo = -1.0f, fl
   std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
   for (float& x : v) x = dist(rng);
   return Tensor::from_f32(std::move(shape), v);
+}
+
+// A [rows, cols] weight of `dtype` quantised from uniform(-1, 1) values; strided: a block-aligned
+// column view of a wider tensor (as a tensor-parallel slice is).
+inline Tensor random_weight(std::mt19937& rng, DType dtype, std::int64_t rows, std::int64_t cols,
+                            bool strided) {
+  const std::int64_t pad = strided ? 64 : 0;
+  const Tensor wide = quantize(random_tensor(rng, {rows, cols + pad}), dtype);
+  return strided ? wide.cols(32, 32 + cols) : wide;
+}
+
+// x with every row rounded as the Q8_0/Q4_0 paths round activations (kernels/lowp.h).
+inline Tensor rounded_activation(const Tensor& x) {
+  const std::int64_t k = x.dim(1);
+  std::vector<detail::BlockQ8A> blocks(static_cast<std::size_t>(k / detail::kQBlock));
+  Tensor out = Tensor::empty(DType::F32, x.shape());
+  for (std::int64_t r = 0; r < x.dim(0); ++r) {
+    detail::quantize_activation(x.f32() + r * x.row_stride(), blocks.data(), k);
+    detail::dequantize_activation(blocks.data(), out.f32() + r * k, k);
+  }
+  return out;
 }
 
 // A [rows, cols] column view into a wider random matrix (row stride cols + pad), as GPT-2's
