@@ -24,23 +24,11 @@ namespace huddle::kernels {
 namespace {
 
 using testing::close;
+using testing::ForcedIsa;
 using testing::random_tensor;
 using testing::random_weight;
 using testing::rounded_activation;
-
-// Restores automatic path selection when a test ends.
-struct ForcedIsa {
-  explicit ForcedIsa(Isa isa) { force_isa(isa); }
-  ~ForcedIsa() { force_isa(std::nullopt); }
-};
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : kAllIsas) {
-    if (isa_supported(isa)) out.push_back(isa);
-  }
-  return out;
-}
+using testing::supported_isas;
 
 struct Case {
   DType dtype;

@@ -20,25 +20,14 @@ namespace huddle::kernels {
 namespace {
 
 using testing::close;
+using testing::ForcedIsa;
 using testing::random_tensor;
 using testing::random_weight;
 using testing::rounded_activation;
+using testing::supported_isas;
 
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
-
-struct IsaScope {
-  explicit IsaScope(Isa isa) { force_isa(isa); }
-  ~IsaScope() { force_isa(std::nullopt); }
-};
-
-std::vector<Isa> isas_here() {
-  std::vector<Isa> out;
-  for (Isa isa : kAllIsas) {
-    if (isa_supported(isa)) out.push_back(isa);
-  }
-  return out;
-}
 
 constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0};
 
@@ -73,7 +62,7 @@ TEST(PackedWeight, OnlyQuantisedOutInWeightsPack) {
 TEST(PackedWeight, EveryPathMatchesReference) {
   std::uint32_t seed = 10;
   for (DType dtype : kPacked) {
-    for (Isa isa : isas_here()) {
+    for (Isa isa : supported_isas()) {
       for (std::int64_t t : {1, 2, 3, 8, 9, 19}) {
         for (std::int64_t k : {32, 96, 320}) {
           for (std::int64_t n : {1, 15, 16, 17, 50}) {
@@ -85,7 +74,7 @@ TEST(PackedWeight, EveryPathMatchesReference) {
             const Tensor* bias = (seed % 3) == 0 ? &b : nullptr;
             Tensor fast;
             {
-              IsaScope scope(isa);
+              ForcedIsa scope(isa);
               fast = packed_linear(x, w, bias);
             }
             Tensor ref = Tensor::empty(DType::F32, {t, n});
@@ -110,11 +99,11 @@ TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
     const Tensor bias = random_tensor(rng, {n});
     Tensor scalar;
     {
-      IsaScope scope(Isa::Scalar);
+      ForcedIsa scope(Isa::Scalar);
       scalar = packed_linear(x, w, &bias);
     }
-    for (Isa isa : isas_here()) {
-      IsaScope scope(isa);
+    for (Isa isa : supported_isas()) {
+      ForcedIsa scope(isa);
       EXPECT_TRUE(close(packed_linear(x, w, &bias), scalar, 0.0))
           << dtype_name(dtype) << " " << isa_name(isa);
       for (std::int64_t r0 = 0; r0 < t; r0 += 3) {
@@ -146,14 +135,14 @@ TEST(PackedWeight, ExtremeQuantsSumExactly) {
     for (std::int64_t i = 0; i < k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
     Tensor scalar;
     {
-      IsaScope scope(Isa::Scalar);
+      ForcedIsa scope(Isa::Scalar);
       scalar = packed_linear(x, w, nullptr);
     }
     Tensor ref = Tensor::empty(DType::F32, {1, n});
     reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
     EXPECT_TRUE(close(scalar, ref, kTol)) << dtype_name(dtype);
-    for (Isa isa : isas_here()) {
-      IsaScope scope(isa);
+    for (Isa isa : supported_isas()) {
+      ForcedIsa scope(isa);
       EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0))
           << dtype_name(dtype) << " " << isa_name(isa);
     }
@@ -176,7 +165,8 @@ TEST(PackedWeight, AgreesWithRowKernels) {
 
 TEST(PackedWeight, EveryPathHasAKernel) {
   for (DType dtype : kPacked) {
-    for (Isa isa : isas_here()) EXPECT_NE(detail::packed_fn(dtype, isa), nullptr) << isa_name(isa);
+    for (Isa isa : supported_isas())
+      EXPECT_NE(detail::packed_fn(dtype, isa), nullptr) << isa_name(isa);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/quant.h"
 #include "core/tensor.h"
+#include "kernels/lowp.h"
 #include "kernels/qdot.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,23 @@ inline Tensor random_tensor(std::mt19937& rng, Shape shape, float lo = -1.0f, fl
   std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
   for (float& x : v) x = dist(rng);
   return Tensor::from_f32(std::move(shape), v);
+}
+
+// Forces an instruction-set path (kernels/lowp.h) for a scope; automatic selection after it.
+struct ForcedIsa {
+  explicit ForcedIsa(Isa isa) { force_isa(isa); }
+  ~ForcedIsa() { force_isa(std::nullopt); }
+  ForcedIsa(const ForcedIsa&) = delete;
+  ForcedIsa& operator=(const ForcedIsa&) = delete;
+};
+
+// Every path this CPU supports, scalar first.
+inline std::vector<Isa> supported_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : kAllIsas) {
+    if (isa_supported(isa)) out.push_back(isa);
+  }
+  return out;
 }
 
 // A [rows, cols] weight of `dtype` quantised from uniform(-1, 1) values; strided: a block-aligned
