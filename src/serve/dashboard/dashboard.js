@@ -54,11 +54,13 @@ function showError(message) {
 
 class NeedKey extends Error {}
 
-// GET a data route as JSON; a 401 shows the key form.
+// GET a data route as JSON; a 401 shows the key form, unless a key was entered while the request
+// was on its way (its stale 401 would show the form again over a working key).
 async function getJson(path) {
+  const key = state.key;
   const res = await fetch(path, { headers: headers() });
   if (res.status === 401) {
-    $('key-form').hidden = false;
+    if (state.key === key) $('key-form').hidden = false;
     throw new NeedKey('this server needs an API key');
   }
   const body = await res.json();

@@ -143,6 +143,8 @@ test('with --api-key the page asks for the key, then shows one device holding th
          assert.match(await other.locator('#plan-device-0').textContent(),
                       /the whole model \(\d+ layers\)/);
          assert.match(await other.locator('#links').textContent(), /none: one device/);
+         // Polls sent before the key was entered answer 401 after it: the form stays hidden.
+         await new Promise((resolve) => setTimeout(resolve, 1000));
          assert.ok(await other.locator('#key-form').isHidden());
          assert.deepEqual(thrown, []);
        } finally {
