@@ -47,14 +47,16 @@ int to_madvise(Advice advice) {
   return MADV_NORMAL;
 }
 
-// The live mappings, for release_mapped_pages.
+// The live mappings, for release_mapped_pages. Never destroyed: a mapping held by a static object
+// (a cache of loaded models) is unmapped during exit, possibly after function-local statics of
+// this file would have been.
 std::mutex& mappings_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 std::vector<const MappedFile*>& live_mappings() {
-  static std::vector<const MappedFile*> v;
-  return v;
+  static auto* v = new std::vector<const MappedFile*>;
+  return *v;
 }
 
 }  // namespace
