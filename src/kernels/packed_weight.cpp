@@ -136,6 +136,10 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
 
 }  // namespace
 
+std::int64_t PackedWeight::group_bytes() const {
+  return (blocks_ + 1) / 2 * detail::packed_pair_bytes(dtype_);
+}
+
 void PackedWeight::Free::operator()(std::byte* p) const {
   ::operator delete[](p, std::align_val_t{64});
 }

@@ -51,10 +51,8 @@ class PackedWeight {
   std::int64_t blocks() const { return blocks_; }
   std::int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
   DType dtype() const { return dtype_; }
-  // Bytes of a group: (blocks + 1) / 2 pairs of blocks (Q4_0: 576 bytes, Q8_0: 1088).
-  std::int64_t group_bytes() const {
-    return (blocks_ + 1) / 2 * (64 + 2 * (dtype_ == DType::Q8_0 ? 512 : 256));
-  }
+  // Bytes of a group: (blocks + 1) / 2 pairs of blocks (packed_quant.h: Q4_0 576, Q8_0 1088).
+  std::int64_t group_bytes() const;
   const std::byte* group(std::int64_t g) const { return data_.get() + g * group_bytes(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(groups() * group_bytes()); }
 
