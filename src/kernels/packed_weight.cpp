@@ -1,9 +1,10 @@
-// PackedWeight (kernels/packed_weight.h): packing, the scalar kernel (the portable path and the
+// PackedWeight (kernels/packed_weight.h): packing, the scalar kernels (the portable path and the
 // reference of the vector ones), and linear() on packed weights.
 #include "kernels/packed_weight.h"
 
 #include "core/error.h"
 #include "core/quant.h"
+#include "kernels/packed_16bit.h"
 #include "kernels/packed_quant.h"
 #include "kernels/shapes.h"
 #include "kernels/thread_pool.h"
@@ -82,6 +83,71 @@ void group_scalar(const std::byte* group, std::int64_t blocks, int rows, const d
   }
 }
 
+bool is_16bit(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
+
+// A 16-bit group: element i of row j at byte 32 · i + 2 · j (packed_16bit.h).
+void pack_group16(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  const std::int64_t r0 = g * kRows;
+  const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
+  const auto* base = static_cast<const std::byte*>(w.raw());
+  std::memset(out, 0, static_cast<std::size_t>(group_bytes));
+  for (std::int64_t j = 0; j < rows; ++j) {
+    const std::byte* row = base + 2 * (r0 + j) * w.row_stride();
+    for (std::int64_t i = 0; i < w.dim(1); ++i) std::memcpy(out + 32 * i + 2 * j, row + 2 * i, 2);
+  }
+}
+
+// The scalar 16-bit kernels: the operations packed_16bit.h states, one output at a time.
+template <DType T>
+void group16_scalar(const std::byte* group, std::int64_t cols, int rows, const float* x,
+                    std::int64_t ldx, int tokens, float* y, std::int64_t ldy) {
+  for (int t = 0; t < tokens; ++t) {
+    for (int j = 0; j < rows; ++j) {
+      float chain[2] = {0.0f, 0.0f};
+      for (std::int64_t i = 0; i < cols; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, group + 32 * i + 2 * j, 2);
+        const float wv = T == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        chain[i % 2] = std::fma(wv, x[t * ldx + i], chain[i % 2]);
+      }
+      y[t * ldy + j] = chain[0] + chain[1];
+    }
+  }
+}
+
+// y = x · wᵀ (+ bias) on 16-bit packed groups. Threads take runs of groups; each group stays in
+// L2 (32 KB per 1024 inputs) while every tile of tokens passes over it.
+void linear_packed16(const Tensor& x, const PackedWeight& w, const float* bias, Tensor& y) {
+  const std::int64_t t = x.dim(0), k = x.dim(1), n = w.rows();
+  const detail::Packed16Fn fn = detail::packed16_fn(w.dtype(), active_isa());
+  const float* xd = x.f32();
+  const std::int64_t ldx = x.row_stride();
+  float* yd = y.f32();
+  const std::int64_t ldy = y.row_stride();
+  parallel_for(
+      0, w.groups(),
+      [&](std::int64_t gb, std::int64_t ge) {
+        for (std::int64_t g = gb; g < ge; ++g) {
+          const int rows = static_cast<int>(std::min(kRows, n - g * kRows));
+          for (std::int64_t t0 = 0; t0 < t; t0 += detail::kPacked16Tokens) {
+            const int tokens =
+                static_cast<int>(std::min<std::int64_t>(detail::kPacked16Tokens, t - t0));
+            fn(w.group(g), k, rows, xd + t0 * ldx, ldx, tokens, yd + t0 * ldy + g * kRows, ldy);
+          }
+        }
+        if (bias != nullptr) {
+          for (std::int64_t r = 0; r < t; ++r) {
+            for (std::int64_t col = gb * kRows; col < std::min(n, ge * kRows); ++col) {
+              yd[r * ldy + col] += bias[col];
+            }
+          }
+        }
+      },
+      std::max<std::int64_t>(1, kMinPackedChunkBytes / w.group_bytes()));
+}
+
 void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Tensor& y) {
   const std::int64_t t = x.dim(0), k = x.dim(1), n = w.rows();
   const std::int64_t blocks = k / detail::kQBlock;
@@ -137,6 +203,7 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
 }  // namespace
 
 std::int64_t PackedWeight::group_bytes() const {
+  if (is_16bit(dtype_)) return detail::packed16_group_bytes(cols_);
   return (blocks_ + 1) / 2 * detail::packed_pair_bytes(dtype_);
 }
 
@@ -146,17 +213,20 @@ void PackedWeight::Free::operator()(std::byte* p) const {
 
 std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout) {
   const DType t = w.dtype();
-  if ((t != DType::Q4_0 && t != DType::Q8_0) || layout != WeightLayout::OutIn || w.rank() != 2) {
+  if ((t != DType::Q4_0 && t != DType::Q8_0 && !is_16bit(t)) || layout != WeightLayout::OutIn ||
+      w.rank() != 2) {
     return nullptr;
   }
   auto p = std::make_shared<PackedWeight>();
   p->dtype_ = t;
   p->rows_ = w.dim(0);
   p->cols_ = w.dim(1);
-  p->blocks_ = p->cols_ / detail::kQBlock;
+  p->blocks_ = is_16bit(t) ? 0 : p->cols_ / detail::kQBlock;
   p->data_.reset(static_cast<std::byte*>(
       ::operator new[](std::max<std::size_t>(p->nbytes(), 64), std::align_val_t{64})));
-  const auto pack = t == DType::Q4_0 ? &pack_group<DType::Q4_0> : &pack_group<DType::Q8_0>;
+  const auto pack = is_16bit(t)        ? &pack_group16
+                    : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
+                                       : &pack_group<DType::Q8_0>;
   parallel_for(0, p->groups(), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t g = b; g < e; ++g) {
       pack(w, g, p->group_bytes(), p->data_.get() + g * p->group_bytes());
@@ -180,7 +250,12 @@ void linear(const Tensor& x, const Tensor& w, const PackedWeight* packed, Weight
     linear(x, w, layout, bias, y);
     return;
   }
-  linear_packed(x, *packed, bias != nullptr ? bias->f32() : nullptr, y);
+  const float* b = bias != nullptr ? bias->f32() : nullptr;
+  if (is_16bit(packed->dtype())) {
+    linear_packed16(x, *packed, b, y);
+  } else {
+    linear_packed(x, *packed, b, y);
+  }
 }
 
 namespace detail {
@@ -203,6 +278,25 @@ PackedFn packed_fn(DType dtype, Isa isa) {
   }
   if (fn != nullptr) return fn;
   return dtype == DType::Q4_0 ? &group_scalar<DType::Q4_0> : &group_scalar<DType::Q8_0>;
+}
+
+Packed16Fn packed16_fn(DType dtype, Isa isa) {
+  HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
+  HUDDLE_CHECK(is_16bit(dtype), "no packed 16-bit kernel for {} weights", dtype_name(dtype));
+  Packed16Fn fn = nullptr;
+  switch (isa) {
+    case Isa::Avx512Vnni:
+    case Isa::Avx512:
+      fn = avx512_packed16(dtype);
+      break;
+    case Isa::Avx2:
+      fn = avx2_packed16(dtype);
+      break;
+    case Isa::Scalar:
+      break;
+  }
+  if (fn != nullptr) return fn;
+  return dtype == DType::F16 ? &group16_scalar<DType::F16> : &group16_scalar<DType::BF16>;
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 // A linear layer's weight repacked once, when an executor binds it, into the layout its fastest
-// kernel reads: Q4_0 and Q8_0 weights stored OutIn [N, K] (every decoder projection of a GGUF or
-// `huddle quantize` model).
+// kernel reads: Q4_0, Q8_0, F16 and BF16 weights stored OutIn [N, K] (every decoder projection of
+// a GGUF, `huddle quantize` or 16-bit Hugging Face model).
 //
 // Why: a Q4_0 row is a run of 18-byte blocks (an f16 scale, 16 bytes of nibbles). Multiplying one
 // row at a time spends most of its instructions on per-block scale handling, unpacking and the
@@ -12,8 +12,13 @@
 // vector of sixteen rows' scales. Nothing is reduced horizontally, and a prompt's tokens share
 // each unpacked block (prefill 2.5-3.5x the row tiles).
 //
-// Layout, per group of 16 rows (rows r0 .. r0 + 15; the last group is padded with zero rows), per
-// block b:
+// F16 and BF16 weights pack too (packed_16bit.h): a group is, for every input i, the sixteen
+// rows' 16-bit values of element i, so one vector load widened to F32 times one broadcast of x[i]
+// feeds sixteen outputs (the row kernels: 15-22 GB/s of F16 at decode, bound by one horizontal
+// sum and one activation load per row).
+//
+// Q4_0/Q8_0 layout, per group of 16 rows (rows r0 .. r0 + 15; the last group is padded with zero
+// rows), per block b:
 //   scales   [16] f16          the rows' scales of block b
 //   quants   [C][16][4] bytes  for chunk c and row j: bytes 4c .. 4c + 3 of row j's quants.
 //                              Q4_0 (C = 4): elements 4c .. 4c + 3 in the low nibbles and
@@ -23,10 +28,11 @@
 // a group is one sequential stream of 64-byte-aligned pieces. Same bytes as the rows (16 row
 // blocks: 288 for Q4_0, 544 for Q8_0) but an odd block count's padding; groups start on 64 bytes.
 //
-// Results: every output is Σ_b fma(d_w[b] · d_x[b], Σ_{i<32} w_i · x_i, acc) in block order,
-// with the integer sum exact; so the scalar, AVX2 and AVX-512 VNNI paths give the same bits, and a
-// token gets the same bits whatever the number of tokens in the call. Against the row kernels
-// (qtile.h) results differ by float reassociation only (same activation rounding, lowp.h).
+// Results: every Q4_0/Q8_0 output is Σ_b fma(d_w[b] · d_x[b], Σ_{i<32} w_i · x_i, acc) in block
+// order, with the integer sum exact; every F16/BF16 output two FMA chains (packed_16bit.h). So
+// the scalar, AVX2 and AVX-512 paths give the same bits, and a token gets the same bits whatever
+// the number of tokens in the call. Against the row kernels (qtile.h, qdot.h) results differ by
+// float reassociation only (for Q4_0/Q8_0, the same activation rounding, lowp.h).
 #pragma once
 
 #include "core/tensor.h"
@@ -42,16 +48,17 @@ class PackedWeight {
  public:
   static constexpr std::int64_t kGroupRows = 16;
 
-  // w's packed form for linear() in `layout`, or null where none exists (not Q4_0 or Q8_0, or
-  // InOut).
+  // w's packed form for linear() in `layout`, or null where none exists (not Q4_0, Q8_0, F16 or
+  // BF16, or InOut).
   static std::shared_ptr<const PackedWeight> pack(const Tensor& w, WeightLayout layout);
 
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
-  std::int64_t blocks() const { return blocks_; }
+  std::int64_t blocks() const { return blocks_; }  // Q4_0/Q8_0 blocks per row; 0 for 16-bit
   std::int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
   DType dtype() const { return dtype_; }
-  // Bytes of a group: (blocks + 1) / 2 pairs of blocks (packed_quant.h: Q4_0 576, Q8_0 1088).
+  // Bytes of a group: Q4_0/Q8_0 (blocks + 1) / 2 pairs of blocks (packed_quant.h: Q4_0 576,
+  // Q8_0 1088); F16/BF16 32 per input, rounded up to 64 (packed_16bit.h).
   std::int64_t group_bytes() const;
   const std::byte* group(std::int64_t g) const { return data_.get() + g * group_bytes(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(groups() * group_bytes()); }

@@ -166,6 +166,10 @@ void Executor::pack_linear_weights() {
     if (!reads_packed(op, 1)) continue;
     const auto w = static_cast<std::size_t>(op.inputs[1]);
     if (graph_.values()[w].kind != ValueKind::Weight || packed_weights_[w]) continue;
+    // A packed 16-bit weight is as large as its rows: packed beside a reader of the rows (a tied
+    // embedding), it would be held twice, for a gain the row kernels mostly have at decode.
+    const DType dtype = bound_weights_[w].dtype();
+    if ((dtype == DType::F16 || dtype == DType::BF16) && other_readers[w] != 0) continue;
     packed_weights_[w] = kernels::PackedWeight::pack(bound_weights_[w], op.attrs.weight_layout);
     if (!packed_weights_[w] || other_readers[w] != 0) continue;
     // Only packed linears read this weight: its data is not read again here. Where it is mapped

@@ -1,9 +1,10 @@
-// linear() on packed Q4_0 and Q8_0 weights (kernels/packed_weight.h): against the reference (the
-// weight's values widened to F32 times the activation as rounded to int8 blocks,
-// double-accumulated), the same bits on every path this CPU supports and for every token count, and
-// against the row kernels (the plain Q4_0 path) up to float reassociation.
+// linear() on packed Q4_0, Q8_0, F16 and BF16 weights (kernels/packed_weight.h): against the
+// reference (the weight's values widened to F32 times the activation, for Q4_0/Q8_0 as rounded to
+// int8 blocks, double-accumulated), the same bits on every path this CPU supports and for every
+// token count, and against the row kernels up to float reassociation.
 #include "kernels/packed_weight.h"
 #include "core/quant.h"
+#include "kernels/packed_16bit.h"
 #include "kernels/packed_quant.h"
 #include "kernels/qdot.h"
 #include "kernels/reference.h"
@@ -29,7 +30,17 @@ using testing::supported_isas;
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
 
-constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0};
+constexpr DType kQuantised[] = {DType::Q4_0, DType::Q8_0};
+constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0, DType::F16, DType::BF16};
+
+bool is_quantised(DType dtype) {
+  return dtype == DType::Q4_0 || dtype == DType::Q8_0;
+}
+
+// The activation a packed product multiplies: int8-block rounded for Q4_0/Q8_0, as is for 16-bit.
+Tensor activation_for(DType dtype, const Tensor& x) {
+  return is_quantised(dtype) ? rounded_activation(x) : x.clone();
+}
 
 Tensor packed_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   const auto packed = PackedWeight::pack(w, WeightLayout::OutIn);
@@ -39,12 +50,19 @@ Tensor packed_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   return y;
 }
 
-TEST(PackedWeight, OnlyQuantisedOutInWeightsPack) {
+TEST(PackedWeight, OnlyLowPrecisionOutInWeightsPack) {
   std::mt19937 rng(1);
   const Tensor f32 = random_tensor(rng, {16, 64});
   EXPECT_EQ(PackedWeight::pack(f32, WeightLayout::OutIn), nullptr);
-  EXPECT_EQ(PackedWeight::pack(quantize(f32, DType::F16), WeightLayout::OutIn), nullptr);
-  for (DType dtype : kPacked) {
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    EXPECT_EQ(PackedWeight::pack(quantize(f32, dtype), WeightLayout::InOut), nullptr);
+    const auto p = PackedWeight::pack(quantize(f32, dtype), WeightLayout::OutIn);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->dtype(), dtype);
+    EXPECT_EQ(p->groups(), 1);
+    EXPECT_EQ(p->group_bytes(), 64 * 32);  // 16 rows of 64 two-byte values
+  }
+  for (DType dtype : kQuantised) {
     EXPECT_EQ(PackedWeight::pack(quantize(f32, dtype), WeightLayout::InOut), nullptr);
     const auto p = PackedWeight::pack(quantize(f32, dtype), WeightLayout::OutIn);
     ASSERT_NE(p, nullptr);
@@ -64,7 +82,8 @@ TEST(PackedWeight, EveryPathMatchesReference) {
   for (DType dtype : kPacked) {
     for (Isa isa : supported_isas()) {
       for (std::int64_t t : {1, 2, 3, 8, 9, 19}) {
-        for (std::int64_t k : {32, 96, 320}) {
+        for (std::int64_t k : is_quantised(dtype) ? std::vector<std::int64_t>{32, 96, 320}
+                                                  : std::vector<std::int64_t>{1, 2, 33, 96, 321}) {
           for (std::int64_t n : {1, 15, 16, 17, 50}) {
             std::mt19937 rng(seed++);
             const bool strided = (seed % 2) == 0;
@@ -78,7 +97,7 @@ TEST(PackedWeight, EveryPathMatchesReference) {
               fast = packed_linear(x, w, bias);
             }
             Tensor ref = Tensor::empty(DType::F32, {t, n});
-            reference::linear(rounded_activation(x), w, WeightLayout::OutIn, bias, ref);
+            reference::linear(activation_for(dtype, x), w, WeightLayout::OutIn, bias, ref);
             EXPECT_TRUE(close(fast, ref, kTol)) << dtype_name(dtype) << " " << isa_name(isa)
                                                 << " T=" << t << " K=" << k << " N=" << n;
           }
@@ -94,6 +113,7 @@ TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
   std::mt19937 rng(5);
   const std::int64_t t = 11, k = 2048 + 32, n = 37;  // an odd block count: a padded pair
   for (DType dtype : kPacked) {
+    SCOPED_TRACE(dtype_name(dtype));
     const Tensor x = random_tensor(rng, {t, k});
     const Tensor w = random_weight(rng, dtype, n, k, false);
     const Tensor bias = random_tensor(rng, {n});
@@ -118,7 +138,7 @@ TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
 // Weights at the ends of their range: Q8_0 quants of ±127 (and -128, which a GGUF may hold) and
 // Q4_0 nibbles of 0 and 15, against activations of ±127: the integer sums at their extremes.
 TEST(PackedWeight, ExtremeQuantsSumExactly) {
-  for (DType dtype : kPacked) {
+  for (DType dtype : kQuantised) {
     const std::int64_t n = 16, k = 64;
     Tensor w = quantize(Tensor::zeros(DType::F32, {n, k}), dtype);
     auto* bytes = static_cast<std::uint8_t*>(w.raw());
@@ -164,9 +184,12 @@ TEST(PackedWeight, AgreesWithRowKernels) {
 }
 
 TEST(PackedWeight, EveryPathHasAKernel) {
-  for (DType dtype : kPacked) {
-    for (Isa isa : supported_isas())
+  for (Isa isa : supported_isas()) {
+    for (DType dtype : kQuantised)
       EXPECT_NE(detail::packed_fn(dtype, isa), nullptr) << isa_name(isa);
+    for (DType dtype : {DType::F16, DType::BF16}) {
+      EXPECT_NE(detail::packed16_fn(dtype, isa), nullptr) << isa_name(isa);
+    }
   }
 }
 

@@ -205,7 +205,7 @@ TEST(WeightDtype, ParseNames) {
 // receives them) frees those once the caller lets go of it, and the answer is the one of an
 // executor bound to the model's own tensors. Weights other ops read (the embedding, norms) stay.
 TEST(PackedBinding, WeightsOnlyPackedLinearsReadAreLetGo) {
-  for (DType dtype : {DType::Q8_0, DType::Q4_0}) {
+  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::F16, DType::BF16}) {
     const Model model = Model::load(testing::fixture_model("llama-tiny"), {.weight_dtype = dtype});
     WeightMap owned;
     std::map<std::string, std::weak_ptr<const void>> storage;
