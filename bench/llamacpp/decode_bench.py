@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Decode (and prefill) speed of Huddle against llama.cpp on the same GGUF files.
 
-Makes the llama-1b synth preset (`huddle synth --arch llama --preset llama-1b`, F32 random
-weights), writes it with `huddle quantize` at each --types, then for each thread count runs the
+Makes a synth preset (default `huddle synth --arch llama --preset llama-1b`; `--arch qwen2
+--preset qwen2-0.5b` for a Qwen2-0.5B-shaped model), F32 random weights, writes it with `huddle quantize` at each --types, then for each thread count runs the
 same prompt ids and greedy decode `--repeats` times in both engines, one after the other:
 - Huddle: `huddle run --model X.gguf --ids ... --n-predict N --ignore-eos --threads T --json`
   (decode_ms_per_token, prefill_ms);
@@ -13,7 +13,8 @@ loopback TCP, one thread each (`--local-devices D --strategy S --threads 1`), be
 one thread: the project's measure, several devices against llama.cpp on one.
 Prints median and min..max per cell, the machine and the commands; a benchmark, not a test.
 
-Usage: decode_bench.py --huddle build/huddle [--work /tmp/huddle-llamacpp] [--types f16,q8_0,q4_0]
+Usage: decode_bench.py --huddle build/huddle [--arch llama --preset llama-1b]
+       [--work /tmp/huddle-llamacpp] [--types f16,q8_0,q4_0]
        [--threads 1,2] [--prompt 32] [-n 32] [--repeats 3] [--devices 2 --strategy megatron --pin]
 """
 import argparse
@@ -71,6 +72,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--huddle", required=True)
     p.add_argument("--work", default="/tmp/huddle-llamacpp")
+    p.add_argument("--arch", default="llama", help="synth architecture: llama or qwen2")
+    p.add_argument("--preset", default="llama-1b", help="synth preset of that architecture")
     p.add_argument("--types", default="f16,q8_0,q4_0")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--prompt", type=int, default=32)
@@ -82,22 +85,26 @@ def main():
                    help="with --devices: each device's process on its own core (taskset)")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    src = os.path.join(a.work, "llama-1b")
+    src = os.path.join(a.work, a.preset)
     if not os.path.exists(os.path.join(src, "config.json")):
-        run([a.huddle, "synth", "--arch", "llama", "--preset", "llama-1b", "-o", src])
-        # node-llama-cpp tokenizes while loading, so the file needs a vocabulary: llama-tiny's
-        # byte-level BPE, padded to the 32000 embeddings by `huddle quantize`.
-        fixture = os.path.join(HERE, "..", "..", "tests", "fixtures", "models", "llama-tiny")
+        run([a.huddle, "synth", "--arch", a.arch, "--preset", a.preset, "-o", src])
+        # node-llama-cpp tokenizes while loading, so the file needs a vocabulary: the tiny
+        # fixture's byte-level BPE (llama-tiny's where the architecture's has none), padded to
+        # the preset's embeddings by `huddle quantize`.
+        models = os.path.join(HERE, "..", "..", "tests", "fixtures", "models")
+        fixture = os.path.join(models, f"{a.arch}-tiny")
+        if not os.path.exists(os.path.join(fixture, "tokenizer.json")):
+            fixture = os.path.join(models, "llama-tiny")
         for name in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copy(os.path.join(fixture, name), src)
     ids = ",".join(str((i * 7919) % 31000 + 100) for i in range(a.prompt))
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if
                 l.startswith("model name")), platform.processor())
-    print(f"machine: {cpu}, {os.cpu_count()} cpus; model llama-1b synth; prompt {a.prompt} ids, "
+    print(f"machine: {cpu}, {os.cpu_count()} cpus; model {a.preset} synth; prompt {a.prompt} ids, "
           f"{a.n} greedy tokens, {a.repeats} runs per cell (median (min..max))")
     rows = []
     for t in a.types.split(","):
-        gguf = os.path.join(a.work, f"llama-1b.{t}.gguf")
+        gguf = os.path.join(a.work, f"{a.preset}.{t}.gguf")
         if not os.path.exists(gguf):
             run([a.huddle, "quantize", "--type", t, src, gguf])
         for threads in map(int, a.threads.split(",")):
