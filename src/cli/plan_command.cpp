@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "model/weight_dtype.h"
 #include "plan/pipeline_units.h"
 #include "planner/planners.h"
 
@@ -16,6 +17,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 namespace huddle::cli {
 namespace {
@@ -108,13 +110,38 @@ std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster)
   return text;
 }
 
+// The model's graph with each weight's dtype as `huddle run --weight-dtype` would keep it (the
+// planners count weight bytes from the graph), without converting a weight.
+Graph graph_with_kept_dtypes(const Model& model, const std::string& weight_dtype) {
+  Graph graph = model.graph();
+  if (weight_dtype.empty()) return graph;
+  LoadOptions options;
+  options.weight_dtype = parse_weight_dtype(weight_dtype);
+  if (!options.weight_dtype) {
+    throw UsageError(
+        fmt::format("--weight-dtype {}: expected f32, f16, bf16, q8_0 or q4_0", weight_dtype));
+  }
+  const std::map<std::string, WeightUse> uses = weight_uses(graph);
+  for (std::size_t i = 0; i < graph.values().size(); ++i) {
+    const Value& v = graph.values()[i];
+    if (v.kind != ValueKind::Weight) continue;
+    const Tensor& stored = model.weights().at(v.weight.tensor);
+    graph.set_weight_dtype(static_cast<ValueId>(i), kept_dtype(stored.dtype(), stored.shape(),
+                                                               uses.at(v.weight.tensor), options));
+  }
+  return graph;
+}
+
 }  // namespace
 
 std::string plan_to_string(const PlanOptions& o) {
   const ClusterSpec cluster = ClusterSpec::load(o.cluster_file);
   if (onnx_import::is_onnx_path(o.model_dir)) return row_plan_to_string(o, cluster);
+  if (!o.weight_dtype.empty() && onnx_import::is_onnx_path(o.model_dir))
+    throw UsageError("--weight-dtype applies to transformer models, not ONNX CNNs");
   const Model model = Model::load(o.model_dir);
-  const CostModel cost(model.config(), model.graph());
+  const Graph graph = graph_with_kept_dtypes(model, o.weight_dtype);
+  const CostModel cost(model.config(), graph);
   std::optional<double> deadline;
   if (o.deadline_ms) deadline = *o.deadline_ms / 1e3;
   const PlanResult result =
@@ -217,6 +244,9 @@ void add_plan_command(CLI::App& app) {
                   "Force Hepti's mode: ws, 1d or 2d (with --strategy hepti)")
       ->check(CLI::IsMember({"ws", "1d", "2d"}));
   cmd->add_option("-o,--output", options->output, "Write the plan here (for huddle run --plan)");
+  cmd->add_option("--weight-dtype", options->weight_dtype,
+                  "Plan for matrix weights kept in this dtype (as huddle run --weight-dtype): "
+                  "f32, f16, bf16, q8_0, q4_0");
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->callback([options, deadline, deadline_opt] {
     if (deadline_opt->count() > 0) options->deadline_ms = *deadline;

@@ -489,6 +489,49 @@ TEST(DistributedCli, PlannersChooseTheSplitFromAClusterFile) {
   EXPECT_TRUE(contains(mismatch.err, "3 devices")) << mismatch.err;
 }
 
+// `huddle plan --weight-dtype` counts the weights as `huddle run --weight-dtype` keeps them:
+// Q4_0 matrices take under a third of F32's memory on every device, F16 half; a bad name is a
+// usage error.
+TEST(DistributedCli, PlanCountsTheWeightDtypeItIsAskedFor) {
+  testing::TempDir dir;
+  const nlohmann::json cluster = {
+      {"devices",
+       {{{"name", "A"}, {"gflops", 50.0}, {"memory_bytes", 4e9}},
+        {{"name", "B"}, {"gflops", 50.0}, {"memory_bytes", 4e9}}}},
+      {"default_link", {{"bandwidth_bps", 1e9}, {"latency_s", 0.0005}}}};
+  std::ofstream(dir / "cluster.json") << cluster.dump();
+  const auto memory = [&](const std::string& dtype) {
+    std::vector<std::string> args = {"plan",
+                                     "--cluster",
+                                     (dir / "cluster.json").string(),
+                                     "--model",
+                                     fixture_model("llama-tiny").string(),
+                                     "--strategy",
+                                     "megatron",
+                                     "--json"};
+    if (!dtype.empty()) args.insert(args.end(), {"--weight-dtype", dtype});
+    const auto r = run_huddle(args);
+    EXPECT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
+    std::vector<double> bytes;
+    const nlohmann::json plan = nlohmann::json::parse(r.out);
+    for (const auto& d : plan["devices"])
+      bytes.push_back(d["memory_bytes"].get<double>());
+    return bytes;
+  };
+  const std::vector<double> f32 = memory(""), f16 = memory("f16"), q4 = memory("q4_0");
+  ASSERT_EQ(f32.size(), 2u);
+  ASSERT_EQ(q4.size(), 2u);
+  ASSERT_EQ(f16.size(), 2u);
+  for (std::size_t d = 0; d < 2; ++d) {
+    EXPECT_LT(f16[d], 0.8 * f32[d]) << d;
+    EXPECT_LT(q4[d], f16[d]) << d;
+  }
+  const auto bad = run_huddle({"plan", "--cluster", dir / "cluster.json", "--model",
+                               fixture_model("llama-tiny"), "--weight-dtype", "q5_k"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "q5_k")) << bad.err;
+}
+
 TEST(DistributedCli, TraceHasComputeAndCommunicationPerDevice) {
   testing::TempDir dir;
   const auto r = run_huddle({"run", "--model", fixture_model("gpt2-tiny"), "--ids", "1,2,3,4,5,6",
