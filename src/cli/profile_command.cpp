@@ -47,7 +47,7 @@ void profile(const ProfileArgs& a) {
   ProfileOptions options;
   if (!a.model_dir.empty()) {
     const Model model = Model::load(a.model_dir);
-    options.shapes = profile::ProbeShapes::of(model.config(), a.seq_len);
+    options.shapes = profile::ProbeShapes::of(model.config(), model.graph(), a.seq_len);
   } else {
     options.shapes.tokens = a.seq_len;
   }

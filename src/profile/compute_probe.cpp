@@ -1,8 +1,10 @@
 #include "profile/compute_probe.h"
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/tensor.h"
 #include "kernels/kernels.h"
+#include "kernels/packed_weight.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +12,8 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <memory>
 #include <random>
 
 #include <time.h>
@@ -130,10 +134,26 @@ ProbeShapes ProbeShapes::of(const ModelConfig& c, std::int64_t tokens) {
   return s;
 }
 
+ProbeShapes ProbeShapes::of(const ModelConfig& c, const Graph& graph, std::int64_t tokens) {
+  ProbeShapes s = of(c, tokens);
+  std::map<DType, std::size_t> bytes;
+  for (const Op& op : graph.ops()) {
+    if (op.kind != OpKind::Linear || op.inputs.size() < 2) continue;
+    const Value& w = graph.values()[static_cast<std::size_t>(op.inputs[1])];
+    if (w.kind == ValueKind::Weight) bytes[w.dtype] += weight_value_bytes(w);
+  }
+  const auto most = std::max_element(
+      bytes.begin(), bytes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most != bytes.end()) s.weight_dtype = most->first;
+  return s;
+}
+
 nlohmann::json ProbeShapes::to_json() const {
-  return {{"hidden", hidden},     {"ffn", ffn},           {"heads", heads},
-          {"kv_heads", kv_heads}, {"head_dim", head_dim}, {"tokens", tokens},
-          {"causal", causal},     {"gated", gated},       {"vocab", vocab}};
+  return {{"hidden", hidden},     {"ffn", ffn},
+          {"heads", heads},       {"kv_heads", kv_heads},
+          {"head_dim", head_dim}, {"tokens", tokens},
+          {"causal", causal},     {"gated", gated},
+          {"vocab", vocab},       {"weight_dtype", std::string(dtype_name(weight_dtype))}};
 }
 
 ProbeShapes ProbeShapes::from_json(const nlohmann::json& j) {
@@ -147,6 +167,11 @@ ProbeShapes ProbeShapes::from_json(const nlohmann::json& j) {
   s.causal = j.at("causal").get<bool>();
   s.gated = j.at("gated").get<bool>();
   s.vocab = j.at("vocab").get<std::int64_t>();
+  if (j.contains("weight_dtype")) {
+    const auto dtype = parse_dtype(j.at("weight_dtype").get<std::string>());
+    if (!dtype || !is_weight_dtype(*dtype)) throw InputError("probe shapes: unknown weight dtype");
+    s.weight_dtype = *dtype;
+  }
   const auto in = [](std::int64_t v, std::int64_t hi) { return v >= 1 && v <= hi; };
   if (!in(s.hidden, 1 << 16) || !in(s.ffn, 1 << 18) || !in(s.heads, 1024) ||
       !in(s.kv_heads, s.heads) || s.heads % s.kv_heads != 0 || !in(s.head_dim, 1024) ||
@@ -238,20 +263,32 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   // step, so they come from memory, not cache: each run takes the next of enough copies of the
   // weight to overflow the last-level cache (within the memory budget). One-row linears (decode
   // steps, the head) are bound by that read; the head's own shape is measured too.
+  // F32 weights are timed InOut (the GEMM on [K, N]); others OutIn [N, K] in their dtype and
+  // packed, as an executor binds a model's weights (kernels/packed_weight.h).
+  const DType dtype = s.weight_dtype;
+  const bool f32 = dtype == DType::F32;
+  const std::int64_t granule = dtype_block_elems(dtype);
   const auto time_linear = [&](GemmShape g, double budget) {
     g = fit_memory(g, per_buffer);
-    const std::int64_t weight_bytes = g.k * g.n * 4;
+    g.k = std::max(granule, g.k / granule * granule);  // whole blocks per row
+    const auto weight_bytes = static_cast<std::int64_t>(dtype_bytes(dtype, g.k * g.n));
     const std::int64_t copies =
         std::clamp<std::int64_t>((kCacheFlushBytes + weight_bytes - 1) / weight_bytes, 1,
                                  std::max<std::int64_t>(1, per_buffer / weight_bytes));
-    std::vector<Tensor> w = {random_tensor({g.k, g.n}, rng)};
-    for (std::int64_t c = 1; c < copies; ++c) w.push_back(w.front().clone());
+    const Tensor first =
+        f32 ? random_tensor({g.k, g.n}, rng) : quantize(random_tensor({g.n, g.k}, rng), dtype);
+    std::vector<Tensor> w = {first};
+    for (std::int64_t c = 1; c < copies; ++c) w.push_back(first.clone());
+    const kernels::WeightLayout layout =
+        f32 ? kernels::WeightLayout::InOut : kernels::WeightLayout::OutIn;
+    std::vector<std::shared_ptr<const kernels::PackedWeight>> packed;
+    for (const Tensor& t : w) packed.push_back(kernels::PackedWeight::pack(t, layout));
     const Tensor x = random_tensor({g.m, g.k}, rng);
     Tensor y = Tensor::empty(DType::F32, {g.m, g.n});
     std::size_t next = 0;
     const double t = median_seconds(
         [&] {
-          kernels::linear(x, w[next], kernels::WeightLayout::InOut, nullptr, y);
+          kernels::linear(x, w[next], packed[next].get(), layout, nullptr, y);
           next = (next + 1) % w.size();
         },
         budget);

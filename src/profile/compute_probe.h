@@ -2,6 +2,8 @@
 // class (GEMM, attention, element-wise), as `huddle profile` reports them per device.
 #pragma once
 
+#include "core/dtype.h"
+#include "graph/graph.h"
 #include "model/model_config.h"
 #include "planner/cluster.h"
 #include "profile/curve_fit.h"
@@ -24,8 +26,14 @@ struct ProbeShapes {
   bool causal = true;
   bool gated = false;          // the MLP has a gate projection
   std::int64_t vocab = 50257;  // the LM head's outputs (0: none)
+  // The dtype the model keeps its linear weights in: the linears are timed in it, OutIn and
+  // packed as an executor binds them (a Q4_0 decode reads 1/7 of F32's bytes, and its packed
+  // prefill kernels multiply faster than sgemm), so the curves are this model's speed.
+  DType weight_dtype = DType::F32;
 
+  // The shapes of `config`; the weight dtype the one holding most of `graph`'s linear weight bytes.
   static ProbeShapes of(const ModelConfig& config, std::int64_t tokens);
+  static ProbeShapes of(const ModelConfig& config, const Graph& graph, std::int64_t tokens);
   nlohmann::json to_json() const;
   // PlanError-free parse of what to_json wrote; TransportError-style failures are the caller's.
   static ProbeShapes from_json(const nlohmann::json& json);

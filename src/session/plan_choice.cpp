@@ -25,7 +25,7 @@ ClusterSpec profile_workers(const PlanChoice& choice, const Model& model,
   options.key = key;
   options.timeout = net::Duration(static_cast<std::int64_t>(choice.timeout_s * 1000));
   options.link = choice.link;
-  options.shapes = profile::ProbeShapes::of(model.config(), prompt_tokens);
+  options.shapes = profile::ProbeShapes::of(model.config(), model.graph(), prompt_tokens);
   options.compute_budget_s = 0.5;
   const ClusterProfile profiled = profile_cluster(options);
   std::fprintf(stderr, "huddle: profiled %d devices in %.1f s\n", profiled.cluster.size(),
