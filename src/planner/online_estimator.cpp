@@ -39,11 +39,28 @@ void OnlineEstimator::observe(const Plan& plan, std::int64_t tokens, std::int64_
       updated.memory_bytes = current_.device(index).memory_bytes;
       current_.mutable_device(index) = updated;
     }
-    if (seen.free_memory_bytes > 0) {
-      current_.mutable_device(index).memory_bytes = seen.free_memory_bytes + seen.held_bytes;
-    }
   }
+  observe_memory(plan, devices);
   ++steps_;
+}
+
+void OnlineEstimator::observe_memory(const Plan& plan,
+                                     const std::vector<DeviceObservation>& devices) {
+  HUDDLE_CHECK(static_cast<int>(devices.size()) == plan.num_devices());
+  for (int d = 0; d < plan.num_devices(); ++d) {
+    const DeviceObservation& seen = devices[static_cast<std::size_t>(d)];
+    if (seen.free_memory_bytes <= 0) continue;  // not reported
+    const int index = current_.index_of(plan.devices[static_cast<std::size_t>(d)]);
+    current_.mutable_device(index).memory_bytes = seen.free_memory_bytes + seen.held_bytes;
+  }
+}
+
+std::string memory_mode(const Plan& plan) {
+  if (plan.tiled_2d()) return "2d-tiled";
+  for (const LayerPlan& layer : plan.layers) {
+    if (layer.mlp != BlockSplit::Tokens) return "1d-tiled";
+  }
+  return "weight-stationary";
 }
 
 ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimate,
@@ -51,8 +68,18 @@ ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimat
                            double threshold) {
   ReplanAdvice advice;
   const ClusterSpec& cluster = estimate.cluster();
+  advice.mode_before = memory_mode(current);
+  std::string memory;  // which device the current plan no longer fits, for the log line
   try {
-    advice.current_s = cost.predict(current, cluster, seq_len).latency_s;
+    const Prediction now = cost.predict(current, cluster, seq_len);
+    advice.current_s = now.latency_s;
+    if (const int over = now.first_over_budget(cluster); over >= 0) {
+      const DevicePrediction& d = now.devices[static_cast<std::size_t>(over)];
+      advice.memory = true;
+      memory = fmt::format("{} has {:.1f} MB for the model and the {} plan needs {:.1f} MB; ",
+                           d.name, cluster.device(cluster.index_of(d.name)).memory_bytes / 1e6,
+                           advice.mode_before, d.memory.total() / 1e6);
+    }
   } catch (const PlanError& e) {
     advice.reason = fmt::format("keeping the plan: {}", e.what());
     return advice;
@@ -73,16 +100,22 @@ ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimat
     advice.plan = result.runnable();
     advice.proposed_s = result.prediction.latency_s;
   } catch (const PlanError& e) {
-    advice.reason = fmt::format("{}; no new plan: {}", changes, e.what());
+    advice.reason = fmt::format("{}{}; no new plan: {}", memory, changes, e.what());
     return advice;
   }
+  advice.mode_after = memory_mode(*advice.plan);
   const bool same = advice.plan->to_json() == current.to_json();
   const double gain = advice.current_s / advice.proposed_s - 1;
-  advice.replan = !same && gain > threshold;
+  const bool back_to_ws =
+      advice.mode_after == "weight-stationary" && advice.mode_before != advice.mode_after;
+  advice.replan = !same && (gain > threshold || advice.memory || back_to_ws);
   advice.reason = fmt::format(
-      "{}; current plan predicted {:.1f} ms, {} plan {:.1f} ms ({:+.0f}%, threshold {:.0f}%)",
-      changes, advice.current_s * 1e3, strategy, advice.proposed_s * 1e3, gain * 100,
+      "{}{}; current plan predicted {:.1f} ms, {} plan {:.1f} ms ({:+.0f}%, threshold {:.0f}%)",
+      memory, changes, advice.current_s * 1e3, strategy, advice.proposed_s * 1e3, gain * 100,
       threshold * 100);
+  if (advice.mode_before != advice.mode_after) {
+    advice.reason += fmt::format("; mode {} -> {}", advice.mode_before, advice.mode_after);
+  }
   if (same) advice.reason += "; the planner proposes the same plan";
   return advice;
 }

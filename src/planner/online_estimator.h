@@ -34,6 +34,9 @@ class OnlineEstimator {
   // what it reports free.
   void observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
                const std::vector<DeviceObservation>& devices, double min_compute_s = 1e-4);
+  // Memory only, from a step too short (or too early) to time: free memory is news at every
+  // step, since it is what a mode switch must act on before the device runs out.
+  void observe_memory(const Plan& plan, const std::vector<DeviceObservation>& devices);
 
   const ClusterSpec& cluster() const { return current_; }
   // Current speed over the initial one, by cluster index (1: as profiled).
@@ -49,8 +52,15 @@ class OnlineEstimator {
   int steps_ = 0;
 };
 
+// How `plan` holds its MLP weights, in Hepti's terms: "weight-stationary" (every device all of
+// them, tokens split), "1d-tiled" (columns split) or "2d-tiled" (a device grid).
+std::string memory_mode(const Plan& plan);
+
 struct ReplanAdvice {
   bool replan = false;
+  bool memory = false;       // the current plan no longer fits a device's memory
+  std::string mode_before;   // memory_mode of the current plan
+  std::string mode_after;    // and of the proposed one ("" when none)
   std::optional<Plan> plan;  // the proposed plan, when the planner found one
   double current_s = 0;      // the current plan, predicted on the estimated cluster
   double proposed_s = 0;     // the proposed plan, same
@@ -58,7 +68,10 @@ struct ReplanAdvice {
 };
 
 // Runs `strategy` on the estimate and compares its plan with `current`. Re-planning is advised
-// when the proposed plan differs and is predicted faster by more than `threshold` (0.1 = 10%).
+// when the proposed plan differs and is predicted faster by more than `threshold` (0.1 = 10%),
+// or, whatever its speed, when the current plan no longer fits a device's memory (Hepti's
+// switch WS -> 1D -> 2D as memory shrinks) or the proposed plan is weight-stationary where the
+// current one is not (the switch back once memory returns).
 ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimate,
                            const Plan& current, const std::string& strategy, std::int64_t seq_len,
                            double threshold);

@@ -126,18 +126,20 @@ void Session::observe_step(std::int64_t tokens) {
   const std::vector<StepReport>& reports = cluster_->last_reports();
   for (std::size_t d = 0; d < reports.size() && d < bytes_sent_.size(); ++d)
     bytes_sent_[d] += reports[d].bytes_sent;
-  // Decode steps are too short to time; the first request warms caches up (page faults, thread
-  // start-up) and would make every device look slow. The step simulator that re-estimates speeds
-  // models neither pipelines nor 2D-tiled plans (yet).
+  // Free memory is read at every step: a mode switch must act on it before a device runs out.
+  // Speeds are not: decode steps are too short to time; the first request warms caches up (page
+  // faults, thread start-up) and would make every device look slow. The step simulator that
+  // re-estimates speeds models neither pipelines nor 2D-tiled plans (yet).
   const Plan& plan = planned_.plan;
-  if (!estimator_ || tokens < 8 || completed_requests_ == 0 || plan.pipelined() ||
-      plan.tiled_2d()) {
-    return;
-  }
+  if (!estimator_ || plan.pipelined()) return;
   std::vector<DeviceObservation> seen;
   for (std::size_t d = 0; d < reports.size(); ++d) {
     seen.push_back({reports[d].compute_s, reports[d].free_memory_bytes,
                     static_cast<std::int64_t>(cluster_->devices()[d].weight_bytes)});
+  }
+  if (tokens < 8 || completed_requests_ == 0 || plan.tiled_2d()) {
+    estimator_->observe_memory(plan, seen);
+    return;
   }
   estimator_->observe(plan, tokens, cluster_->runner().position(), seen);
 }
@@ -153,6 +155,9 @@ std::optional<nlohmann::json> Session::after_request(std::int64_t prompt_tokens,
   if (!advice.replan) return std::nullopt;
   nlohmann::json decision = {{"after_request", completed_requests_},
                              {"reason", advice.reason},
+                             {"cause", advice.memory ? "memory" : "speed"},
+                             {"mode_before", advice.mode_before},
+                             {"mode_after", advice.mode_after},
                              {"predicted_ms_before", advice.current_s * 1e3},
                              {"predicted_ms_after", advice.proposed_s * 1e3}};
   cluster_->finish();

@@ -82,5 +82,54 @@ TEST_F(OnlineEstimatorTest, AdvisesReplanningOnlyPastTheThreshold) {
   EXPECT_FALSE(advise_replan(*cost_, estimate, plan_, "galaxy", 16, 100.0).replan);
 }
 
+// Hepti's mode switch: when a device's free memory falls below what the weight-stationary plan
+// needs of it, re-planning is advised whatever the speed, to a 1d-tiled plan that fits; once the
+// memory is back, back to weight-stationary.
+TEST_F(OnlineEstimatorTest, MemoryShortageSwitchesHeptiModeAndBack) {
+  const PlanResult ws = run_planner("hepti", PlanRequest{*cost_, cluster_, 16, std::nullopt});
+  ASSERT_TRUE(ws.plan.has_value());
+  const Plan ws_plan = ws.runnable();
+  ASSERT_EQ(memory_mode(ws_plan), "weight-stationary");
+  PlanRequest tiled{*cost_, cluster_, 16, std::nullopt};
+  tiled.mode = "1d";
+  const Plan tiled_plan = run_planner("hepti", tiled).runnable();
+  ASSERT_EQ(memory_mode(tiled_plan), "1d-tiled");
+  const auto need = [&](const Plan& plan) {
+    return cost_->predict(plan, cluster_, 16).devices[1].memory.total();
+  };
+  const std::int64_t ws_need = need(ws_plan), tiled_need = need(tiled_plan);
+  ASSERT_LT(tiled_need, ws_need);
+
+  OnlineEstimator estimate(*cost_, cluster_);
+  std::vector<DeviceObservation> seen(2);
+  // B's free memory shrinks to what the even 1d-tiled plan needs of it: below any
+  // weight-stationary split (B would hold every MLP weight).
+  seen[1].free_memory_bytes = tiled_need + tiled_need / 100;
+  estimate.observe_memory(ws_plan, seen);
+  ReplanAdvice advice = advise_replan(*cost_, estimate, ws_plan, "hepti", 16, 0.1);
+  EXPECT_TRUE(advice.replan) << advice.reason;
+  EXPECT_TRUE(advice.memory) << advice.reason;
+  EXPECT_EQ(advice.mode_before, "weight-stationary");
+  EXPECT_EQ(advice.mode_after, "1d-tiled") << advice.reason;
+  EXPECT_NE(advice.reason.find("mode weight-stationary -> 1d-tiled"), std::string::npos)
+      << advice.reason;
+  EXPECT_NE(advice.reason.find("B has"), std::string::npos) << advice.reason;
+  ASSERT_TRUE(advice.plan.has_value());
+  ASSERT_EQ(advice.plan->num_devices(), 2);
+  EXPECT_LE(
+      cost_->predict(*advice.plan, estimate.cluster(), 16).first_over_budget(estimate.cluster()),
+      -1);
+
+  // Memory returns: back to weight-stationary, though the speeds did not change.
+  seen[1].free_memory_bytes = 4'000'000'000;
+  estimate.observe_memory(*advice.plan, seen);
+  const ReplanAdvice back = advise_replan(*cost_, estimate, *advice.plan, "hepti", 16, 0.1);
+  EXPECT_TRUE(back.replan) << back.reason;
+  EXPECT_FALSE(back.memory);
+  EXPECT_EQ(back.mode_after, "weight-stationary") << back.reason;
+  // And with memory plentiful and the plan weight-stationary, nothing to do.
+  EXPECT_FALSE(advise_replan(*cost_, estimate, *back.plan, "hepti", 16, 0.1).replan);
+}
+
 }  // namespace
 }  // namespace huddle
