@@ -205,6 +205,7 @@ void run(const RunOptions& o) {
   // page faults and cold caches); the last result is reported with the prefill times of all.
   GenerationResult result;
   std::vector<double> prefill_runs;
+  std::vector<std::vector<std::int32_t>> generated_runs;
   nlohmann::json replans = nlohmann::json::array();
   for (int request = 0; request < o.repeat; ++request) {
     const bool last = request + 1 == o.repeat;
@@ -212,6 +213,7 @@ void run(const RunOptions& o) {
     if (!last) run_options.on_token = nullptr;  // stream only the final run's text
     result = generate(session.runner(), prompt, run_options);
     prefill_runs.push_back(result.prefill_ms);
+    generated_runs.push_back(result.generated);
     if (auto decision =
             session.after_request(session_options.plan_tokens, o.replan_threshold, last)) {
       replans.push_back(std::move(*decision));
@@ -260,7 +262,10 @@ void run(const RunOptions& o) {
     if (session.predicted_ms()) j["predicted_ms"] = *session.predicted_ms();
     if (!replans.empty()) j["replans"] = replans;
     if (!session.recoveries().empty()) j["recoveries"] = session.recoveries_json();
-    if (o.repeat > 1) j["prefill_ms_runs"] = prefill_runs;
+    if (o.repeat > 1) {
+      j["prefill_ms_runs"] = prefill_runs;
+      j["generated_runs"] = generated_runs;  // every request's ids: a re-plan changes no answer
+    }
     if (tokenizer) j["text"] = tokenizer->decode(result.generated, /*skip_special=*/true);
     std::printf("%s\n", j.dump().c_str());
   } else {

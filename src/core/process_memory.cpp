@@ -4,6 +4,10 @@
 
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace huddle {
 
 std::size_t resident_bytes() {
@@ -14,6 +18,12 @@ std::size_t resident_bytes() {
   std::fclose(f);
   if (n != 2) return 0;
   return static_cast<std::size_t>(resident) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace huddle

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace huddle {
@@ -51,7 +52,10 @@ void OnlineEstimator::observe_memory(const Plan& plan,
     const DeviceObservation& seen = devices[static_cast<std::size_t>(d)];
     if (seen.free_memory_bytes <= 0) continue;  // not reported
     const int index = current_.index_of(plan.devices[static_cast<std::size_t>(d)]);
-    current_.mutable_device(index).memory_bytes = seen.free_memory_bytes + seen.held_bytes;
+    const auto headroom = static_cast<std::int64_t>(
+        kMemoryHeadroom * static_cast<double>(initial_.device(index).memory_bytes));
+    current_.mutable_device(index).memory_bytes =
+        std::max<std::int64_t>(0, seen.free_memory_bytes + seen.held_bytes - headroom);
   }
 }
 
@@ -109,6 +113,9 @@ ReplanAdvice advise_replan(const CostModel& cost, const OnlineEstimator& estimat
   const bool back_to_ws =
       advice.mode_after == "weight-stationary" && advice.mode_before != advice.mode_after;
   advice.replan = !same && (gain > threshold || advice.memory || back_to_ws);
+  if (advice.replan) {
+    advice.cause = advice.memory ? "memory" : back_to_ws ? "memory returned" : "speed";
+  }
   advice.reason = fmt::format(
       "{}{}; current plan predicted {:.1f} ms, {} plan {:.1f} ms ({:+.0f}%, threshold {:.0f}%)",
       memory, changes, advice.current_s * 1e3, strategy, advice.proposed_s * 1e3, gain * 100,

@@ -24,6 +24,13 @@ struct DeviceObservation {
 
 class OnlineEstimator {
  public:
+  // The share of a device's profiled memory kept free for the rest of the device: what it
+  // holds plus what it reports free, less this, is what a plan may use. A device whose free
+  // memory falls below it (another app wants memory) is given a plan that holds less, as
+  // Hepti switches modes, instead of one that waits for the OOM killer; since a re-plan moves
+  // memory between held and free, the switch does not undo itself until memory returns.
+  static constexpr double kMemoryHeadroom = 0.05;
+
   // `initial`: the profiled (or described) cluster. `smoothing` in (0, 1]: the weight of a new
   // step in the running estimate of each device's speed (in log space).
   OnlineEstimator(const CostModel& cost, ClusterSpec initial, double smoothing = 0.7);
@@ -31,7 +38,7 @@ class OnlineEstimator {
   // A step of `tokens` new rows with `context` positions after it, run under `plan`. A device's
   // speed is scaled by predicted / measured compute (smoothed); a device that computed for less
   // than `min_compute_s` teaches nothing (timer noise). Its memory becomes what it holds plus
-  // what it reports free.
+  // what it reports free, less the headroom.
   void observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
                const std::vector<DeviceObservation>& devices, double min_compute_s = 1e-4);
   // Memory only, from a step too short (or too early) to time: free memory is news at every
@@ -58,7 +65,10 @@ std::string memory_mode(const Plan& plan);
 
 struct ReplanAdvice {
   bool replan = false;
-  bool memory = false;       // the current plan no longer fits a device's memory
+  bool memory = false;  // the current plan no longer fits a device's memory
+  // Why re-planning is advised: "memory" (the plan no longer fits), "memory returned" (back to
+  // weight-stationary), "speed" (predicted faster past the threshold); "" when it is not.
+  std::string cause;
   std::string mode_before;   // memory_mode of the current plan
   std::string mode_after;    // and of the proposed one ("" when none)
   std::optional<Plan> plan;  // the proposed plan, when the planner found one

@@ -247,6 +247,11 @@ void serve(net::SecureChannel& control, const net::OpenRequest& open, net::LinkA
 net::Server::SessionHandler make_worker_handler(WorkerOptions options) {
   return [options = std::move(options)](net::SecureChannel& control, const net::OpenRequest& open,
                                         net::LinkAcceptor& acceptor) {
+    // The session's memory goes back to the system when it ends, however it ends: the next
+    // session (a re-plan, a mode switch for a device short of memory) starts from there.
+    struct ReleaseAtEnd {
+      ~ReleaseAtEnd() { release_free_memory(); }
+    } release;
     serve(control, open, acceptor, options);
   };
 }

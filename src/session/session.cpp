@@ -155,7 +155,7 @@ std::optional<nlohmann::json> Session::after_request(std::int64_t prompt_tokens,
   if (!advice.replan) return std::nullopt;
   nlohmann::json decision = {{"after_request", completed_requests_},
                              {"reason", advice.reason},
-                             {"cause", advice.memory ? "memory" : "speed"},
+                             {"cause", advice.cause},
                              {"mode_before", advice.mode_before},
                              {"mode_after", advice.mode_after},
                              {"predicted_ms_before", advice.current_s * 1e3},

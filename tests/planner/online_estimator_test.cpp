@@ -54,11 +54,12 @@ TEST_F(OnlineEstimatorTest, TooShortStepsTeachNothingAndMemoryFollowsReports) {
   OnlineEstimator estimate(*cost_, cluster_);
   auto seen = observations({10, 5});
   seen[1].compute_s = 1e-6;  // below the timer-noise floor
-  seen[1].free_memory_bytes = 1'000'000;
-  seen[1].held_bytes = 500'000;
+  seen[1].free_memory_bytes = 1'000'000'000;
+  seen[1].held_bytes = 500'000'000;
   estimate.observe(plan_, 16, 16, seen);
   EXPECT_EQ(estimate.speed_factor(1), 1.0);
-  EXPECT_EQ(estimate.cluster().device(1).memory_bytes, 1'500'000);
+  // Held plus free, less the headroom kept for the rest of the device (5% of 4 GB).
+  EXPECT_EQ(estimate.cluster().device(1).memory_bytes, 1'300'000'000);
   EXPECT_EQ(estimate.cluster().device(0).memory_bytes, 4'000'000'000);
 }
 
@@ -102,6 +103,9 @@ TEST_F(OnlineEstimatorTest, MemoryShortageSwitchesHeptiModeAndBack) {
 
   OnlineEstimator estimate(*cost_, cluster_);
   std::vector<DeviceObservation> seen(2);
+  // B holds as much as the headroom kept free on it (5% of its 4 GB): its budget is its free
+  // memory.
+  seen[1].held_bytes = static_cast<std::int64_t>(OnlineEstimator::kMemoryHeadroom * 4e9);
   // B's free memory shrinks to what the even 1d-tiled plan needs of it: below any
   // weight-stationary split (B would hold every MLP weight).
   seen[1].free_memory_bytes = tiled_need + tiled_need / 100;
@@ -109,6 +113,7 @@ TEST_F(OnlineEstimatorTest, MemoryShortageSwitchesHeptiModeAndBack) {
   ReplanAdvice advice = advise_replan(*cost_, estimate, ws_plan, "hepti", 16, 0.1);
   EXPECT_TRUE(advice.replan) << advice.reason;
   EXPECT_TRUE(advice.memory) << advice.reason;
+  EXPECT_EQ(advice.cause, "memory");
   EXPECT_EQ(advice.mode_before, "weight-stationary");
   EXPECT_EQ(advice.mode_after, "1d-tiled") << advice.reason;
   EXPECT_NE(advice.reason.find("mode weight-stationary -> 1d-tiled"), std::string::npos)
@@ -126,6 +131,7 @@ TEST_F(OnlineEstimatorTest, MemoryShortageSwitchesHeptiModeAndBack) {
   const ReplanAdvice back = advise_replan(*cost_, estimate, *advice.plan, "hepti", 16, 0.1);
   EXPECT_TRUE(back.replan) << back.reason;
   EXPECT_FALSE(back.memory);
+  EXPECT_EQ(back.cause, "memory returned");
   EXPECT_EQ(back.mode_after, "weight-stationary") << back.reason;
   // And with memory plentiful and the plan weight-stationary, nothing to do.
   EXPECT_FALSE(advise_replan(*cost_, estimate, *back.plan, "hepti", 16, 0.1).replan);
