@@ -95,15 +95,15 @@ def main():
                           stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
         ids = ",".join(str(1 + (i * 97) % 50000) for i in range(64))
-        # The worker described as the slower device: the weight-stationary plan gives it few
-        # heads, so it holds little beyond the MLP weights every such device holds, and the
-        # squeeze leaves it less than any weight-stationary split needs. Speed re-plans are
-        # kept out (--replan-threshold 100): memory alone decides here.
+        # The devices as equals, the worker with twice its cgroup's memory: the headroom the
+        # session keeps free on it (5% of that) is then larger than what a weight-stationary
+        # split can give up by holding fewer heads, so the squeeze must switch the mode. Speed
+        # re-plans are kept out (--replan-threshold 100): memory alone decides here.
         cluster = work / "cluster.json"
         cluster.write_text(json.dumps({
             "devices": [{"name": "primary", "gflops": 40.0, "memory_bytes": 8e9},
-                        {"name": f"127.0.0.1:{port}", "gflops": 20.0,
-                         "memory_bytes": LIMIT}],
+                        {"name": f"127.0.0.1:{port}", "gflops": 40.0,
+                         "memory_bytes": 2 * LIMIT}],
             "default_link": {"bandwidth_bps": 1e9, "latency_s": 0.0002}}))
         primary = subprocess.Popen(
             [a.huddle, "run", "--model", str(model), "--ids", ids, "--n-predict", "8",
