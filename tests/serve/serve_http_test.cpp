@@ -540,7 +540,18 @@ TEST(ServeHttp, AClientThatLeavesCancelsItsNonStreamedRequest) {
   const auto after = server.complete(greedy("The quick brown fox", 8));
   ASSERT_EQ(after.first, 200) << after.second;
   EXPECT_EQ(after.second["choices"][0]["text"], expected.second["choices"][0]["text"]);
-  const json log = logged_requests(server);
+  // The waiter may take its turn after the last request: wait until all four have ended.
+  json log = logged_requests(server);
+  const auto ended_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto all_ended = [](const json& list) {
+    for (const json& r : list)
+      if (r["running"].get<bool>()) return false;
+    return list.size() == 4;
+  };
+  while (!all_ended(log) && std::chrono::steady_clock::now() < ended_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = logged_requests(server);
+  }
   ASSERT_EQ(log.size(), 4u) << log;
   const json& held = log[1];
   EXPECT_EQ(held["finish_reason"], "cancelled") << held;
