@@ -246,7 +246,16 @@ let opsKey = ''; // "request:step" of the step fetched or being fetched (kept st
 async function refreshOps() {
   const r = shownRequest();
   const step = r ? opStepOf(r) : -1;
-  if (step < 0) return;
+  if (step < 0) {
+    // Nothing of this request op by op (yet, or ever: a request cancelled before its prompt).
+    if (r && state.ops && state.ops.request !== r.id) {
+      state.ops = null;
+      opsKey = '';
+      renderOps();
+      $('ops-summary').textContent = `request ${r.id}: no step op by op`;
+    }
+    return;
+  }
   const key = `${r.id}:${step}`;
   if (key === opsKey) return;
   opsKey = key;
