@@ -218,8 +218,10 @@ void serve(const ServeOptions& o) {
   serve::Dashboard dashboard(
       dashboard_facts(loaded, server_options.model_id, engine_options.context));
   Session& session = *loaded.session;
+  // The first steps of each request also come op by op (the timeline's op spans).
   serve::LoggingRunner logged(
-      runner, [&session](double wall_s) { return session.step_reports(wall_s); }, dashboard.log());
+      runner, [&session](double wall_s) { return session.step_reports(wall_s); }, dashboard.log(),
+      [&session](bool on) { session.set_op_spans(on); });
   engine_options.observer = &dashboard.log();
   shown_context = engine_options.context;
   shown = &dashboard;

@@ -75,6 +75,8 @@ class Cluster {
   // Every device's report of the last step (device 0 first): compute and wall time, bytes sent,
   // free memory.
   const std::vector<StepReport>& last_reports() const { return session_->last_reports(); }
+  // Whether the following steps' reports carry every device's op spans (PrimarySession).
+  void set_op_spans(bool on) { session_->set_op_spans(on); }
 
   // Ends the session. With tracing on, returns every device's spans (device 0 first).
   std::vector<std::vector<Span>> finish();

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -17,7 +18,8 @@ namespace {
 struct StepHeader {
   std::uint64_t position;
   std::uint8_t all_rows;
-  std::uint8_t pad[3];
+  std::uint8_t op_spans;  // 1: send the step's op spans after its report
+  std::uint8_t pad[2];
   std::uint32_t count;
 };
 static_assert(sizeof(StepHeader) == 16, "wire layout of a step header");
@@ -90,9 +92,24 @@ Tensor run_step(Executor& executor, std::span<const std::int64_t> slices,
 
 OpObserver StepMeter::observer(OpObserver inner) {
   return [this, inner = std::move(inner)](const Op& op, const Tensor& out, const OpTime& time) {
-    if (!communicates(op.kind)) compute_s_ += std::chrono::duration<double>(time.wall).count();
+    const bool comm = communicates(op.kind);
+    if (!comm) compute_s_ += std::chrono::duration<double>(time.wall).count();
+    if (record_ops_) {
+      // The observer runs as the op ends: it started its wall time ago.
+      const double duration_us = std::chrono::duration<double, std::micro>(time.wall).count();
+      const double end_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - step_start_)
+              .count();
+      ops_.push_back({op.name, comm, std::max(0.0, end_us - duration_us), duration_us});
+    }
     if (inner) inner(op, out, time);
   };
+}
+
+void StepMeter::begin_step(bool record_ops) {
+  record_ops_ = record_ops;
+  ops_.clear();
+  step_start_ = std::chrono::steady_clock::now();
 }
 
 StepReport StepMeter::take(double wall_s, std::uint64_t bytes_sent) {
@@ -101,8 +118,10 @@ StepReport StepMeter::take(double wall_s, std::uint64_t bytes_sent) {
     free_memory_bytes_ = profile::available_memory_bytes();
     memory_read_at_ = now;
   }
-  StepReport r{compute_s_, wall_s, bytes_sent, free_memory_bytes_};
+  StepReport r{compute_s_, wall_s, bytes_sent, free_memory_bytes_, std::move(ops_)};
   compute_s_ = 0;
+  ops_.clear();
+  record_ops_ = false;
   return r;
 }
 
@@ -144,17 +163,19 @@ Tensor PrimarySession::forward(std::span<const std::int32_t> ids, bool all_rows)
   std::vector<std::byte> payload(sizeof(StepHeader) + ids.size_bytes());
   const StepHeader header{static_cast<std::uint64_t>(executor_.position()),
                           static_cast<std::uint8_t>(all_rows),
-                          {0, 0, 0},
+                          static_cast<std::uint8_t>(op_spans_),
+                          {0, 0},
                           static_cast<std::uint32_t>(ids.size())};
   std::memcpy(payload.data(), &header, sizeof header);
   if (!ids.empty()) std::memcpy(payload.data() + sizeof header, ids.data(), ids.size_bytes());
   const auto start = std::chrono::steady_clock::now();
   const std::uint64_t sent_before = transport_.bytes_sent();
+  if (meter_) meter_->begin_step(op_spans_);
   broadcast(kStepTag, payload);
   const OutputRows rows = all_rows ? OutputRows::All : OutputRows::Last;
   Tensor out = run_step(executor_, slices, ids, rows);
   if (pipeline_ && pipeline_->output_device() != 0) out = receive_outputs(slices, rows);
-  collect_reports(start, sent_before);
+  collect_reports(start, sent_before, op_spans_);
   return out;
 }
 
@@ -163,19 +184,29 @@ std::map<std::string, Tensor> PrimarySession::run(const std::map<std::string, Te
   executor_.check_inputs(inputs);  // refused before any device starts: the session stays usable
   const auto start = std::chrono::steady_clock::now();
   const std::uint64_t sent_before = transport_.bytes_sent();
+  if (meter_) meter_->begin_step(false);
   broadcast(kRunTag, {});
   std::map<std::string, Tensor> out = executor_.run(inputs);
-  collect_reports(start, sent_before);
+  collect_reports(start, sent_before, false);
   return out;
 }
 
 void PrimarySession::collect_reports(std::chrono::steady_clock::time_point start,
-                                     std::uint64_t sent_before) {
+                                     std::uint64_t sent_before, bool op_spans) {
   reports_.assign(1, measure(meter_, seconds_since(start), transport_.bytes_sent() - sent_before));
+  span_decoders_.resize(static_cast<std::size_t>(transport_.size()));
   for (int r = 1; r < transport_.size(); ++r) {
     WireReport w{};
     transport_.recv_into(r, kStepReportTag, std::as_writable_bytes(std::span(&w, 1)));
-    reports_.push_back({w.compute_s, w.wall_s, w.bytes_sent, w.free_memory_bytes});
+    reports_.push_back({w.compute_s, w.wall_s, w.bytes_sent, w.free_memory_bytes, {}});
+    if (!op_spans) continue;
+    const net::Message m = transport_.recv(r);
+    if (m.tag != kStepSpansTag) {
+      throw TransportError(fmt::format("{}: expected the step's op spans, got tag {:#x}",
+                                       transport_.peer_name(r), m.tag));
+    }
+    reports_.back().ops =
+        span_decoders_[static_cast<std::size_t>(r)].decode(m.payload, transport_.peer_name(r));
   }
 }
 
@@ -212,6 +243,7 @@ void PrimarySession::end() {
 
 void follow_primary(net::Transport& transport, Executor& executor, StepMeter* meter,
                     const Pipeline* pipeline) {
+  OpSpanEncoder spans;
   for (;;) {
     net::Message m = transport.recv(0);
     if (m.tag == kEndTag) return;
@@ -222,6 +254,7 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
     if (m.tag == kRunTag) {
       const auto start = std::chrono::steady_clock::now();
       const std::uint64_t sent_before = transport.bytes_sent();
+      if (meter) meter->begin_step(false);
       executor.run({});
       const StepReport r =
           measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
@@ -250,11 +283,14 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
       std::memcpy(ids.data(), m.payload.data() + sizeof header, ids.size() * sizeof(std::int32_t));
     const auto start = std::chrono::steady_clock::now();
     const std::uint64_t sent_before = transport.bytes_sent();
+    if (meter) meter->begin_step(header.op_spans != 0);
     run_step(executor, step_slices(pipeline, static_cast<std::int64_t>(ids.size())), ids,
              header.all_rows != 0 ? OutputRows::All : OutputRows::Last);
     const StepReport r = measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
     const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
     transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));
+    // Asked for: the step's op spans (none without a meter), after the report.
+    if (header.op_spans != 0) transport.send(0, kStepSpansTag, spans.encode(r.ops));
   }
 }
 

@@ -3,11 +3,14 @@
 // tokens to process next, and the data-movement ops inside the programs do the rest.
 //
 // Control messages (primary -> each worker, tags kStepTag / kResetTag / kEndTag):
-//   step:  u64 position, u8 all_rows, u32 count, then count little-endian i32 token ids
+//   step:  u64 position, u8 all_rows, u8 op_spans, 2 bytes padding, u32 count, then count
+//          little-endian i32 token ids
 //   reset: empty;  end: empty
 // After each step every worker answers with a report (kStepReportTag, 32 bytes: f64 compute
 // seconds, f64 wall seconds, u64 bytes it sent in the step, i64 free memory bytes), from which the
-// primary re-estimates each device's speed and memory while it serves (Hepti §4.1).
+// primary re-estimates each device's speed and memory while it serves (Hepti §4.1). When the
+// step asked for them (op_spans 1), the report is followed by the step's op spans
+// (kStepSpansTag, runtime/op_spans.h): what the server's live timeline draws op by op.
 //
 // Pipeline plans (HPipe): every device cuts the step's tokens into the plan's slices and runs its
 // program once per slice, in order; a stage starts slice i+1 as soon as it has sent slice i on,
@@ -20,6 +23,7 @@
 #include "net/transport.h"
 #include "plan/pipeline.h"
 #include "runtime/executor.h"
+#include "runtime/op_spans.h"
 #include "runtime/step_runner.h"
 
 #include <chrono>
@@ -37,6 +41,7 @@ inline constexpr std::uint32_t kStepReportTag = 0x10000004u;
 // A run of an imported graph (a CNN): empty payload; device 0 holds the inputs, the row
 // exchanges inside the programs bring every device the rows it reads. Answered by a report.
 inline constexpr std::uint32_t kRunTag = 0x10000005u;
+inline constexpr std::uint32_t kStepSpansTag = 0x10000006u;
 
 // What one device measured of one step.
 struct StepReport {
@@ -44,6 +49,7 @@ struct StepReport {
   double wall_s = 0;                   // the whole step, communication included
   std::uint64_t bytes_sent = 0;        // on the mesh during the step
   std::int64_t free_memory_bytes = 0;  // what the device could still allocate (0: unknown)
+  std::vector<OpSpan> ops;             // the step op by op, when it was asked for (else empty)
 };
 
 // Measures a device's steps: install observer() on its executor; the session takes a report
@@ -53,12 +59,18 @@ class StepMeter {
   // Adds the time of every compute op (not the data movement between devices, whose time is
   // waiting as much as work) to the meter, then calls `inner` (e.g. a TraceRecorder's).
   OpObserver observer(OpObserver inner = {});
+  // A step starts: its ops' spans are recorded (from now) when `record_ops`.
+  void begin_step(bool record_ops);
   // The compute seconds since the last call, the system's free memory (read at most every
-  // 100 ms: a decode step is a few ms, the reading four file reads), and what it is given.
+  // 100 ms: a decode step is a few ms, the reading four file reads), what it is given, and the
+  // op spans recorded since begin_step (recording then stops until the next begin_step).
   StepReport take(double wall_s, std::uint64_t bytes_sent);
 
  private:
   double compute_s_ = 0;
+  bool record_ops_ = false;
+  std::chrono::steady_clock::time_point step_start_{};
+  std::vector<OpSpan> ops_;
   std::int64_t free_memory_bytes_ = 0;
   std::chrono::steady_clock::time_point memory_read_at_{};
 };
@@ -85,11 +97,16 @@ class PrimarySession final : public StepRunner {
 
   // Every device's report of the last step (device 0 first); empty before the first step.
   const std::vector<StepReport>& last_reports() const { return reports_; }
+  // Whether the following steps' reports carry every device's op spans (StepReport::ops; device
+  // 0's need the session's meter). Off by default: it costs each worker a message per step.
+  void set_op_spans(bool on) { op_spans_ = on; }
 
  private:
   void broadcast(std::uint32_t tag, std::span<const std::byte> payload);
   // Device 0's report (measured since `start`) and every worker's.
-  void collect_reports(std::chrono::steady_clock::time_point start, std::uint64_t sent_before);
+  // With `op_spans`, each worker's op spans follow its report.
+  void collect_reports(std::chrono::steady_clock::time_point start, std::uint64_t sent_before,
+                       bool op_spans);
 
   // The pipeline's output tensors of a step, received from its last stage.
   Tensor receive_outputs(std::span<const std::int64_t> slices, OutputRows rows);
@@ -100,6 +117,8 @@ class PrimarySession final : public StepRunner {
   const Pipeline* pipeline_;
   std::int64_t output_width_;
   std::vector<StepReport> reports_;
+  bool op_spans_ = false;
+  std::vector<OpSpanDecoder> span_decoders_;  // by rank (0 unused)
   bool ended_ = false;
 };
 

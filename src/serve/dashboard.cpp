@@ -1,6 +1,9 @@
 #include "serve/dashboard.h"
 
 #include "serve/plan_view.h"
+#include "serve/request_error.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -56,7 +59,7 @@ nlohmann::json request_json(const RequestRecord& r) {
     nlohmann::json devices = nlohmann::json::array();
     for (const DeviceStep& d : s.devices)
       devices.push_back({d.wall_ms, d.compute_ms, d.bytes_sent});
-    steps.push_back({s.start_ms, s.tokens, devices});
+    steps.push_back({s.start_ms, s.tokens, devices, s.ops_kept});
     // Device 0 drives the step: its wall time is the step's.
     if (i > 0 && !s.devices.empty()) decode_ms += s.devices[0].wall_ms;
   }
@@ -163,6 +166,44 @@ nlohmann::json Dashboard::requests_json(std::uint64_t after) const {
     if (r.id > after || r.running) list.push_back(request_json(r));
   }
   return {{"requests", list}};
+}
+
+nlohmann::json Dashboard::step_ops_json(std::optional<std::uint64_t> request,
+                                        std::optional<std::size_t> step) const {
+  if (!request) {
+    const std::vector<RequestRecord> all = log_.requests();
+    if (all.empty()) throw RequestError(404, "no request yet", "not_found_error", "request");
+    request = all.back().id;
+  }
+  const std::optional<StepOps> ops = log_.step_ops(*request, step);
+  if (!ops) {
+    throw RequestError(404,
+                       step
+                           ? fmt::format("request {} step {} is not kept op by op", *request, *step)
+                           : fmt::format("request {} has no step kept op by op", *request),
+                       "not_found_error", step ? "step" : "request");
+  }
+  std::vector<std::string> names;
+  {
+    std::lock_guard guard(facts_mutex_);
+    for (const DeviceFacts& d : facts_.devices) names.push_back(d.name);
+  }
+  nlohmann::json devices = nlohmann::json::array();
+  for (std::size_t d = 0; d < ops->devices.size(); ++d) {
+    nlohmann::json spans = nlohmann::json::array();
+    for (const OpSpan& op : ops->devices[d]) {
+      spans.push_back(
+          {op.name, op.start_us / 1e3, op.duration_us / 1e3, op.comm ? "comm" : "compute"});
+    }
+    devices.push_back({{"index", d},
+                       {"name", d < names.size() ? names[d] : fmt::format("device {}", d)},
+                       {"ops", std::move(spans)}});
+  }
+  return {{"request", ops->request},
+          {"step", ops->step},
+          {"start_ms", ops->start_ms},
+          {"tokens", ops->tokens},
+          {"devices", std::move(devices)}};
 }
 
 }  // namespace huddle::serve

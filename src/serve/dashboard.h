@@ -4,6 +4,7 @@
 //                    them, and the plan: what each device holds (serve/plan_view.h)
 //   requests_json(): the last requests, step by step per device (serve/step_log.h), with their
 //                    tokens per second
+//   step_ops_json(): one step of a request op by op on every device (its first steps only)
 // The facts are fixed when the model is loaded; the measurements come from the StepLog.
 #pragma once
 
@@ -50,7 +51,8 @@ std::vector<DeviceSpeed> device_speeds(const RequestRecord& request);
 // A request as the page draws it:
 // {"id", "started_unix_ms", "elapsed_ms", "running", "finish_reason", "prompt_tokens",
 //  "completion_tokens", "prefill_ms", "decode_tokens_per_s", "tokens_per_s", "dropped_steps",
-//  "steps": [[start_ms, tokens, [[wall_ms, compute_ms, bytes_sent], ...per device]], ...]}
+//  "steps": [[start_ms, tokens, [[wall_ms, compute_ms, bytes_sent], ...per device], ops_kept],
+//            ...]}  (ops_kept: whether step_ops_json has the step op by op)
 nlohmann::json request_json(const RequestRecord& request);
 
 class Dashboard {
@@ -65,6 +67,12 @@ class Dashboard {
   nlohmann::json cluster_json() const;
   // Requests with an id above `after` or still running, oldest first: {"requests": [...]}.
   nlohmann::json requests_json(std::uint64_t after = 0) const;
+  // Step `step` of request `request` op by op (defaults: the latest request, its last step kept
+  // op by op): {"request", "step", "start_ms", "tokens", "devices": [{"index", "name", "ops":
+  // [[name, start_ms, duration_ms, "compute" | "comm"], ...]}, ...]}, each device's op starts
+  // from the step's start on that device. RequestError 404 when the log has no such step op by op.
+  nlohmann::json step_ops_json(std::optional<std::uint64_t> request,
+                               std::optional<std::size_t> step) const;
 
  private:
   mutable std::mutex facts_mutex_;

@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <optional>
 
 namespace huddle::serve {
 namespace {
@@ -36,14 +37,16 @@ const Dashboard& loaded(const std::atomic<const Dashboard*>& dashboard) {
   return *d;
 }
 
-std::uint64_t after_param(const httplib::Request& req) {
-  if (!req.has_param("after")) return 0;
-  const std::string text = req.get_param_value("after");
+// A non-negative integer query parameter (`what` names it in the error); none when absent.
+std::optional<std::uint64_t> number_param(const httplib::Request& req, const std::string& name,
+                                          const char* what) {
+  if (!req.has_param(name.c_str())) return std::nullopt;
+  const std::string text = req.get_param_value(name.c_str());
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) {
-    throw RequestError(400, fmt::format("'after': expected a request id, got '{}'", text),
-                       "invalid_request_error", "after");
+    throw RequestError(400, fmt::format("'{}': expected {}, got '{}'", name, what, text),
+                       "invalid_request_error", name);
   }
   return value;
 }
@@ -68,9 +71,16 @@ void add_dashboard_routes(httplib::Server& http, const std::atomic<const Dashboa
   });
   http.Get("/v1/huddle/requests",
            [&dashboard](const httplib::Request& req, httplib::Response& res) {
-             const std::uint64_t after = after_param(req);
+             const std::uint64_t after = number_param(req, "after", "a request id").value_or(0);
              res.set_content(dump(loaded(dashboard).requests_json(after)), "application/json");
            });
+  http.Get("/v1/huddle/ops", [&dashboard](const httplib::Request& req, httplib::Response& res) {
+    const std::optional<std::uint64_t> request = number_param(req, "request", "a request id");
+    const std::optional<std::uint64_t> step = number_param(req, "step", "a step number");
+    res.set_content(dump(loaded(dashboard).step_ops_json(
+                        request, step ? std::optional<std::size_t>(*step) : std::nullopt)),
+                    "application/json");
+  });
 }
 
 }  // namespace huddle::serve

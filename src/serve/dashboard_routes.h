@@ -5,6 +5,8 @@
 //   GET /v1/huddle/cluster                      Dashboard::cluster_json()
 //   GET /v1/huddle/requests?after=ID            Dashboard::requests_json(ID): requests newer than
 //                                               ID, and the running one
+//   GET /v1/huddle/ops?request=ID&step=N        Dashboard::step_ops_json(ID, N): one step op by
+//                                               op on every device (404 when not kept)
 // The data routes need the API key like /v1/*, and answer 503 (code "loading") until the model
 // is loaded.
 #pragma once

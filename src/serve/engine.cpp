@@ -87,7 +87,8 @@ std::vector<std::int32_t> Engine::prompt_ids(const CompletionRequest& request) c
   return ids;
 }
 
-CompletionResult Engine::complete(const CompletionRequest& request, const TextSink& on_text) {
+CompletionResult Engine::complete(const CompletionRequest& request, const TextSink& on_text,
+                                  const GoneProbe& client_gone) {
   const std::vector<std::int32_t> prompt = prompt_ids(request);
   CompletionResult result;
   result.prompt_tokens = static_cast<std::int64_t>(prompt.size());
@@ -121,8 +122,15 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
   options.pick = [&sampler](std::span<const float> logits, std::span<const std::int32_t> history) {
     return sampler.pick(logits, history);
   };
+  const auto check_client = [&] {
+    if (client_gone && client_gone()) {
+      result.cancelled = true;
+      throw EndGeneration{};
+    }
+  };
   options.on_token = [&](std::int32_t id) {
     ++result.completion_tokens;
+    check_client();
     if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
       saw_stop_id = true;
       return;  // not part of the text (skip_special would drop it anyway)
@@ -138,6 +146,7 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
   }
   ObservedRequest observed(options_.observer, result.prompt_tokens, result.completion_tokens);
   try {
+    check_client();  // it may have left while it waited for its turn
     generate(runner_, prompt, options);
     deliver(matcher.push(decoder.finish()));
     if (!matcher.stopped()) deliver(matcher.finish());

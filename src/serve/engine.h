@@ -54,10 +54,15 @@ class Engine {
   std::vector<std::int32_t> prompt_ids(const CompletionRequest& request) const;
 
   // Generates for `request` once the requests before it are done. `on_text` receives the text as
-  // it becomes final (stop strings removed); returning false cancels the request. Runner errors
-  // (a worker lost) propagate.
+  // it becomes final (stop strings removed); returning false cancels the request.
+  // `client_gone` (optional) is asked once the request has its turn and after every token (each
+  // decode step): true cancels it, so a client that left frees the model for the next one
+  // without being written to. A cancelled result has `cancelled` set. Runner errors (a worker
+  // lost) propagate.
   using TextSink = std::function<bool(std::string_view)>;
-  CompletionResult complete(const CompletionRequest& request, const TextSink& on_text);
+  using GoneProbe = std::function<bool()>;
+  CompletionResult complete(const CompletionRequest& request, const TextSink& on_text,
+                            const GoneProbe& client_gone = {});
 
   std::int64_t context() const { return options_.context; }
 

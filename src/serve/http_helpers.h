@@ -1,6 +1,7 @@
 // Small helpers the HTTP routes share: the clock, JSON and error responses, SSE framing.
 #pragma once
 
+#include "serve/client_connection.h"
 #include "serve/completion_request.h"
 #include "serve/engine.h"
 #include "serve/openai_json.h"
@@ -50,8 +51,14 @@ struct StreamEvents {
 
 // Streams one request as Server-Sent Events on the connection's thread: `first`, each piece as
 // it is generated, the finish, the usage when asked, then [DONE]; an error becomes an error
-// event before [DONE]; a client that leaves cancels the request.
+// event before [DONE]; a client that leaves cancels the request (a failed write, or
+// `connection` gone between decode steps).
 void stream_events(httplib::Response& res, Engine& engine, CompletionRequest request,
-                   StreamEvents events);
+                   StreamEvents events, ClientConnection connection);
+
+// Generates a non-streamed answer; std::nullopt when the client left before it was done (the
+// request was cancelled between decode steps: there is no one to answer).
+std::optional<CompletionResult> complete_for(Engine& engine, const CompletionRequest& request,
+                                             const ClientConnection& connection);
 
 }  // namespace huddle::serve

@@ -21,7 +21,7 @@ using nlohmann::json;
 
 // Streams one completion as Server-Sent Events.
 void stream_completion(httplib::Response& res, Engine& engine, CompletionRequest request,
-                       const ResponseHeader& header) {
+                       const ResponseHeader& header, ClientConnection connection) {
   stream_events(
       res, engine, std::move(request),
       {.first = std::nullopt,
@@ -33,17 +33,28 @@ void stream_completion(httplib::Response& res, Engine& engine, CompletionRequest
            [header](const std::string& reason) {
              return StreamEvents::Chunks{completion_chunk_json(header, "", reason)};
            },
-       .usage = [header](const CompletionResult& r) { return usage_chunk_json(header, r); }});
+       .usage = [header](const CompletionResult& r) { return usage_chunk_json(header, r); }},
+      connection);
 }
 
 }  // namespace
 
+std::optional<CompletionResult> complete_for(Engine& engine, const CompletionRequest& request,
+                                             const ClientConnection& connection) {
+  CompletionResult result = engine.complete(
+      request, [](std::string_view) { return true; }, [&connection] { return connection.gone(); });
+  if (result.cancelled) return std::nullopt;
+  return result;
+}
+
 void stream_events(httplib::Response& res, Engine& engine, CompletionRequest request,
-                   StreamEvents events) {
+                   StreamEvents events, ClientConnection connection) {
   res.set_header("Cache-Control", "no-cache");
+  // The provider runs on the connection's thread before cpp-httplib closes the socket, so the
+  // connection is still the request's.
   res.set_chunked_content_provider(
-      "text/event-stream", [&engine, request = std::move(request), events = std::move(events)](
-                               std::size_t, httplib::DataSink& sink) {
+      "text/event-stream", [&engine, request = std::move(request), events = std::move(events),
+                            connection](std::size_t, httplib::DataSink& sink) {
         auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
         try {
           if (events.first && !write(sse(*events.first))) return false;
@@ -52,9 +63,10 @@ void stream_events(httplib::Response& res, Engine& engine, CompletionRequest req
               if (!write(sse(chunk))) return false;
             return true;
           };
-          const CompletionResult result = engine.complete(request, [&](std::string_view text) {
-            return write_all(events.piece(std::string(text)));
-          });
+          const CompletionResult result = engine.complete(
+              request,
+              [&](std::string_view text) { return write_all(events.piece(std::string(text))); },
+              [&connection] { return connection.gone(); });
           if (result.cancelled) return false;
           write_all(events.finish(result.finish_reason));
           if (request.include_usage) write(sse(events.usage(result)));
@@ -162,13 +174,14 @@ void Server::add_routes() {
     CompletionRequest request = parse_completion_request(parse_json_body(req.body));
     engine->prompt_ids(request);  // 400 before any stream starts
     ResponseHeader header{new_completion_id(), unix_now(), options_.model_id};
+    const ClientConnection connection(req);
     if (request.stream) {
-      stream_completion(res, *engine, std::move(request), std::move(header));
+      stream_completion(res, *engine, std::move(request), std::move(header), connection);
       return;
     }
-    const CompletionResult result =
-        engine->complete(request, [](std::string_view) { return true; });
-    send_json(res, 200, completion_json(header, result));
+    const std::optional<CompletionResult> result = complete_for(*engine, request, connection);
+    if (!result) return;  // the client left: nothing to send it
+    send_json(res, 200, completion_json(header, *result));
   });
   add_chat_route();  // server_chat.cpp
 }

@@ -49,7 +49,8 @@ std::string render_with_tools(const ChatTemplate& chat, const ChatRequest& reque
 // `tools` the calls once the reply is complete, the finish reason, the usage (when asked),
 // [DONE]. Text that may begin a call is held back until the end (ToolCallStream).
 void stream_chat(httplib::Response& res, Engine& engine, CompletionRequest request,
-                 const ResponseHeader& header, std::optional<ToolCallSyntax> tools) {
+                 const ResponseHeader& header, std::optional<ToolCallSyntax> tools,
+                 ClientConnection connection) {
   auto content = [header](const std::string& text) {
     return chat_chunk_json(header, {{"content", text}}, "");
   };
@@ -73,7 +74,7 @@ void stream_chat(httplib::Response& res, Engine& engine, CompletionRequest reque
       return chat_finish_chunks(header, stream->finish(), reason);
     };
   }
-  stream_events(res, engine, std::move(request), std::move(events));
+  stream_events(res, engine, std::move(request), std::move(events), connection);
 }
 
 }  // namespace
@@ -110,16 +111,18 @@ void Server::add_chat_route() {
     }
     engine->prompt_ids(request);  // 400 before any stream starts
     ResponseHeader header{new_chat_completion_id(), unix_now(), options_.model_id};
+    const ClientConnection connection(req);
     if (request.stream) {
-      stream_chat(res, *engine, std::move(request), std::move(header), std::move(tools));
+      stream_chat(res, *engine, std::move(request), std::move(header), std::move(tools),
+                  connection);
       return;
     }
-    const CompletionResult result =
-        engine->complete(request, [](std::string_view) { return true; });
+    const std::optional<CompletionResult> result = complete_for(*engine, request, connection);
+    if (!result) return;  // the client left: nothing to send it
     send_json(res, 200,
               chat_completion_json(
-                  header, result,
-                  tools ? parse_tool_calls(result.text, *tools) : ParsedReply{result.text, {}}));
+                  header, *result,
+                  tools ? parse_tool_calls(result->text, *tools) : ParsedReply{result->text, {}}));
   });
 }
 

@@ -111,6 +111,11 @@ StepRunner& Session::inner() {
 }
 
 Tensor Session::Active::forward(std::span<const std::int32_t> ids, bool all_rows) {
+  // Set on every step: a recovery may have started another cluster since the last one.
+  if (session_.cluster_)
+    session_.cluster_->set_op_spans(session_.op_spans_);
+  else
+    session_.meter_.begin_step(session_.op_spans_);
   Tensor out = session_.inner().forward(ids, all_rows);
   session_.observe_step(static_cast<std::int64_t>(ids.size()));
   return out;

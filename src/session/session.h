@@ -81,6 +81,9 @@ class Session final : private Rebuilder {
   // Every device's report of the last step (device 0 first); alone, this device's measure of
   // the `wall_s` it took.
   std::vector<StepReport> step_reports(double wall_s);
+  // Whether the reports of the following steps carry every device's op spans (StepReport::ops),
+  // for a live timeline; off by default (each worker then sends a message more per step).
+  void set_op_spans(bool on) { op_spans_ = on; }
   // Bytes each device sent on the mesh since the runner's last reset (device 0 first).
   const std::vector<std::uint64_t>& bytes_sent() const { return bytes_sent_; }
   const std::vector<SessionRecovery>& recoveries() const { return recoveries_; }
@@ -145,6 +148,7 @@ class Session final : private Rebuilder {
   std::vector<SessionRecovery> recoveries_;
   Active active_{*this};
   SurvivingRunner runner_;
+  bool op_spans_ = false;
   bool finished_ = false;
   bool opened_ = false;  // every worker of the cluster being started accepted its session
   bool constructed_ = false;

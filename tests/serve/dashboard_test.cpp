@@ -8,6 +8,7 @@
 #include "runtime/executor.h"
 #include "serve/engine.h"
 #include "serve/plan_view.h"
+#include "serve/request_error.h"
 #include "serve/server.h"
 #include "serve/step_log.h"
 #include "test_util.h"
@@ -104,6 +105,67 @@ TEST(StepLog, KeepsTheLastRequestsAndCountsStepsPastTheLimit) {
   EXPECT_EQ(requests[1].dropped_steps, 2);
   EXPECT_FALSE(requests[1].running);
   EXPECT_EQ(requests[1].finish_reason, "length");
+}
+
+// Op spans are kept for the first max_op_steps steps of each request only, and only asked for
+// while that holds; a kept step comes back op by op with its names, per device.
+TEST(StepLog, KeepsTheFirstStepsOpByOp) {
+  StepLog log(/*max_requests=*/2, /*max_steps=*/8, /*max_op_steps=*/2);
+  EXPECT_FALSE(log.wants_op_spans()) << "no request runs";
+  log.request_started(3);
+  const std::vector<std::vector<OpSpan>> ops = {
+      {{"blk.0.qkv", false, 0, 40}, {"blk.0.all_reduce", true, 40, 10}},
+      {{"blk.0.qkv", false, 5, 30}}};
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(log.wants_op_spans(), s < 2) << s;
+    log.add_step(std::chrono::steady_clock::now(), s == 0 ? 3 : 1, s, {{1, 1, 0, 0}, {1, 1, 0, 0}},
+                 ops);
+  }
+  log.request_finished(3, "length");
+  EXPECT_FALSE(log.wants_op_spans());
+  const RequestRecord r = log.requests().back();
+  ASSERT_EQ(r.steps.size(), 4u);
+  EXPECT_TRUE(r.steps[0].ops_kept);
+  EXPECT_TRUE(r.steps[1].ops_kept);
+  EXPECT_FALSE(r.steps[2].ops_kept);
+  const std::optional<StepOps> last = log.step_ops(r.id);  // its last step kept op by op
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->step, 1u);
+  EXPECT_EQ(last->tokens, 1);
+  ASSERT_EQ(last->devices.size(), 2u);
+  ASSERT_EQ(last->devices[0].size(), 2u);
+  EXPECT_EQ(last->devices[0][1].name, "blk.0.all_reduce");
+  EXPECT_TRUE(last->devices[0][1].comm);
+  EXPECT_DOUBLE_EQ(last->devices[0][1].start_us, 40);
+  EXPECT_DOUBLE_EQ(last->devices[1][0].duration_us, 30);
+  EXPECT_TRUE(log.step_ops(r.id, 0));
+  EXPECT_FALSE(log.step_ops(r.id, 2)) << "past max_op_steps";
+  EXPECT_FALSE(log.step_ops(r.id + 1));
+
+  // A step without ops (a runner that reports none) keeps none: the request has none to show.
+  log.request_started(1);
+  log.add_step(std::chrono::steady_clock::now(), 1, 0, {{1, 1, 0, 0}});
+  EXPECT_FALSE(log.requests().back().steps[0].ops_kept);
+  EXPECT_FALSE(log.step_ops(log.requests().back().id));
+
+  // The dashboard's JSON: the step flagged in requests_json, then op by op.
+  Dashboard dashboard({"tiny", "gpt2", 1, 32, {{"primary", "this process", 1, 1}}, {}, ""});
+  StepLog& own = dashboard.log();
+  own.request_started(3);
+  own.add_step(std::chrono::steady_clock::now(), 3, 0, {{1, 1, 0, 0}, {1, 1, 0, 0}}, ops);
+  own.request_finished(1, "length");
+  const json requests = dashboard.requests_json();
+  EXPECT_EQ(requests["requests"][0]["steps"][0][3], true) << requests;
+  const json step = dashboard.step_ops_json(std::nullopt, std::nullopt);
+  EXPECT_EQ(step["request"], 1);
+  EXPECT_EQ(step["step"], 0);
+  ASSERT_EQ(step["devices"].size(), 2u);
+  EXPECT_EQ(step["devices"][0]["name"], "primary");
+  EXPECT_EQ(step["devices"][1]["name"], "device 1");  // no facts for it
+  EXPECT_EQ(step["devices"][0]["ops"][1], json({"blk.0.all_reduce", 0.04, 0.01, "comm"}));
+  EXPECT_EQ(step["devices"][1]["ops"][0], json({"blk.0.qkv", 0.005, 0.03, "compute"}));
+  EXPECT_THROW(dashboard.step_ops_json(1, 5), RequestError);
+  EXPECT_THROW(dashboard.step_ops_json(7, std::nullopt), RequestError);
 }
 
 TEST(StepLog, ARequestLeftByAnExceptionEndsAsAnError) {

@@ -88,6 +88,32 @@ TEST(Engine, StopStringEndsWithStopAndCancelEndsEarly) {
   EXPECT_LT(cancelled.completion_tokens, 8);
 }
 
+// A client that left (the probe says so) cancels its request between decode steps, without a
+// piece of text to write; one that left while it waited for its turn costs no step at all.
+TEST(Engine, AGoneClientCancelsBetweenDecodeSteps) {
+  Fixture f;
+  const std::vector<std::int32_t> prompt = {1, 2, 3, 4};
+  int probes = 0;
+  const CompletionResult r =
+      f.engine.complete(greedy(prompt, 20), keep_going, [&probes] { return ++probes > 3; });
+  EXPECT_TRUE(r.cancelled);
+  // Asked once before the prompt and after each token: gone at the fourth ask, after 3 tokens.
+  EXPECT_EQ(probes, 4);
+  EXPECT_EQ(r.completion_tokens, 3);
+
+  f.executor.reset();
+  const CompletionResult left =
+      f.engine.complete(greedy(prompt, 20), keep_going, [] { return true; });
+  EXPECT_TRUE(left.cancelled);
+  EXPECT_EQ(left.completion_tokens, 0);
+  EXPECT_EQ(f.executor.position(), 0) << "no step ran";
+
+  const CompletionResult stays =
+      f.engine.complete(greedy(prompt, 5), keep_going, [] { return false; });
+  EXPECT_FALSE(stays.cancelled);
+  EXPECT_EQ(stays.completion_tokens, 5);
+}
+
 TEST(Engine, RefusesPromptsThatDoNotFitAndCapsAtTheContext) {
   Fixture f;
   EXPECT_THROW(f.engine.prompt_ids(greedy(std::vector<std::int32_t>(33, 1), 1)), RequestError);

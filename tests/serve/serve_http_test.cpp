@@ -484,5 +484,97 @@ TEST(ServeHttp, AClientThatLeavesMidStreamDoesNotStallOthers) {
   }
 }
 
+// Sends `request` to /v1/completions on a raw connection and returns the socket, unread.
+int send_raw_completion(int port, const json& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string body = request.dump();
+  const std::string http = fmt::format(
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: {}\r\n\r\n{}",
+      body.size(), body);
+  EXPECT_EQ(::send(fd, http.data(), http.size(), MSG_NOSIGNAL), static_cast<ssize_t>(http.size()));
+  return fd;
+}
+
+// The dashboard's log of requests (oldest first).
+json logged_requests(const ServerProcess& server) {
+  const auto res = server.client().Get("/v1/huddle/requests");
+  EXPECT_TRUE(res);
+  return res ? json::parse(res->body)["requests"] : json::array();
+}
+
+// Non-streamed requests whose clients hang up are cancelled between decode steps: one that held
+// the model stops after the step it was in, one that waited behind it runs no step, and the
+// next client is answered. A stopped worker holds the first request's prompt step until both
+// clients have gone, so the order of events does not depend on the machine's speed; the figures
+// checked are token counts from the server's log.
+TEST(ServeHttp, AClientThatLeavesCancelsItsNonStreamedRequest) {
+  ServerProcess server({"--local-devices", "2"}, "llama-tiny");
+  const auto expected = server.complete(greedy("The quick brown fox", 8));  // request 1
+  ASSERT_EQ(expected.first, 200) << expected.second;
+  const std::vector<int> workers = children_of(server.pid());
+  ASSERT_EQ(workers.size(), 1u);
+  ASSERT_EQ(::kill(workers[0], SIGSTOP), 0);
+  const int max_tokens = 100;  // the context (128) leaves room for all of them
+  const int holder = send_raw_completion(server.port(), greedy("The quick brown fox", max_tokens));
+  // Request 2 has the model (its prompt step waits on the worker).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool running = false;
+  while (!running && std::chrono::steady_clock::now() < deadline) {
+    for (const json& r : logged_requests(server))
+      running = running || (r["id"] == 2 && r["running"].get<bool>());
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(running) << logged_requests(server);
+  const int waiter = send_raw_completion(server.port(), greedy("The quick brown fox", max_tokens));
+  ::close(holder);
+  ::close(waiter);
+  ASSERT_EQ(::kill(workers[0], SIGCONT), 0);
+
+  const auto after = server.complete(greedy("The quick brown fox", 8));
+  ASSERT_EQ(after.first, 200) << after.second;
+  EXPECT_EQ(after.second["choices"][0]["text"], expected.second["choices"][0]["text"]);
+  // The waiter may take its turn after the last request: wait until all four have ended.
+  json log = logged_requests(server);
+  const auto ended_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto all_ended = [](const json& list) {
+    for (const json& r : list)
+      if (r["running"].get<bool>()) return false;
+    return list.size() == 4;
+  };
+  while (!all_ended(log) && std::chrono::steady_clock::now() < ended_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = logged_requests(server);
+  }
+  ASSERT_EQ(log.size(), 4u) << log;
+  const json& held = log[1];
+  EXPECT_EQ(held["finish_reason"], "cancelled") << held;
+  // Stopped at the first check after its prompt step (a token or two), not at max_tokens.
+  EXPECT_LE(held["completion_tokens"].get<int>(), 2) << held;
+  EXPECT_LE(held["steps"].size(), 2u) << held;
+  // The waiter and the last request took their turns in some order: the waiter ran no step.
+  int waited = 0, answered = 0;
+  for (std::size_t i = 2; i < 4; ++i) {
+    const json& r = log[i];
+    if (r["finish_reason"] == "cancelled") {
+      ++waited;
+      EXPECT_EQ(r["completion_tokens"], 0) << r;
+      EXPECT_TRUE(r["steps"].empty()) << r;
+    } else {
+      ++answered;
+      EXPECT_EQ(r["finish_reason"], "length") << r;
+      EXPECT_EQ(r["completion_tokens"], 8) << r;
+    }
+  }
+  EXPECT_EQ(waited, 1) << log;
+  EXPECT_EQ(answered, 1) << log;
+}
+
 }  // namespace
 }  // namespace huddle

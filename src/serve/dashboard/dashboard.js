@@ -1,5 +1,6 @@
-// Huddle's dashboard: polls the server's JSON (GET /v1/huddle/cluster, /v1/huddle/requests) and
-// draws the devices, the plan, a per-device timeline of each request's steps and recent tokens/s;
+// Huddle's dashboard: polls the server's JSON (GET /v1/huddle/cluster, /v1/huddle/requests,
+// /v1/huddle/ops) and draws the devices, the plan, a per-device timeline of each request's steps
+// (and one step op by op on every device) and recent tokens/s;
 // the chat box streams a reply (Server-Sent Events) from /v1/completions or
 // /v1/chat/completions. Plain browser JavaScript, no libraries. Text from the server is only
 // ever set as textContent.
@@ -9,6 +10,8 @@ const state = {
   key: sessionStorage.getItem('huddle-api-key') || '',
   requests: new Map(), // id -> request, as /v1/huddle/requests gives it
   selected: null, // the request the timeline shows; null: the latest
+  opStep: null, // {request, step} picked on the timeline; else the shown request's last kept
+  ops: null, // the step shown op by op, as /v1/huddle/ops gives it
   streaming: false,
   devices: [],
 };
@@ -185,19 +188,132 @@ function renderTimeline() {
     chart.append(svg('line', { x1: label, x2: width - 10, y1: (d + 1) * rowHeight - 2,
                                y2: (d + 1) * rowHeight - 2, stroke: '#eee' }));
   }
-  r.steps.forEach(([start, tokens, per], i) => {
+  const picked = opStepOf(r);
+  r.steps.forEach(([start, tokens, per, kept], i) => {
     per.forEach(([wall, compute], d) => {
       const x = label + start * scale;
       const y = d * rowHeight + 4;
       const w = Math.max(0.5, wall * scale);
-      const bar = svg('rect', { x, y, width: w, height: rowHeight - 10, class: 'wait step' });
+      const marks = `${kept ? ' kept' : ''}${kept && i === picked ? ' picked' : ''}`;
+      const bar = svg('rect', { x, y, width: w, height: rowHeight - 10, class: `wait step${marks}`,
+                                'data-step': String(i) });
       const title = svg('title');
       title.textContent = `step ${i}: ${tokens} token(s), ${num(wall, 2)} ms, ` +
-                          `${num(compute, 2)} ms compute`;
+                          `${num(compute, 2)} ms compute` + (kept ? ' (click: op by op)' : '');
       bar.append(title);
       chart.append(bar);
-      chart.append(svg('rect', { x, y, width: Math.max(0.5, Math.min(wall, compute) * scale),
-                                 height: rowHeight - 10, class: i === 0 ? 'prefill' : 'compute' }));
+      const solid = svg('rect', { x, y, width: Math.max(0.5, Math.min(wall, compute) * scale),
+                                  height: rowHeight - 10,
+                                  class: `${i === 0 ? 'prefill' : 'compute'}${marks}` });
+      chart.append(solid);
+      if (kept) {
+        for (const e of [bar, solid]) e.addEventListener('click', () => pickStep(r.id, i));
+      }
+    });
+  });
+  for (let k = 0; k <= 4; k += 1) {
+    const t = svg('text', { x: label + (k * (width - label - 10)) / 4, y: height - 4,
+                            class: 'axis',
+                            'text-anchor': k === 0 ? 'start' : k === 4 ? 'end' : 'middle' });
+    t.textContent = `${num((k * end) / 4, end < 10 ? 2 : 0)} ms`;
+    chart.append(t);
+  }
+  box.append(chart);
+}
+
+// ---- one step op by op
+
+function shownRequest() {
+  return state.requests.get(state.selected === null ? latestId() : state.selected);
+}
+
+// The step of request `r` to show op by op: the one picked on the timeline, else its last step
+// kept op by op (-1: none).
+function opStepOf(r) {
+  if (state.opStep && state.opStep.request === r.id) return state.opStep.step;
+  let last = -1;
+  r.steps.forEach((s, i) => { if (s[3]) last = i; });
+  return last;
+}
+
+function pickStep(request, step) {
+  state.opStep = { request, step };
+  renderTimeline();
+  refreshOps().catch((e) => { if (!(e instanceof NeedKey)) showError(`the server: ${e.message}`); });
+}
+
+let opsKey = ''; // "request:step" of the step fetched or being fetched (kept steps never change)
+async function refreshOps() {
+  const r = shownRequest();
+  const step = r ? opStepOf(r) : -1;
+  if (step < 0) {
+    // Nothing of this request op by op (yet, or ever: a request cancelled before its prompt).
+    if (r && state.ops && state.ops.request !== r.id) {
+      state.ops = null;
+      opsKey = '';
+      renderOps();
+      $('ops-summary').textContent = `request ${r.id}: no step op by op`;
+    }
+    return;
+  }
+  const key = `${r.id}:${step}`;
+  if (key === opsKey) return;
+  opsKey = key;
+  let ops;
+  try {
+    ops = await getJson(`/v1/huddle/ops?request=${r.id}&step=${step}`);
+  } catch (e) {
+    if (opsKey === key) opsKey = '';
+    throw e;
+  }
+  if (opsKey !== key) return; // another step was picked meanwhile
+  state.ops = ops;
+  renderOps();
+}
+
+// One row per device: each op a bar from its start within the step (on that device's clock)
+// over its duration; ops that compute on top, alternating shades, ops that move data below.
+function renderOps() {
+  const o = state.ops;
+  const box = $('ops');
+  box.replaceChildren();
+  if (!o) return;
+  let end = 0.001;
+  let count = 0;
+  for (const d of o.devices) {
+    count += d.ops.length;
+    for (const [, start, duration] of d.ops) end = Math.max(end, start + duration);
+  }
+  $('ops-summary').textContent =
+    `request ${o.request}, step ${o.step} (${o.step === 0 ? 'the prompt' : 'a decode step'}, ` +
+    `${o.tokens} token(s)): ${count} ops on ${o.devices.length} device(s) in ${num(end, 2)} ms, ` +
+    'each device from its own start of the step';
+  const width = 1000;
+  const label = 120;
+  const rowHeight = 30;
+  const height = o.devices.length * rowHeight + 22;
+  const scale = (width - label - 10) / end;
+  const chart = svg('svg', { viewBox: `0 0 ${width} ${height}`, id: 'ops-chart', role: 'img',
+                             'aria-label': `request ${o.request}, step ${o.step}, op by op` });
+  o.devices.forEach((d, row) => {
+    const t = svg('text', { x: 4, y: row * rowHeight + 18, class: 'row-label' });
+    t.textContent = d.name;
+    chart.append(t);
+    chart.append(svg('line', { x1: label, x2: width - 10, y1: (row + 1) * rowHeight - 2,
+                               y2: (row + 1) * rowHeight - 2, stroke: '#eee' }));
+    d.ops.forEach(([name, start, duration, kind], i) => {
+      const comm = kind === 'comm';
+      const bar = svg('rect', {
+        x: label + start * scale, y: row * rowHeight + (comm ? 16 : 3),
+        width: Math.max(0.5, duration * scale), height: comm ? 9 : 12,
+        class: `op ${comm ? 'op-comm' : `op-compute${i % 2 ? ' alt' : ''}`}`,
+        'data-device': String(d.index),
+      });
+      const title = svg('title');
+      title.textContent = `${name}: ${num(duration, 3)} ms ` +
+                          `${comm ? 'moving data' : 'computing'}, from ${num(start, 3)} ms`;
+      bar.append(title);
+      chart.append(bar);
     });
   });
   for (let k = 0; k <= 4; k += 1) {
@@ -257,6 +373,7 @@ async function tick() {
     if (now - lastRequestsPoll > (state.streaming ? 250 : 1000)) {
       lastRequestsPoll = now;
       await refreshRequests();
+      await refreshOps();
     }
     showError('');
   } catch (e) {
@@ -362,6 +479,9 @@ $('chat-input').addEventListener('keydown', (e) => {
 $('timeline-request').addEventListener('change', (e) => {
   state.selected = e.target.value === '' ? null : Number(e.target.value);
   renderTimeline();
+  refreshOps().catch((err) => {
+    if (!(err instanceof NeedKey)) showError(`the server: ${err.message}`);
+  });
 });
 $('key-form').addEventListener('submit', (e) => {
   e.preventDefault();

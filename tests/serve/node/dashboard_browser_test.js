@@ -2,7 +2,8 @@
 // against `huddle serve --local-devices 2` on llama-tiny: the page loads with no console errors,
 // shows both devices, their link and the galaxy plan; a message typed in the chat box streams a
 // reply that grows chunk by chunk and ends as the greedy completion `huddle run` gives; the
-// request then appears in the table and the timeline, one row per device. A screenshot goes to
+// request then appears in the table and the timeline, one row per device, and op by op on both
+// devices (a step picked on the timeline). A screenshot goes to
 // <artifacts>/dashboard.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -111,6 +112,22 @@ test('a chat message streams the greedy completion, then shows in the table and 
        assert.equal(steps % 2, 0, 'every step has a bar on each device');
        assert.match(await page.locator('#timeline-summary').textContent(),
                     /request 1: \d+ prompt tokens, \d+ generated/);
+       // Op by op: a step kept with every device's ops (both rows), then the prompt's step once
+       // its bar is clicked.
+       await page.locator('#ops-chart').waitFor({ timeout: 10000 });
+       const opsOn = async (d) => page.locator(`#ops-chart rect.op[data-device="${d}"]`).count();
+       for (const d of [0, 1]) assert.ok(await opsOn(d) > 0, `no ops on device ${d}`);
+       await page.locator('#timeline-chart rect.step.kept[data-step="0"]').first()
+         .dispatchEvent('click');
+       await page.waitForFunction(
+         () => /request 1, step 0 \(the prompt/.test(
+           document.getElementById('ops-summary').textContent),
+         null, { timeout: 10000 });
+       for (const d of [0, 1]) assert.ok(await opsOn(d) > 0, `no prompt ops on device ${d}`);
+       assert.ok(await page.locator('#ops-chart rect.op-comm').count() > 0,
+                 'no op moving data between the devices');
+       assert.equal(await page.locator('#timeline-chart rect.step.picked').count(), 2,
+                    'the picked step outlined on both rows');
        // The devices' speed comes from that request once the page refreshes them.
        await page.waitForFunction(
          () => /tok\/s prefill/.test(document.getElementById('device-1').textContent), null,
