@@ -185,11 +185,14 @@ void run_ring(Progress& progress, SendFn send_fn, RecvFn recv_fn, CallerFn calle
       progress.fail(std::current_exception());
     }
   };
-  std::thread sender([&] { guarded(send_fn); });
-  std::thread receiver([&] { guarded(recv_fn); });
+  // The calling thread's persistent helpers (helper_thread.h): no thread starts per collective.
+  HelperThread& sender = sender_helper();
+  HelperThread& receiver = receiver_helper();
+  sender.start([&] { guarded(send_fn); });
+  receiver.start([&] { guarded(recv_fn); });
   guarded(caller_fn);
-  sender.join();
-  receiver.join();
+  sender.wait();
+  receiver.wait();
   if (std::exception_ptr e = progress.error()) std::rethrow_exception(e);
 }
 
