@@ -40,9 +40,9 @@ struct JoinedDevice {
 // planner that made the plan on the cluster grown by the joiner (its speeds scaled to the
 // cluster's primary, its memory as measured, `joined.link` to every device, named after its
 // address); a fixed strategy with one more share — the primary's times the joiner's measured
-// speed over the primary's — or even shares when none were given; a primary that ran alone
-// grows into galaxy (or "auto" with a cluster). PlanError "cannot admit <address>: ..." when
-// the new plan is refused (a cluster's memory check included).
+// speed over the primary's — or even shares when none were given; a saved or assigned plan, or a
+// primary that ran alone, becomes galaxy (or the planner "auto" with a cluster). PlanError "cannot
+// admit <address>: ..." when the new plan is refused (a cluster's memory check included).
 Planned plan_with(const Planned& planned, const JoinedDevice& joined, const Model& model,
                   std::int64_t prompt_tokens);
 
