@@ -32,9 +32,19 @@ void JoinListener::stop() {
   listener_.interrupt();
   {
     std::lock_guard lock(mutex_);
-    serving_.shutdown();
+    joining_cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+  // No connection starts from here on: wake those in flight and join them.
+  std::list<Joining> joining;
+  {
+    std::lock_guard lock(mutex_);
+    for (Joining& j : joining_) j.socket.shutdown();
+    joining.splice(joining.end(), joining_);
+  }
+  for (Joining& j : joining) {
+    if (j.thread.joinable()) j.thread.join();
+  }
 }
 
 std::vector<std::string> JoinListener::take() {
@@ -55,8 +65,36 @@ void JoinListener::log(const std::string& line) const {
   std::fprintf(stderr, "huddle: admission %s: %s\n", listener_.address().c_str(), line.c_str());
 }
 
+std::size_t JoinListener::in_flight_locked() const {
+  return static_cast<std::size_t>(
+      std::count_if(joining_.begin(), joining_.end(), [](const Joining& j) { return !j.done; }));
+}
+
+void JoinListener::reap_locked() {
+  // A done thread has left its last critical section: joining it is immediate.
+  for (auto it = joining_.begin(); it != joining_.end();) {
+    if (it->done) {
+      it->thread.join();
+      it = joining_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void JoinListener::accept_loop() {
   while (!stopping_.load()) {
+    {
+      std::unique_lock lock(mutex_);
+      reap_locked();
+      if (in_flight_locked() >= kMaxJoinHandshakes) {
+        // Leave new connections in the backlog until one ends.
+        joining_cv_.wait_for(lock, Duration(1000), [&] {
+          return stopping_.load() || in_flight_locked() < kMaxJoinHandshakes;
+        });
+        continue;
+      }
+    }
     std::optional<Socket> socket;
     try {
       socket = listener_.accept(Duration(1000));
@@ -65,26 +103,38 @@ void JoinListener::accept_loop() {
       std::this_thread::sleep_for(Duration(100));
       continue;
     }
-    if (socket) serve(std::move(*socket));
+    if (socket) start_serving(std::move(*socket));
   }
+}
+
+void JoinListener::start_serving(Socket socket) {
+  const std::string peer = socket.peer();
+  std::string error;
+  {
+    std::lock_guard lock(mutex_);
+    Joining& j = joining_.emplace_back();
+    try {
+      j.socket = ShutdownHandle(socket);
+      j.thread = std::thread([this, &j, s = std::move(socket)]() mutable {
+        serve(std::move(s));
+        std::lock_guard done(mutex_);
+        j.socket = ShutdownHandle();
+        j.done = true;
+        joining_cv_.notify_all();
+      });
+    } catch (const std::exception& e) {  // no descriptor or thread left: drop this connection
+      joining_.pop_back();
+      ++stats_.refused;
+      error = e.what();
+    }
+  }
+  if (!error.empty()) log(fmt::format("refused a join from {}: {}", peer, error));
 }
 
 void JoinListener::serve(Socket socket) {
   const std::string peer = socket.peer();
   const auto deadline = Clock::now() + options_.handshake_timeout;
   try {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_.load()) return;
-      serving_ = ShutdownHandle(socket);
-    }
-    struct Release {
-      JoinListener& self;
-      ~Release() {
-        std::lock_guard lock(self.mutex_);
-        self.serving_ = ShutdownHandle();
-      }
-    } release{*this};
     auto channel = SecureChannel::respond(std::move(socket), key_, options_);
     channel->set_deadline(deadline);
     const Endpoint worker = read_join(*channel, parse_endpoint(peer).host);
@@ -93,6 +143,7 @@ void JoinListener::serve(Socket socket) {
     // acknowledgement fails gives up and exits, and the session's probe then leaves it out.
     {
       std::lock_guard lock(mutex_);
+      if (stopping_.load()) throw TransportError("the primary is stopping");
       if (std::find(admitted_.begin(), admitted_.end(), address) == admitted_.end())
         admitted_.push_back(address);
       ++stats_.admitted;

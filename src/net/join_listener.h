@@ -4,10 +4,11 @@
 // primary's Session calls between requests (session/session.h). Anything else — a wrong key,
 // garbage, another kind of OPEN, silence — is refused, logged, and the listener goes on.
 //
-// Connections are served one at a time in the listener's thread, each within one deadline
-// (ChannelOptions::handshake_timeout from the accept, handshake and JOIN together): a silent
-// client delays other joins by at most that, and never the requests, which do not go through
-// here. Messages are capped at a JOIN's size before anything is allocated.
+// Each connection is served on a thread of its own within one deadline
+// (ChannelOptions::handshake_timeout from the accept, handshake and JOIN together), so a silent
+// or byte-at-a-time client (slowloris) delays no other join; at most kMaxJoinHandshakes are
+// served at once, more wait in the listen backlog. Requests never go through here. Messages are
+// capped at a JOIN's size before anything is allocated.
 #pragma once
 
 #include "net/key.h"
@@ -15,8 +16,10 @@
 #include "net/socket.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +29,8 @@ namespace huddle::net {
 
 class JoinListener {
  public:
+  static constexpr std::size_t kMaxJoinHandshakes = 8;
+
   // `log` receives one line per join admitted or refused (default: stderr).
   JoinListener(Listener listener, const PresharedKey& key, ChannelOptions options,
                std::function<void(const std::string&)> log = {});
@@ -35,7 +40,7 @@ class JoinListener {
 
   // Starts the accept loop in a background thread.
   void start();
-  // Stops accepting, wakes the connection being served and joins the thread. Idempotent.
+  // Stops accepting, wakes the connections being served and joins every thread. Idempotent.
   void stop();
 
   std::string address() const { return listener_.address(); }
@@ -52,8 +57,18 @@ class JoinListener {
   Stats stats() const;
 
  private:
+  // One connection being served, on its own thread.
+  struct Joining {
+    std::thread thread;
+    ShutdownHandle socket;  // stop() wakes it; released when it ends
+    bool done = false;
+  };
+
   void accept_loop();
+  void start_serving(Socket socket);
   void serve(Socket socket);
+  std::size_t in_flight_locked() const;
+  void reap_locked();
   void log(const std::string& line) const;
 
   Listener listener_;
@@ -63,8 +78,9 @@ class JoinListener {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
+  std::condition_variable joining_cv_;  // a connection ended, or stop()
+  std::list<Joining> joining_;          // nodes stay put while their threads run
   std::vector<std::string> admitted_;
-  ShutdownHandle serving_;  // the connection being served, for stop()
   Stats stats_;
 };
 

@@ -24,8 +24,8 @@ using testing::loopback;
 // A listener whose log is kept for assertions.
 class AdmissionPort {
  public:
-  explicit AdmissionPort(const PresharedKey& key)
-      : listener_(Listener::bind(loopback()), key, fast_options(), [this](const std::string& line) {
+  explicit AdmissionPort(const PresharedKey& key, ChannelOptions options = fast_options())
+      : listener_(Listener::bind(loopback()), key, options, [this](const std::string& line) {
           std::lock_guard lock(mutex_);
           log_.push_back(line);
         }) {
@@ -129,6 +129,23 @@ TEST(Join, MalformedJoinsAreRefusedWithTheReason) {
   EXPECT_EQ(port.listener().stats().admitted, 0u);
   request_join(at, key, fast_options(), {"", 7004});
   EXPECT_EQ(port.listener().take(), std::vector<std::string>{"127.0.0.1:7004"});
+}
+
+// Slowloris: clients that connect and stay silent hold one thread each until the deadline, not
+// the port. The listener's deadline is 60 s, the joiner's own handshake gives up after 2 s: it
+// completes only if the silent clients do not stand in its way.
+TEST(Join, SilentClientsDelayNoOtherJoin) {
+  const PresharedKey key = PresharedKey::random();
+  ChannelOptions patient = fast_options();
+  patient.handshake_timeout = Duration(60000);
+  AdmissionPort port(key, patient);
+  std::vector<Socket> silent;
+  for (std::size_t i = 0; i + 1 < JoinListener::kMaxJoinHandshakes; ++i)
+    silent.push_back(Socket::connect(port.endpoint(), Duration(2000)));
+  request_join(port.endpoint(), key, fast_options(), {"", 7005});
+  EXPECT_EQ(port.listener().take(), std::vector<std::string>{"127.0.0.1:7005"});
+  port.listener().stop();  // wakes the silent clients' threads
+  EXPECT_EQ(port.listener().stats().refused, silent.size());
 }
 
 TEST(Join, AWorkerRefusesAJoinAsAnUnknownKind) {
