@@ -98,9 +98,11 @@ void Session::admit_joined() {
       return;
     }
   }
-  log(fmt::format("{} on {} device(s) from now on, with {}", planned_.plan.strategy,
-                  planned_.plan.num_devices(), fmt::join(admitted, ", ")));
-  if (options_.on_join && !admitted.empty()) options_.on_join(admitted);
+  if (!admitted.empty()) {
+    log(fmt::format("{} on {} device(s) from now on, with {}", planned_.plan.strategy,
+                    planned_.plan.num_devices(), fmt::join(admitted, ", ")));
+  }
+  if (options_.on_join) options_.on_join(admitted);
 }
 
 }  // namespace huddle

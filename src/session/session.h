@@ -60,7 +60,8 @@ struct SessionOptions {
   // thread may queue them. Called on the runner's thread at every reset — the start of a request,
   // or a server's keep-alive — never within one. Needs `key`. Empty: no joins.
   std::function<std::vector<std::string>()> joins;
-  // Told, on the runner's thread, once the session runs on the devices that joined.
+  // Told, on the runner's thread, once the session runs on a new cluster after taking joiners in:
+  // `admitted` are the joiners it uses (empty when every one went again while it started).
   std::function<void(const std::vector<std::string>& admitted)> on_join;
 };
 
