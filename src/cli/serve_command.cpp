@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "net/join_listener.h"
 #include "net/key.h"
 #include "serve/chat_template.h"
 #include "serve/dashboard.h"
@@ -35,6 +36,7 @@ struct ServeOptions {
   std::string model_dir;
   std::string model_id;  // default: the directory's name
   std::string workers;
+  std::string admit;  // admission port for workers that join ("" = none)
   std::string key_file;
   int local_devices = 1;
   std::string strategy;
@@ -69,12 +71,23 @@ struct Loaded {
   std::optional<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<LocalWorkers> local;
+  std::unique_ptr<net::JoinListener> admission;  // outlives the session that takes its joins
   std::unique_ptr<Session> session;
 };
 
-// `on_recovery`: told when the session has re-planned without a lost worker.
-void load(const ServeOptions& o, int threads, Loaded& out,
-          std::function<void(const SessionRecovery&)> on_recovery) {
+// `on_change`: told when the session runs on other devices (a lost worker, or one that joined).
+void load(const ServeOptions& o, int threads, Loaded& out, std::function<void()> on_change) {
+  if (!o.admit.empty()) {
+    // Open before the model loads: workers that join meanwhile are taken at the first request.
+    net::ChannelOptions channel;
+    channel.handshake_timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
+    channel.io_timeout = channel.handshake_timeout;
+    out.admission = std::make_unique<net::JoinListener>(
+        net::Listener::bind(net::parse_endpoint(o.admit)), net::load_key_file(o.key_file), channel);
+    out.admission->start();
+    std::printf("admitting workers on %s\n", out.admission->address().c_str());
+    std::fflush(stdout);
+  }
   LoadOptions load_options;
   if (!o.weight_dtype.empty()) {
     load_options.weight_dtype = parse_weight_dtype(o.weight_dtype);
@@ -96,8 +109,12 @@ void load(const ServeOptions& o, int threads, Loaded& out,
     out.local = std::make_unique<LocalWorkers>(o.local_devices - 1, o.timeout_s, threads);
     session_options.workers = out.local->addresses();
     session_options.key = net::load_key_file(out.local->key_file());
-  } else if (!session_options.workers.empty()) {
+  } else if (!session_options.workers.empty() || out.admission) {
     session_options.key = net::load_key_file(o.key_file);
+  }
+  if (out.admission) {
+    session_options.joins = [admission = out.admission.get()] { return admission->take(); };
+    session_options.on_join = [on_change](const std::vector<std::string>&) { on_change(); };
   }
   session_options.plan.strategy = o.strategy;
   session_options.plan.shares = parse_shares(o.shares);
@@ -105,7 +122,7 @@ void load(const ServeOptions& o, int threads, Loaded& out,
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
   session_options.recover = !o.no_recover;
-  session_options.on_recovery = std::move(on_recovery);
+  session_options.on_recovery = [on_change](const SessionRecovery&) { on_change(); };
   out.session = std::make_unique<Session>(model, std::move(session_options));
 }
 
@@ -134,6 +151,10 @@ void serve(const ServeOptions& o) {
   if (!o.workers.empty() && o.local_devices > 1)
     throw UsageError("give --workers or --local-devices, not both");
   if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
+  if (!o.admit.empty() && o.key_file.empty()) throw UsageError("--admit needs --key-file");
+  if (!o.admit.empty() && o.local_devices > 1)
+    throw UsageError(
+        "give --admit or --local-devices, not both (local workers have their own key)");
   const int threads = o.threads > 0
                           ? o.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -193,7 +214,7 @@ void serve(const ServeOptions& o) {
   // The dashboard shows the devices and plan the session runs on now.
   serve::Dashboard* shown = nullptr;
   std::int64_t shown_context = 0;
-  load(o, threads, loaded, [&](const SessionRecovery&) {
+  load(o, threads, loaded, [&] {
     if (shown) shown->set_facts(dashboard_facts(loaded, server_options.model_id, shown_context));
   });
   StepRunner& runner = loaded.session->runner();
@@ -208,8 +229,9 @@ void serve(const ServeOptions& o) {
     engine_options.chat_stop_ids = serve::end_of_turn_ids(*chat_template, *loaded.tokenizer);
   engine_options.vocab_size = static_cast<std::int32_t>(loaded.model->config().vocab_size);
   const int devices = loaded.session->plan().num_devices();
-  // Workers end a session whose primary is silent for their timeout: ping well within it.
-  if (devices > 1) {
+  // Workers end a session whose primary is silent for their timeout: ping well within it. The
+  // keep-alive's resets also take in workers that join while the server is idle.
+  if (devices > 1 || loaded.admission) {
     engine_options.keepalive =
         std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000 / 2));
   }
@@ -265,6 +287,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--workers", o->workers, "Workers HOST:PORT,... (devices 1..n after this one)")
       ->group(dist);
   cmd->add_option("--key-file", o->key_file, "Pre-shared key file of the cluster")->group(dist);
+  cmd->add_option("--admit", o->admit,
+                  "Take in workers that join (huddle worker --join) on HOST:PORT (port 0: any "
+                  "free port); each is used from the next request on")
+      ->group(dist);
   cmd->add_option("--local-devices", o->local_devices,
                   "Start N-1 workers on 127.0.0.1 and run on N devices")
       ->check(CLI::PositiveNumber)

@@ -3,8 +3,10 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "kernels/kernels.h"
+#include "net/join.h"
 #include "net/key.h"
 #include "net/server.h"
+#include "net/session.h"
 #include "runtime/worker.h"
 
 #include <fmt/format.h>
@@ -23,6 +25,7 @@ namespace {
 
 struct WorkerArgs {
   std::string listen;
+  std::string join;  // a primary's admission port, "" = wait to be named in --workers
   std::string key_file;
   std::string model_dir;
   double timeout_s = 10;
@@ -42,6 +45,25 @@ void log_line(const std::string& line) {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%H:%M:%S", &local);
   std::fprintf(stderr, "%s huddle worker: %s\n", stamp, line.c_str());
+}
+
+// Announces this worker to the primary at `a.join` (net/join.h): retried with backoff within
+// --timeout-s while the primary is not up yet; a refusal (wrong key) is not retried. Throws
+// TransportError naming the primary.
+void join_primary(const WorkerArgs& a, const net::PresharedKey& key,
+                  const net::ChannelOptions& channel, const net::Server& server) {
+  const net::Endpoint primary = net::parse_endpoint(a.join);
+  const net::JoinAnnouncement announcement =
+      net::announcement_for(net::parse_endpoint(server.address()));
+  const auto deadline =
+      net::Clock::now() + net::Duration(static_cast<std::int64_t>(a.timeout_s * 1000));
+  auto joined = net::dial_with_retry(
+      [&](const net::ChannelOptions& o) {
+        return net::request_join(primary, key, o, announcement);
+      },
+      channel, deadline, fmt::format("join the primary at {}", primary.str()));
+  joined->close("joined");
+  log_line(fmt::format("joined the primary at {}", primary.str()));
 }
 
 void run_worker(const WorkerArgs& a) {
@@ -68,12 +90,21 @@ void run_worker(const WorkerArgs& a) {
   server_options.channel = options.channel;
   server_options.log = log_line;
   const std::string fingerprint = options.key.fingerprint();
+  const net::PresharedKey key = options.key;
   net::Server server(net::Listener::bind(net::parse_endpoint(a.listen)), options.key,
                      server_options, make_worker_handler(std::move(options)));
   server.start();
   std::printf("huddle worker listening on %s (key %s)\n", server.address().c_str(),
               fingerprint.c_str());
   std::fflush(stdout);
+  if (!a.join.empty()) {
+    try {
+      join_primary(a, key, server_options.channel, server);
+    } catch (const Error&) {
+      server.stop();  // nobody will open a session on a worker the primary refused
+      throw;
+    }
+  }
   int signal = 0;
   sigwait(&stop, &signal);
   log_line(fmt::format("stopping on signal {}", signal));
@@ -88,6 +119,9 @@ void add_worker_command(CLI::App& app) {
       app.add_subcommand("worker", "Serve distributed inference sessions (one at a time)");
   cmd->add_option("--listen", a->listen, "Address to listen on, HOST:PORT (port 0: any free port)")
       ->required();
+  cmd->add_option("--join", a->join,
+                  "Join the running primary whose admission port (huddle serve --admit) is "
+                  "HOST:PORT; it then opens sessions on --listen's address");
   cmd->add_option("--key-file", a->key_file, "Pre-shared key file (64 hex characters, mode 0600)")
       ->required();
   cmd->add_option("--model", a->model_dir,

@@ -217,7 +217,9 @@ inline constexpr std::uint32_t kTagOpen = 0xFFFF0001u;
 inline constexpr std::uint32_t kTagOpenAck = 0xFFFF0002u;
 inline constexpr std::uint32_t kMaxWorld = 4096;
 
-enum class OpenKind : std::uint32_t { kSession = 1, kMeshLink = 2 };
+// kJoin (net/join.h) is accepted only on a primary's admission port: a worker's read_open()
+// refuses it as an unknown kind.
+enum class OpenKind : std::uint32_t { kSession = 1, kMeshLink = 2, kJoin = 3 };
 
 struct Open {
   std::uint32_t kind = 0;      // OpenKind
@@ -249,6 +251,39 @@ inline Open decode_open(std::span<const std::byte, kOpenBytes> in) {
   o.reserved = load_le<std::uint32_t>(in.data() + 12);
   o.session_id = load_le<std::uint64_t>(in.data() + 16);
   return o;
+}
+
+// ---- JOIN: after an OPEN of kind kJoin, a worker announces where it takes sessions. ----
+// One Data message with tag kTagJoin: this 8-byte record, then `host_bytes` bytes of host name
+// or address literal (0 bytes: the primary dials the address the join came from). Answered with
+// kTagOpenAck (admitted: the primary will open sessions on it) or a Close frame with the reason.
+inline constexpr std::uint32_t kTagJoin = 0xFFFF0003u;
+inline constexpr std::size_t kMaxJoinHostBytes = 255;
+
+struct Join {
+  std::uint16_t port = 0;        // the worker's session port, 1..65535
+  std::uint16_t host_bytes = 0;  // <= kMaxJoinHostBytes
+  std::uint32_t reserved = 0;    // must be 0
+};
+inline constexpr std::size_t kJoinBytes = 8;
+static_assert(sizeof(Join) == kJoinBytes, "Join must have no padding");
+
+using JoinBytes = std::array<std::byte, kJoinBytes>;
+
+inline JoinBytes encode(const Join& j) {
+  JoinBytes out{};
+  store_le(out.data(), j.port);
+  store_le(out.data() + 2, j.host_bytes);
+  store_le(out.data() + 4, j.reserved);
+  return out;
+}
+
+inline Join decode_join(std::span<const std::byte, kJoinBytes> in) {
+  Join j;
+  j.port = load_le<std::uint16_t>(in.data());
+  j.host_bytes = load_le<std::uint16_t>(in.data() + 2);
+  j.reserved = load_le<std::uint32_t>(in.data() + 4);
+  return j;
 }
 
 }  // namespace huddle::net::wire

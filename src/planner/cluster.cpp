@@ -242,4 +242,12 @@ ClusterSpec ClusterSpec::subset(const std::vector<int>& indices) const {
   return c;
 }
 
+ClusterSpec ClusterSpec::with_device(DeviceSpec device, LinkSpec link) const {
+  ClusterSpec c = *this;
+  c.devices_.push_back(std::move(device));
+  const int added = c.size() - 1;
+  for (int d = 0; d < added; ++d) c.set_link(d, added, link);
+  return c;
+}
+
 }  // namespace huddle

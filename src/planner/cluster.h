@@ -120,6 +120,10 @@ class ClusterSpec {
 
   // The same cluster restricted to `indices` (order kept as given; the first is the primary).
   ClusterSpec subset(const std::vector<int>& indices) const;
+  // The same cluster with `device` added last; `link` joins it to every other device, both
+  // directions (a device that joins a running session: only its link to the primary is
+  // measured, docs/distributed.md).
+  ClusterSpec with_device(DeviceSpec device, LinkSpec link) const;
 
  private:
   std::vector<DeviceSpec> devices_;

@@ -13,11 +13,11 @@
 namespace huddle {
 
 Session::Session(const Model& model, SessionOptions options)
-    : model_(model),
-      options_(std::move(options)),
-      runner_(*this, options_.recover && !options_.workers.empty()) {
+    : model_(model), options_(std::move(options)), runner_(*this, runner_enabled()) {
   if (!options_.workers.empty() && !options_.key)
     throw UsageError("workers need the cluster's key (--key-file)");
+  if (options_.joins && !options_.key)
+    throw UsageError("joining workers need the cluster's key (--key-file)");
   planned_ = choose_plan(options_.plan, model_, options_.plan_tokens, options_.workers,
                          options_.key ? &*options_.key : nullptr);
   if (!options_.save_plan.empty()) planned_.plan.save(options_.save_plan);
@@ -74,7 +74,7 @@ void Session::start() {
                          options_.trace);
   } else {
     workers_ = plan_workers(planned_);
-    if (options_.workers.empty()) {
+    if (workers_.empty()) {
       throw UsageError(
           fmt::format("the plan has {} devices; give its workers (--workers or --local-devices)",
                       plan.num_devices()));
@@ -122,6 +122,7 @@ Tensor Session::Active::forward(std::span<const std::int32_t> ids, bool all_rows
 }
 
 void Session::Active::reset() {
+  session_.admit_joined();
   session_.inner().reset();
   std::fill(session_.bytes_sent_.begin(), session_.bytes_sent_.end(), 0);
 }

@@ -8,7 +8,9 @@
 // sent again, or mapped from a worker's own copy), re-feeds every token since the last reset and
 // returns the failed step's output. Each recovery is logged and kept (recoveries()), and appears
 // in the trace. Between requests the session can re-plan from re-estimated device speeds
-// (after_request()).
+// (after_request()), and it takes in workers that join (SessionOptions::joins; admission.cpp):
+// at the start of a request each is profiled, the plan is made again with it (survivor_plan.h,
+// plan_with) and the cluster restarts on every device, the joiners included.
 #pragma once
 
 #include "model/model.h"
@@ -54,6 +56,13 @@ struct SessionOptions {
   // Told of each recovery once the session runs on the devices left (on the runner's thread;
   // not for one while the session starts, before the constructor returns).
   std::function<void(const SessionRecovery&)> on_recovery;
+  // Workers that asked to join since the last call, "host:port" (net::JoinListener::take); any
+  // thread may queue them. Called on the runner's thread at every reset — the start of a request,
+  // or a server's keep-alive — never within one. Needs `key`. Empty: no joins.
+  std::function<std::vector<std::string>()> joins;
+  // Told, on the runner's thread, once the session runs on a new cluster after taking joiners in:
+  // `admitted` are the joiners it uses (empty when every one went again while it started).
+  std::function<void(const std::vector<std::string>& admitted)> on_join;
 };
 
 class Session final : private Rebuilder {
@@ -121,6 +130,11 @@ class Session final : private Rebuilder {
 
   // Starts planned_ (a cluster, or this device alone).
   void start();
+  // Takes in the workers options_.joins gives (admission.cpp): profiles each, re-plans with those
+  // that answer, restarts the cluster. A joiner that cannot be profiled, or whose plan is
+  // refused, is left out (logged); one that goes while the new cluster starts is recovered from
+  // as a lost worker. Only at position 0, so nothing is lost.
+  void admit_joined();
   // The cluster's runner or this device's executor; TransportError once a failed recovery has
   // left neither.
   StepRunner& inner();
@@ -128,7 +142,9 @@ class Session final : private Rebuilder {
   std::vector<std::string> rebuild_on_survivors(const TransportError& error);
   void observe_step(std::int64_t tokens);
   void log(const std::string& line) const;
-  bool runner_enabled() const { return options_.recover && !options_.workers.empty(); }
+  bool runner_enabled() const {
+    return options_.recover && (!options_.workers.empty() || options_.joins);
+  }
 
   const Model& model_;
   SessionOptions options_;

@@ -29,12 +29,35 @@ Plan replan(const Planned& before, const Planned& after, const Model& model,
     return run_planner(before.planner, PlanRequest{cost, *after.cluster, prompt_tokens, {}})
         .runnable();
   }
-  if (is_fixed_strategy(before.plan.strategy) && !before.plan.op_assigned())
+  // A primary that ran alone ("local") grows into the default family, as choose_plan() starts.
+  if (is_fixed_strategy(before.plan.strategy) && before.plan.strategy != "local" &&
+      !before.plan.op_assigned()) {
     return make_plan(before.plan.strategy, model.config(), devices, after.shares);
+  }
   if (after.cluster) {
     return run_planner("auto", PlanRequest{cost, *after.cluster, prompt_tokens, {}}).runnable();
   }
   return make_plan("galaxy", model.config(), devices, after.shares);
+}
+
+// The plan of `after` (its workers, cluster and shares set), made like `before`'s, block-aligned
+// and validated; with a cluster it must fit every device's memory (`devices` names them in the
+// error). PlanError prefixed with `context`.
+Plan replan_checked(const Planned& before, const Planned& after, const Model& model,
+                    std::int64_t prompt_tokens, const std::string& context,
+                    const std::string& devices) {
+  try {
+    Plan plan = replan(before, after, model, prompt_tokens)
+                    .aligned_to_blocks(model.weight_block(), model.config());
+    plan.validate(model.config(), "plan");
+    if (after.cluster) {
+      const CostModel cost(model.config(), model.graph());
+      check_memory(cost.predict(plan, *after.cluster, prompt_tokens), *after.cluster, devices);
+    }
+    return plan;
+  } catch (const PlanError& e) {
+    throw PlanError(fmt::format("{}: {}", context, e.what()));
+  }
 }
 
 }  // namespace
@@ -62,20 +85,39 @@ Planned plan_without(const Planned& planned, const std::vector<std::string>& los
   if (!planned.shares.empty()) {
     for (const int d : kept) after.shares.push_back(planned.shares.at(static_cast<std::size_t>(d)));
   }
-  const std::string context = fmt::format("cannot go on without {}", fmt::join(lost, ", "));
-  try {
-    after.plan = replan(planned, after, model, prompt_tokens)
-                     .aligned_to_blocks(model.weight_block(), model.config());
-    after.plan.validate(model.config(), "plan");
-    if (after.cluster) {
-      const CostModel cost(model.config(), model.graph());
-      check_memory(cost.predict(after.plan, *after.cluster, prompt_tokens), *after.cluster,
-                   "the devices left");
-    }
-  } catch (const PlanError& e) {
-    throw PlanError(fmt::format("{}: {}", context, e.what()));
-  }
+  after.plan = replan_checked(planned, after, model, prompt_tokens,
+                              fmt::format("cannot go on without {}", fmt::join(lost, ", ")),
+                              "the devices left");
   if (after.plan.num_devices() == 1) after.planner.clear();
+  return after;
+}
+
+Planned plan_with(const Planned& planned, const JoinedDevice& joined, const Model& model,
+                  std::int64_t prompt_tokens) {
+  Planned after;
+  after.planner = planned.planner;
+  after.all_workers = planned.all_workers;
+  after.all_workers.push_back(joined.address);
+  // The joiner's speed relative to the primary's, both measured at the same time.
+  const double relative =
+      joined.primary.gflops > 0 ? joined.measured.gflops / joined.primary.gflops : 1.0;
+  if (planned.cluster) {
+    DeviceSpec device = joined.measured;
+    device.name = joined.address;
+    const std::vector<std::string> names = device_names(*planned.cluster);
+    while (std::find(names.begin(), names.end(), device.name) != names.end())
+      device.name += " (joined)";
+    // In the cluster's own units: scaled by its primary's speed over the primary's measured one.
+    if (joined.primary.gflops > 0 && planned.cluster->device(0).gflops > 0)
+      device.scale_speed(planned.cluster->device(0).gflops / joined.primary.gflops);
+    after.cluster = planned.cluster->with_device(std::move(device), joined.link);
+  }
+  if (!planned.shares.empty()) {
+    after.shares = planned.shares;
+    after.shares.push_back(planned.shares.front() * relative);
+  }
+  after.plan = replan_checked(planned, after, model, prompt_tokens,
+                              fmt::format("cannot admit {}", joined.address), "the devices");
   return after;
 }
 

@@ -1,14 +1,18 @@
 // libFuzzer target: what a hostile client sends a worker, read by the worker's side of the
 // protocol as net::Server reads it (SecureChannel::respond, read_open, then recv() until the
-// channel fails), over a socket pair. The first input byte picks the stage attacked (mod 3):
+// channel fails), or a primary's admission port, over a socket pair. The first input byte picks
+// the stage attacked (mod 4):
 //   0: the rest goes raw from the start: HELLO and AUTH parsing;
 //   1: a genuine handshake with the worker's key, then the rest raw: frame headers, lengths,
 //      flags and kinds checked before decryption, as a man in the middle could send them;
 //   2: a genuine handshake, then the rest as sealed messages [tag u32][length u16][payload]...,
-//      sent with SecureChannel::send: OPEN decoding and validation, message reassembly.
+//      sent with SecureChannel::send: OPEN decoding and validation, message reassembly;
+//   3: as 2, read as a primary's admission port reads a join (net::read_join, JoinListener's
+//      message limits): OPEN and JOIN decoding and validation.
 // Every failure must be a TransportError; anything else, a crash or a hang is a finding.
 #include "core/error.h"
 #include "net/handshake.h"
+#include "net/join.h"
 #include "net/secure_channel.h"
 #include "net/session.h"
 #include "net/wire.h"
@@ -81,7 +85,7 @@ void client(Socket& socket, int mode, std::span<const std::byte> rest) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const int mode = data[0] % 3;
+  const int mode = data[0] % 4;
   const auto rest = std::as_bytes(std::span(data + 1, size - 1));
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return 0;
@@ -90,9 +94,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   {
     std::unique_ptr<SecureChannel> channel;
     try {
-      channel = SecureChannel::respond(wrap(fds[1], "fuzz client"), key(), options());
-      read_open(*channel);
-      for (;;) channel->recv();
+      if (mode == 3) {
+        ChannelOptions admission = options();  // capped as JoinListener caps them
+        admission.max_frame_bytes =
+            static_cast<std::uint32_t>(wire::kJoinBytes + wire::kMaxJoinHostBytes);
+        admission.max_message_bytes = wire::kJoinBytes + wire::kMaxJoinHostBytes;
+        channel = SecureChannel::respond(wrap(fds[1], "fuzz joiner"), key(), admission);
+        read_join(*channel, "127.0.0.1");  // admitted: the listener acknowledges and hangs up
+      } else {
+        channel = SecureChannel::respond(wrap(fds[1], "fuzz client"), key(), options());
+        read_open(*channel);
+        for (;;) channel->recv();
+      }
     } catch (const huddle::TransportError&) {
     }
   }  // the worker hangs up: a client still sending fails at once

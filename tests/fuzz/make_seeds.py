@@ -61,6 +61,7 @@ def cluster_seeds():
 MAGIC = 0x4C445548
 VERSION = 3
 TAG_OPEN = 0xFFFF0001
+TAG_JOIN = 0xFFFF0003
 
 
 def hello(role=1, version=VERSION, flags=0):
@@ -100,6 +101,14 @@ def wire_seeds():
     write("wire", "m2_short_open", b"\x02" + message(TAG_OPEN, open_payload()[:10]))
     write("wire", "m2_rank_past_world",
           b"\x02" + message(TAG_OPEN, open_payload(kind=2, rank=5, world=3)))
+    # Mode 3: sealed messages to a primary's admission port (OPEN of kind 3, then JOIN).
+    join_open = message(TAG_OPEN, open_payload(kind=3, session=0))
+    write("wire", "m3_join", b"\x03" + join_open + message(TAG_JOIN, struct.pack("<HHI", 7001, 0, 0)))
+    write("wire", "m3_join_host", b"\x03" + join_open
+          + message(TAG_JOIN, struct.pack("<HHI", 7001, 8, 0) + b"10.0.0.5"))
+    write("wire", "m3_host_too_long", b"\x03" + join_open
+          + message(TAG_JOIN, struct.pack("<HHI", 7001, 300, 0) + b"h" * 300))
+    write("wire", "m3_session_open", b"\x03" + message(TAG_OPEN, open_payload()))
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ class ServerProcess {
   }
   int port() const { return port_; }
   int pid() const { return process_->pid(); }
+  BackgroundHuddle& process() { return *process_; }
   // POST /v1/completions with `body`; the status and the parsed body.
   std::pair<int, json> complete(const json& body, const httplib::Headers& headers = {}) const {
     const auto res = client().Post("/v1/completions", headers, body.dump(), "application/json");
@@ -348,6 +349,41 @@ TEST(ServeHttp, StrategiesAndSharesGiveTheOneDeviceText) {
                                "--local-devices", "2", "--shares", "3,x"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_TRUE(testing::contains(bad.err, "--shares")) << bad.err;
+}
+
+// A worker started with --join while `huddle serve --admit` runs alone: the next completion runs
+// on both devices and gives the one-device text; a worker with the wrong key is refused and the
+// server goes on answering.
+TEST(ServeHttp, AWorkerThatJoinsServesTheNextCompletion) {
+  const json reference = run_reference("gpt2-tiny", "Once upon a time", 12);
+  testing::TempDir dir;
+  const std::string key = testing::make_key_file(dir.path()).string();
+  ServerProcess server({"--admit", "127.0.0.1:0", "--key-file", key, "--timeout-s", "5"});
+  const std::string line = server.process().wait_for_line("admitting workers on ", 30);
+  ASSERT_FALSE(line.empty());
+  const std::string admission = line.substr(line.rfind(' ') + 1);
+
+  const std::string wrong = testing::make_key_file(dir.path(), "wrong.key").string();
+  const auto refused = run_huddle({"worker", "--listen", "127.0.0.1:0", "--join", admission,
+                                   "--key-file", wrong, "--timeout-s", "5"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_TRUE(testing::contains(refused.err, "bad key")) << refused.err;
+
+  BackgroundHuddle worker({"worker", "--listen", "127.0.0.1:0", "--join", admission, "--key-file",
+                           key, "--threads", "1", "--timeout-s", "5"});
+  const std::string address = worker.worker_address();
+  ASSERT_FALSE(address.empty());
+  ASSERT_FALSE(worker.wait_for_line("joined the primary", 30, /*from_stderr=*/true).empty());
+  const auto [status, body] = server.complete(greedy("Once upon a time", 12));
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(body["choices"][0]["text"], reference["text"]);
+  // The session took it in (at this request, or at an idle keep-alive before it).
+  EXPECT_FALSE(server.process()
+                   .wait_for_line("galaxy on 2 device(s) from now on, with " + address, 30,
+                                  /*from_stderr=*/true)
+                   .empty());
+  // The worker served a session of the primary's.
+  EXPECT_FALSE(worker.wait_for_line("MB of weights", 30, /*from_stderr=*/true).empty());
 }
 
 // The processes `pid` started (Linux: /proc/PID/task/PID/children).

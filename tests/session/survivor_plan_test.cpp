@@ -1,5 +1,7 @@
 // Re-planning after lost devices (session/survivor_plan.h): the same family on the devices left,
-// the primary always among them, and a clear error when the model fits on none.
+// the primary always among them, and a clear error when the model fits on none. Re-planning with
+// a device that joins: the same family with it, its share from its speed measured next to the
+// primary's.
 #include "session/survivor_plan.h"
 #include "core/error.h"
 #include "planner/planners.h"
@@ -97,6 +99,102 @@ TEST(SurvivorPlan, NoDeviceLeftThatHoldsTheModelIsAClearError) {
   }
   // The primary alone is checked too.
   EXPECT_THROW(plan_without(before, before.all_workers, gpt2(), 16), PlanError);
+}
+
+// A joiner measured at `relative` times the primary's speed, with `memory_bytes` free.
+JoinedDevice joiner(const std::string& address, double relative, std::int64_t memory_bytes) {
+  JoinedDevice j;
+  j.address = address;
+  j.primary.name = "primary";
+  j.primary.gflops = 40;
+  j.primary.memory_bytes = 1'000'000'000;
+  j.measured.name = address;
+  j.measured.gflops = 40 * relative;
+  j.measured.memory_bytes = memory_bytes;
+  j.link = LinkSpec{1e9, 5e-4};
+  return j;
+}
+
+// Device d's attention heads in the first layer.
+std::int64_t heads_of(const Plan& plan, int d) {
+  const Range& r = plan.layers.at(0).heads.at(static_cast<std::size_t>(d));
+  return r.second - r.first;
+}
+
+// gpt2-tiny has 4 heads: at most 4 devices. Two workers, so that one more fits.
+Planned fixed_two(const std::string& strategy, std::vector<double> shares) {
+  Planned p;
+  p.all_workers = {"10.0.0.1:7001", "10.0.0.2:7001"};
+  p.shares = shares;
+  p.plan =
+      make_plan(strategy, gpt2().config(), {"primary", "10.0.0.1:7001", "10.0.0.2:7001"}, shares);
+  return p;
+}
+
+TEST(JoinPlan, AFixedStrategyGivesTheJoinerAShareFromItsMeasuredSpeed) {
+  for (const std::string strategy : {"galaxy", "megatron", "sp", "pipeline"}) {
+    const Planned before = fixed_two(strategy, {4, 2, 2});
+    const Planned after = plan_with(before, joiner("10.0.0.9:7001", 0.5, 1 << 30), gpt2(), 16);
+    EXPECT_EQ(after.plan.strategy, strategy);
+    EXPECT_EQ(after.shares, (std::vector<double>{4, 2, 2, 2})) << strategy;
+    ASSERT_EQ(after.plan.num_devices(), 4) << strategy;
+    EXPECT_EQ(after.plan.devices.back(), "10.0.0.9:7001");
+    EXPECT_EQ(plan_workers(after).back(), "10.0.0.9:7001");
+    EXPECT_GT(after.plan.token_shares.back(), 0) << strategy;
+  }
+  // Even shares stay even, the joiner included.
+  const Planned even =
+      plan_with(fixed_two("galaxy", {}), joiner("10.0.0.9:7001", 3, 1 << 30), gpt2(), 16);
+  EXPECT_TRUE(even.shares.empty());
+  ASSERT_EQ(even.plan.num_devices(), 4);
+  EXPECT_EQ(heads_of(even.plan, 3), heads_of(even.plan, 1));
+}
+
+TEST(JoinPlan, APrimaryThatRanAloneGrowsIntoGalaxy) {
+  Planned alone;
+  alone.plan = make_plan("local", gpt2().config(), {"primary"}, {});
+  const Planned after = plan_with(alone, joiner("10.0.0.9:7001", 1, 1 << 30), gpt2(), 16);
+  EXPECT_EQ(after.plan.strategy, "galaxy");
+  EXPECT_EQ(after.plan.devices, (std::vector<std::string>{"primary", "10.0.0.9:7001"}));
+  EXPECT_EQ(after.all_workers, std::vector<std::string>{"10.0.0.9:7001"});
+  EXPECT_GT(heads_of(after.plan, 1), 0);
+}
+
+TEST(JoinPlan, APlannerPlansAgainOnTheClusterWithTheJoiner) {
+  Planned before;
+  before.all_workers = {"w1:1", "w2:2"};
+  before.cluster = cluster(1'000'000'000).subset({0, 1, 2});  // 10 GFLOP/s each
+  before.planner = "galaxy";
+  const CostModel cost(gpt2().config(), gpt2().graph());
+  before.plan = run_planner("galaxy", PlanRequest{cost, *before.cluster, 16, {}}).runnable();
+  // Measured at 2x this primary's speed: 20 GFLOP/s in the cluster's units.
+  const Planned after = plan_with(before, joiner("w3:3", 2, 1'000'000'000), gpt2(), 16);
+  ASSERT_TRUE(after.cluster);
+  EXPECT_EQ(device_names(*after.cluster), (std::vector<std::string>{"P", "A", "B", "w3:3"}));
+  EXPECT_DOUBLE_EQ(after.cluster->device(3).gflops, 20);
+  EXPECT_EQ(after.cluster->device(3).memory_bytes, 1'000'000'000);
+  EXPECT_EQ(after.planner, "galaxy");
+  ASSERT_EQ(after.plan.num_devices(), 4);
+  EXPECT_EQ(plan_workers(after), (std::vector<std::string>{"w1:1", "w2:2", "w3:3"}));
+  EXPECT_GT(heads_of(after.plan, 3), 0);
+}
+
+TEST(JoinPlan, AJoinerNoPlanCanTakeIsRefusedByName) {
+  // Every device holds about half of gpt2-tiny; a joiner with 1 KB cannot take its share.
+  Planned before;
+  before.all_workers = {"w1:1"};
+  before.cluster = cluster(1'500'000).subset({0, 1});
+  before.planner = "";
+  before.shares = {1, 1};
+  before.plan = make_plan("galaxy", gpt2().config(), {"P", "A"}, {1, 1});
+  try {
+    plan_with(before, joiner("w9:9", 1, 1000), gpt2(), 16);
+    FAIL() << "expected a PlanError";
+  } catch (const PlanError& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(testing::contains(what, "cannot admit w9:9")) << what;
+    EXPECT_TRUE(testing::contains(what, "fit")) << what;
+  }
 }
 
 }  // namespace

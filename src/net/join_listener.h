@@ -1,0 +1,87 @@
+// JoinListener: a primary's admission port (`huddle serve --admit HOST:PORT`). Workers started
+// with `huddle worker --join` dial it (net/join.h); each that authenticates with the cluster's
+// key and announces a well-formed address is acknowledged and queued for take(), which the
+// primary's Session calls between requests (session/session.h). Anything else — a wrong key,
+// garbage, another kind of OPEN, silence — is refused, logged, and the listener goes on.
+//
+// Each connection is served on a thread of its own within one deadline
+// (ChannelOptions::handshake_timeout from the accept, handshake and JOIN together), so a silent
+// or byte-at-a-time client (slowloris) delays no other join; at most kMaxJoinHandshakes are
+// served at once, more wait in the listen backlog. Requests never go through here. Messages are
+// capped at a JOIN's size before anything is allocated.
+#pragma once
+
+#include "net/key.h"
+#include "net/secure_channel.h"
+#include "net/socket.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace huddle::net {
+
+class JoinListener {
+ public:
+  static constexpr std::size_t kMaxJoinHandshakes = 8;
+
+  // `log` receives one line per join admitted or refused (default: stderr).
+  JoinListener(Listener listener, const PresharedKey& key, ChannelOptions options,
+               std::function<void(const std::string&)> log = {});
+  JoinListener(const JoinListener&) = delete;
+  JoinListener& operator=(const JoinListener&) = delete;
+  ~JoinListener();  // stop()
+
+  // Starts the accept loop in a background thread.
+  void start();
+  // Stops accepting, wakes the connections being served and joins every thread. Idempotent.
+  void stop();
+
+  std::string address() const { return listener_.address(); }
+  std::uint16_t port() const { return listener_.port(); }
+
+  // The workers admitted since the last call ("host:port", in arrival order; one that joined
+  // twice is listed once). Any thread.
+  std::vector<std::string> take();
+
+  struct Stats {
+    std::uint64_t admitted = 0;
+    std::uint64_t refused = 0;
+  };
+  Stats stats() const;
+
+ private:
+  // One connection being served, on its own thread.
+  struct Joining {
+    std::thread thread;
+    ShutdownHandle socket;  // stop() wakes it; released when it ends
+    bool done = false;
+  };
+
+  void accept_loop();
+  void start_serving(Socket socket);
+  void serve(Socket socket);
+  std::size_t in_flight_locked() const;
+  void reap_locked();
+  void log(const std::string& line) const;
+
+  Listener listener_;
+  PresharedKey key_;
+  ChannelOptions options_;
+  std::function<void(const std::string&)> log_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable joining_cv_;  // a connection ended, or stop()
+  std::list<Joining> joining_;          // nodes stay put while their threads run
+  std::vector<std::string> admitted_;
+  Stats stats_;
+};
+
+}  // namespace huddle::net
