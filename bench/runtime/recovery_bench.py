@@ -505,7 +505,9 @@ def main():
         log(f"## replan: {args.replan_model}, {args.strategy}, quotas {args.quota}, worker 2 cut "
             f"to {args.cut} core, CFS period {args.period_us} us")
         results["replan"] = replan_part(args, env)
-        log("  command (one run): " + results["replan"]["replan"][0]["command"])
+        for m in ("replan", "stale", "fresh"):
+            if results["replan"][m]:
+                log(f"  command ({m}): " + results["replan"][m][0]["command"])
         log("\n" + replan_table(results["replan"]) + "\n")
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     log("# finished " + results["finished"] + "; machine: " + machine_line())
