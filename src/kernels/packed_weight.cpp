@@ -207,11 +207,60 @@ std::int64_t PackedWeight::group_bytes() const {
   return (blocks_ + 1) / 2 * detail::packed_pair_bytes(dtype_);
 }
 
+void PackedWeight::unpack_row(std::int64_t r, float* out) const {
+  HUDDLE_CHECK(r >= 0 && r < rows_, "row {} of a packed weight of {} rows", r, rows_);
+  const std::byte* g = group(r / kRows);
+  const auto j = static_cast<int>(r % kRows);
+  if (is_16bit(dtype_)) {
+    for (std::int64_t i = 0; i < cols_; ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, g + 32 * i + 2 * j, 2);
+      out[i] = dtype_ == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    return;
+  }
+  const bool q4 = dtype_ == DType::Q4_0;
+  for (std::int64_t b = 0; b < blocks_; ++b, out += detail::kQBlock) {
+    std::uint16_t scale;
+    std::memcpy(
+        &scale,
+        (q4 ? detail::packed_scales<DType::Q4_0>(g, b) : detail::packed_scales<DType::Q8_0>(g, b)) +
+            2 * j,
+        2);
+    const float d = f16_to_f32(scale);
+    const auto* q = reinterpret_cast<const std::uint8_t*>(
+        q4 ? detail::packed_quants<DType::Q4_0>(g, b) : detail::packed_quants<DType::Q8_0>(g, b));
+    for (int c = 0; c < (q4 ? 4 : 8); ++c) {
+      for (int e = 0; e < 4; ++e) {
+        const std::uint8_t v = q[c * 64 + j * 4 + e];
+        if (q4) {  // as dequantize_q4_0
+          out[4 * c + e] = d * static_cast<float>((v & 15) - 8);
+          out[16 + 4 * c + e] = d * static_cast<float>((v >> 4) - 8);
+        } else {  // as dequantize_q8_0
+          out[4 * c + e] = d * static_cast<float>(static_cast<std::int8_t>(v));
+        }
+      }
+    }
+  }
+}
+
+void embedding(std::span<const std::int32_t> ids, const PackedWeight& table, Tensor& y) {
+  HUDDLE_CHECK(y.dtype() == DType::F32 && y.rank() == 2 &&
+                   y.dim(0) == static_cast<std::int64_t>(ids.size()) && y.dim(1) == table.cols(),
+               "embedding: output {} for {} ids and a packed table of {} columns",
+               shape_str(y.shape()), ids.size(), table.cols());
+  detail::check_token_ids(ids, table.rows());
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    table.unpack_row(ids[t], y.f32() + static_cast<std::int64_t>(t) * y.row_stride());
+  }
+}
+
 void PackedWeight::Free::operator()(std::byte* p) const {
   ::operator delete[](p, std::align_val_t{64});
 }
 
-std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout) {
+std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout,
+                                                       const Consumed& consumed) {
   const DType t = w.dtype();
   if ((t != DType::Q4_0 && t != DType::Q8_0 && !is_16bit(t)) || layout != WeightLayout::OutIn ||
       w.rank() != 2) {
@@ -227,11 +276,23 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
   const auto pack = is_16bit(t)        ? &pack_group16
                     : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
                                        : &pack_group<DType::Q8_0>;
-  parallel_for(0, p->groups(), [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t g = b; g < e; ++g) {
-      pack(w, g, p->group_bytes(), p->data_.get() + g * p->group_bytes());
+  // Runs of groups of about 16 MB of rows, each packed in parallel, then reported consumed.
+  const auto row_bytes = static_cast<std::int64_t>(dtype_bytes(t, w.row_stride()));
+  const std::int64_t run = std::max<std::int64_t>(
+      1, (std::int64_t{16} << 20) / std::max<std::int64_t>(1, kRows * row_bytes));
+  for (std::int64_t g0 = 0; g0 < p->groups(); g0 += run) {
+    const std::int64_t g1 = std::min(p->groups(), g0 + run);
+    parallel_for(g0, g1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t g = b; g < e; ++g) {
+        pack(w, g, p->group_bytes(), p->data_.get() + g * p->group_bytes());
+      }
+    });
+    if (consumed) {
+      const std::int64_t r0 = g0 * kRows, r1 = std::min(p->rows_, g1 * kRows);
+      consumed(static_cast<const std::byte*>(w.raw()) + r0 * row_bytes,
+               static_cast<std::size_t>((r1 - r0) * row_bytes));
     }
-  });
+  }
   return p;
 }
 

@@ -40,7 +40,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 
 namespace huddle::kernels {
 
@@ -50,7 +52,12 @@ class PackedWeight {
 
   // w's packed form for linear() in `layout`, or null where none exists (not Q4_0, Q8_0, F16 or
   // BF16, or InOut).
-  static std::shared_ptr<const PackedWeight> pack(const Tensor& w, WeightLayout layout);
+  // `consumed`, when given, is told of each run of w's rows once packed (their bytes: a pointer
+  // and a length), in order, so a caller that will not read them again can let them go while the
+  // rest packs (a model's largest weight is not then held twice at the peak).
+  using Consumed = std::function<void(const std::byte* rows, std::size_t bytes)>;
+  static std::shared_ptr<const PackedWeight> pack(const Tensor& w, WeightLayout layout,
+                                                  const Consumed& consumed = {});
 
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
@@ -62,6 +69,10 @@ class PackedWeight {
   std::int64_t group_bytes() const;
   const std::byte* group(std::int64_t g) const { return data_.get() + g * group_bytes(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(groups() * group_bytes()); }
+  // Row r (< rows()) widened to F32 into out[cols()]: the values dequantize_row gives the row
+  // it was packed from, bit for bit (an embedding table tied to the head reads its rows here,
+  // so the model holds the table once, packed).
+  void unpack_row(std::int64_t r, float* out) const;
 
  private:
   struct Free {
@@ -71,6 +82,9 @@ class PackedWeight {
   std::int64_t rows_ = 0, cols_ = 0, blocks_ = 0;
   std::unique_ptr<std::byte[], Free> data_;
 };
+
+// embedding() (kernels.h) from a table held packed: the same rows, the same bits.
+void embedding(std::span<const std::int32_t> ids, const PackedWeight& table, Tensor& y);
 
 // linear() (kernels.h) with w's packed form: `packed` is PackedWeight::pack(w, layout), or null
 // for the plain path. Same contract and shapes.

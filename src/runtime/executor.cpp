@@ -97,8 +97,10 @@ std::string group_text(const std::vector<int>& group) {
   return fmt::format("ranks {}", fmt::join(group, ", "));
 }
 
-// Packed weights are read by OutIn linears only (PackedWeight::pack makes no other kind).
+// Packed weights are read by OutIn linears (PackedWeight::pack makes no other kind) and by
+// embeddings, from the table a linear packed (a head tied to the embedding).
 bool reads_packed(const Op& op, std::size_t input) {
+  if (op.kind == OpKind::Embedding) return input == 1;
   return op.kind == OpKind::Linear && input == 1 &&
          op.attrs.weight_layout == kernels::WeightLayout::OutIn;
 }
@@ -163,14 +165,23 @@ void Executor::pack_linear_weights() {
     }
   }
   for (const Op& op : graph_.ops()) {
-    if (!reads_packed(op, 1)) continue;
+    if (op.kind != OpKind::Linear || !reads_packed(op, 1)) continue;  // linears pack
     const auto w = static_cast<std::size_t>(op.inputs[1]);
     if (graph_.values()[w].kind != ValueKind::Weight || packed_weights_[w]) continue;
-    // A packed 16-bit weight is as large as its rows: packed beside a reader of the rows (a tied
-    // embedding), it would be held twice, for a gain the row kernels mostly have at decode.
+    // A packed 16-bit weight is as large as its rows: packed beside another reader of the rows,
+    // it would be held twice, for a gain the row kernels mostly have at decode. (An embedding
+    // reads a table packed: a tied head is held once.)
     const DType dtype = bound_weights_[w].dtype();
     if ((dtype == DType::F16 || dtype == DType::BF16) && other_readers[w] != 0) continue;
-    packed_weights_[w] = kernels::PackedWeight::pack(bound_weights_[w], op.attrs.weight_layout);
+    // Only packed readers: the rows' mapped pages go as soon as they are packed.
+    kernels::PackedWeight::Consumed consumed;
+    if (other_readers[w] == 0) {
+      consumed = [](const std::byte* rows, std::size_t bytes) {
+        io::release_mapped_pages(rows, bytes);
+      };
+    }
+    packed_weights_[w] =
+        kernels::PackedWeight::pack(bound_weights_[w], op.attrs.weight_layout, consumed);
     if (!packed_weights_[w] || other_readers[w] != 0) continue;
     // Only packed linears read this weight: its data is not read again here. Where it is mapped
     // from the checkpoint its pages leave this process's resident memory; the executor keeps its
@@ -449,8 +460,13 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   }
   switch (op.kind) {
     case OpKind::Embedding:
-      kernels::embedding(std::span(in(0).i32(), static_cast<std::size_t>(in(0).numel())), in(1),
-                         out);
+      if (const kernels::PackedWeight* table = packed_weight(op)) {
+        kernels::embedding(std::span(in(0).i32(), static_cast<std::size_t>(in(0).numel())), *table,
+                           out);
+      } else {
+        kernels::embedding(std::span(in(0).i32(), static_cast<std::size_t>(in(0).numel())), in(1),
+                           out);
+      }
       break;
     case OpKind::Add:
       kernels::add(in(0), in(1), out);

@@ -183,6 +183,26 @@ TEST(PackedWeight, AgreesWithRowKernels) {
   }
 }
 
+// A table held packed gives the embedding the rows it was packed from, bit for bit.
+TEST(PackedWeight, UnpackedRowsAreTheRowsValues) {
+  std::mt19937 rng(21);
+  for (DType dtype : kPacked) {
+    const std::int64_t n = 37, k = is_quantised(dtype) ? 96 : 45;
+    const Tensor w = random_weight(rng, dtype, n, k, true);
+    const auto packed = PackedWeight::pack(w, WeightLayout::OutIn);
+    ASSERT_NE(packed, nullptr);
+    const std::vector<std::int32_t> ids = {0, 36, 15, 16, 17, 3, 3};
+    Tensor from_rows = Tensor::empty(DType::F32, {7, k});
+    Tensor from_packed = testing::nan_like(from_rows);
+    embedding(ids, w, from_rows);
+    embedding(ids, *packed, from_packed);
+    EXPECT_TRUE(close(from_packed, from_rows, 0.0)) << dtype_name(dtype);
+    const std::vector<std::int32_t> bad = {37};
+    Tensor one = Tensor::empty(DType::F32, {1, k});
+    EXPECT_THROW(embedding(bad, *packed, one), InputError) << dtype_name(dtype);
+  }
+}
+
 TEST(PackedWeight, EveryPathHasAKernel) {
   for (Isa isa : supported_isas()) {
     for (DType dtype : kQuantised)

@@ -230,5 +230,30 @@ TEST(PackedBinding, WeightsOnlyPackedLinearsReadAreLetGo) {
   }
 }
 
+// A head tied to the embedding (qwen2-tiny) packs the table once: the embedding reads its rows
+// from the packed form, so the table's own storage is let go of too, and the answer is the one
+// of an executor bound to the model's tensors.
+TEST(PackedBinding, ATiedTableIsHeldOncePacked) {
+  for (DType dtype : {DType::Q8_0, DType::F16}) {
+    const Model model = Model::load(testing::fixture_model("qwen2-tiny"), {.weight_dtype = dtype});
+    ASSERT_TRUE(model.config().tie_word_embeddings);
+    WeightMap owned;
+    std::map<std::string, std::weak_ptr<const void>> storage;
+    for (const auto& [name, t] : model.weights()) {
+      Tensor copy = t.clone();
+      storage[name] = copy.owner();
+      owned.emplace(name, std::move(copy));
+    }
+    const std::vector<std::int32_t> ids = {5, 17, 230, 5, 81};
+    const Tensor expected =
+        logits(model.graph(), model.weights(), model.config().max_positions, ids);
+    Executor executor(model.graph(), owned, model.config().max_positions);
+    owned.clear();
+    EXPECT_TRUE(storage.at("model.embed_tokens.weight").expired()) << dtype_name(dtype);
+    const Tensor got = executor.forward(ids, true);
+    EXPECT_EQ(got.to_vector(), expected.to_vector()) << dtype_name(dtype);
+  }
+}
+
 }  // namespace
 }  // namespace huddle
