@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <thread>
 
@@ -158,7 +160,7 @@ std::map<std::string, Tensor> Cluster::run(const std::map<std::string, Tensor>& 
   try {
     return session_->run(inputs);
   } catch (const TransportError& e) {
-    const std::string reports = worker_failures(net::Duration(1000));
+    const std::string reports = worker_failures(options_.failure_report_wait);
     if (reports.empty()) throw;
     throw TransportError(fmt::format("{}; workers report: {}", e.what(), reports));
   }
@@ -168,7 +170,7 @@ Tensor Cluster::ExplainingRunner::forward(std::span<const std::int32_t> ids, boo
   try {
     return cluster_.session_->forward(ids, all_rows);
   } catch (const TransportError& e) {
-    const std::string reports = cluster_.worker_failures(net::Duration(1000));
+    const std::string reports = cluster_.worker_failures(cluster_.options_.failure_report_wait);
     if (reports.empty()) throw;
     throw TransportError(fmt::format("{}; workers report: {}", e.what(), reports));
   }
@@ -180,9 +182,14 @@ void Cluster::ExplainingRunner::reset() {
 
 std::string Cluster::worker_failures(net::Duration wait) {
   std::string reports;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
   for (std::size_t w = 0; w < controls_.size(); ++w) {
     net::SecureChannel& control = *controls_[w];
-    control.set_io_timeout(wait);
+    // One deadline for all: workers' reports arrive together, so waiting for each in turn
+    // would add up idle workers' silences.
+    const auto left =
+        std::chrono::duration_cast<net::Duration>(deadline - std::chrono::steady_clock::now());
+    control.set_io_timeout(std::max(left, net::Duration(1)));
     try {
       control.recv();  // a worker sends nothing on it: it closes it when its session ends
     } catch (const Error& e) {

@@ -28,6 +28,10 @@ struct ClusterOptions {
   net::Duration timeout{10000};  // a peer silent this long is an error
   bool trace = false;            // record per-op spans on every device
   net::LinkEmulation link;       // delay on every mesh message the primary sends (testbed)
+  // After a failed step, how long to wait for the workers' own accounts of it (added to the
+  // error), all workers together. A worker that is alive but idle sends none, so the wait runs
+  // out: a session that recovers from the failure asks for a short one.
+  net::Duration failure_report_wait{1000};
   // Called once every worker has accepted the session, before setup and weights: an error after
   // it comes from a worker that was there (one that died, or a cut link), not a wrong address.
   std::function<void()> on_opened;

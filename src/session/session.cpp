@@ -91,6 +91,9 @@ void Session::start() {
         net::Duration(static_cast<std::int64_t>(options_.plan.timeout_s * 1000));
     cluster_options.trace = options_.trace;
     cluster_options.link = options_.plan.link;
+    // A session that recovers probes the workers itself; their accounts only decorate the log,
+    // and an idle worker's silence would add its whole wait to every recovery.
+    if (options_.recover) cluster_options.failure_report_wait = net::Duration(100);
     opened_ = false;
     cluster_options.on_opened = [this] { opened_ = true; };
     cluster_ = std::make_unique<Cluster>(model_, plan, std::move(cluster_options));
