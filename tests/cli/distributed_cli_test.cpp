@@ -514,8 +514,7 @@ TEST(DistributedCli, PlanCountsTheWeightDtypeItIsAskedFor) {
     EXPECT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
     std::vector<double> bytes;
     const nlohmann::json plan = nlohmann::json::parse(r.out);
-    for (const auto& d : plan["devices"])
-      bytes.push_back(d["memory_bytes"].get<double>());
+    for (const auto& d : plan["devices"]) bytes.push_back(d["memory_bytes"].get<double>());
     return bytes;
   };
   const std::vector<double> f32 = memory(""), f16 = memory("f16"), q4 = memory("q4_0");
