@@ -200,6 +200,19 @@ TEST(WeightDtype, ParseNames) {
   EXPECT_EQ(parse_weight_dtype("q5_k"), std::nullopt);
 }
 
+// Owned copies of the model's weights in `owned` (as a worker receives them), and a weak
+// reference to each copy's storage by name: expired once nothing holds the copy.
+std::map<std::string, std::weak_ptr<const void>> owned_copies(const Model& model,
+                                                              WeightMap& owned) {
+  std::map<std::string, std::weak_ptr<const void>> storage;
+  for (const auto& [name, t] : model.weights()) {
+    Tensor copy = t.clone();
+    storage[name] = copy.owner();
+    owned.emplace(name, std::move(copy));
+  }
+  return storage;
+}
+
 // An executor binds Q8_0/Q4_0 linear weights packed (kernels/packed_weight.h) and keeps only the
 // shape of a weight that nothing but packed linears reads: a map of owned copies (as a worker
 // receives them) frees those once the caller lets go of it, and the answer is the one of an
@@ -208,12 +221,7 @@ TEST(PackedBinding, WeightsOnlyPackedLinearsReadAreLetGo) {
   for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::F16, DType::BF16}) {
     const Model model = Model::load(testing::fixture_model("llama-tiny"), {.weight_dtype = dtype});
     WeightMap owned;
-    std::map<std::string, std::weak_ptr<const void>> storage;
-    for (const auto& [name, t] : model.weights()) {
-      Tensor copy = t.clone();
-      storage[name] = copy.owner();
-      owned.emplace(name, std::move(copy));
-    }
+    const auto storage = owned_copies(model, owned);
     const std::vector<std::int32_t> ids = {509, 17, 230, 5, 81, 400, 12};
     const Tensor expected =
         logits(model.graph(), model.weights(), model.config().max_positions, ids);
@@ -238,12 +246,7 @@ TEST(PackedBinding, ATiedTableIsHeldOncePacked) {
     const Model model = Model::load(testing::fixture_model("qwen2-tiny"), {.weight_dtype = dtype});
     ASSERT_TRUE(model.config().tie_word_embeddings);
     WeightMap owned;
-    std::map<std::string, std::weak_ptr<const void>> storage;
-    for (const auto& [name, t] : model.weights()) {
-      Tensor copy = t.clone();
-      storage[name] = copy.owner();
-      owned.emplace(name, std::move(copy));
-    }
+    const auto storage = owned_copies(model, owned);
     const std::vector<std::int32_t> ids = {5, 17, 230, 5, 81};
     const Tensor expected =
         logits(model.graph(), model.weights(), model.config().max_positions, ids);
