@@ -296,11 +296,15 @@ def main():
                           "--n-predict", str(args.max_tokens), "--ignore-eos", "--threads",
                           str(args.threads), "--json"], check=True, capture_output=True, text=True,
                          stdin=subprocess.DEVNULL)
-    run_ms = json.loads(run.stdout.strip().splitlines()[-1])["decode_ms_per_token"]
+    run_json = json.loads(run.stdout.strip().splitlines()[-1])
+    run_ms = run_json["decode_ms_per_token"]
     serve_ms = one_client_ms(rows)
     print(f"decode per token: huddle run {run_ms:.2f} ms, huddle serve (1 client, median) "
           f"{serve_ms:.2f} ms: overhead {100 * (serve_ms - run_ms) / run_ms:+.1f}%", flush=True)
-    result = {"rows": rows, "run_decode_ms_per_token": run_ms, "args": vars(args)}
+    print(f"prefill: huddle run {run_json['prefill_ms']:.1f} ms; time to first token, huddle serve "
+          f"(1 client, median) {statistics.median(rows[0]['ttft_s']) * 1e3:.1f} ms", flush=True)
+    result = {"rows": rows, "run_decode_ms_per_token": run_ms, "run_prefill_ms": run_json["prefill_ms"],
+              "args": vars(args)}
 
     if args.peer_llamacpp:
         here = os.path.dirname(os.path.abspath(__file__))
@@ -313,12 +317,15 @@ def main():
                             args.model, "--ids", ",".join(map(str, ids)), "-n", str(args.max_tokens),
                             "--threads", str(args.threads)], check=True, capture_output=True,
                            text=True, stdin=subprocess.DEVNULL)
-        tok_s = json.loads(g.stdout.strip().splitlines()[-1])["decode_tok_s"]
+        g_json = json.loads(g.stdout.strip().splitlines()[-1])
+        tok_s = g_json["decode_tok_s"]
         peer_run_ms = 1e3 / tok_s if tok_s else 0.0
         peer_serve_ms = one_client_ms(peer)
         print(f"decode per token: llama.cpp in-process {peer_run_ms:.2f} ms, its server (1 client, "
               f"median) {peer_serve_ms:.2f} ms: overhead "
               f"{100 * (peer_serve_ms - peer_run_ms) / peer_run_ms:+.1f}%" if peer_run_ms else "")
+        print(f"prefill: llama.cpp in-process {g_json['prefill_ms']:.1f} ms; time to first token, "
+              f"its server (1 client, median) {statistics.median(peer[0]['ttft_s']) * 1e3:.1f} ms")
         print("\n| clients | requests/s huddle | llama.cpp | huddle/llama.cpp | time to first token, ms, "
               "huddle | llama.cpp | huddle/llama.cpp | per token, ms, huddle | llama.cpp | "
               "huddle/llama.cpp |\n|---|---|---|---|---|---|---|---|---|---|")
@@ -334,7 +341,8 @@ def main():
                   f"{ratio(h['decode_s_per_token'], l['decode_s_per_token'])} |")
         print(f"# finished {time.strftime('%H:%M:%S UTC', time.gmtime())}, load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        result.update({"llamacpp_rows": peer, "llamacpp_run_decode_ms_per_token": peer_run_ms})
+        result.update({"llamacpp_rows": peer, "llamacpp_run_decode_ms_per_token": peer_run_ms,
+                       "llamacpp_run_prefill_ms": g_json["prefill_ms"]})
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(result, f, indent=1)
