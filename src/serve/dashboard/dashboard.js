@@ -211,6 +211,12 @@ function renderTimeline() {
       }
     });
   });
+  timeAxis(chart, label, width, height, end);
+  box.append(chart);
+}
+
+// Five ticks from 0 to `end` ms under a chart whose plot starts `label` px in.
+function timeAxis(chart, label, width, height, end) {
   for (let k = 0; k <= 4; k += 1) {
     const t = svg('text', { x: label + (k * (width - label - 10)) / 4, y: height - 4,
                             class: 'axis',
@@ -218,7 +224,6 @@ function renderTimeline() {
     t.textContent = `${num((k * end) / 4, end < 10 ? 2 : 0)} ms`;
     chart.append(t);
   }
-  box.append(chart);
 }
 
 // ---- one step op by op
@@ -316,13 +321,7 @@ function renderOps() {
       chart.append(bar);
     });
   });
-  for (let k = 0; k <= 4; k += 1) {
-    const t = svg('text', { x: label + (k * (width - label - 10)) / 4, y: height - 4,
-                            class: 'axis',
-                            'text-anchor': k === 0 ? 'start' : k === 4 ? 'end' : 'middle' });
-    t.textContent = `${num((k * end) / 4, end < 10 ? 2 : 0)} ms`;
-    chart.append(t);
-  }
+  timeAxis(chart, label, width, height, end);
   box.append(chart);
 }
 
