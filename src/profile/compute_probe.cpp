@@ -277,19 +277,27 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
                                  std::max<std::int64_t>(1, per_buffer / weight_bytes));
     const Tensor first =
         f32 ? random_tensor({g.k, g.n}, rng) : quantize(random_tensor({g.n, g.k}, rng), dtype);
-    std::vector<Tensor> w = {first};
-    for (std::int64_t c = 1; c < copies; ++c) w.push_back(first.clone());
     const kernels::WeightLayout layout =
         f32 ? kernels::WeightLayout::InOut : kernels::WeightLayout::OutIn;
+    // The copies the runs rotate through: of the rows (F32), or of the packed form only (the
+    // kernel reads nothing else; `first` gives the shapes).
+    std::vector<Tensor> rows = {first};
     std::vector<std::shared_ptr<const kernels::PackedWeight>> packed;
-    for (const Tensor& t : w) packed.push_back(kernels::PackedWeight::pack(t, layout));
+    for (std::int64_t c = 0; c < copies; ++c) {
+      if (f32 && c > 0) rows.push_back(first.clone());
+      if (!f32) packed.push_back(kernels::PackedWeight::pack(first, layout));
+    }
     const Tensor x = random_tensor({g.m, g.k}, rng);
     Tensor y = Tensor::empty(DType::F32, {g.m, g.n});
     std::size_t next = 0;
     const double t = median_seconds(
         [&] {
-          kernels::linear(x, w[next], packed[next].get(), layout, nullptr, y);
-          next = (next + 1) % w.size();
+          if (f32) {
+            kernels::linear(x, rows[next], layout, nullptr, y);
+          } else {
+            kernels::linear(x, first, packed[next].get(), layout, nullptr, y);
+          }
+          next = (next + 1) % static_cast<std::size_t>(copies);
         },
         budget);
     return Sample{2.0 * static_cast<double>(g.m * g.k * g.n), t};
