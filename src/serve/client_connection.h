@@ -5,8 +5,10 @@
 // cpp-httplib 0.11 (Debian's) gives a handler neither the socket nor a way to ask (upstream's
 // later Request::is_connection_closed()). It does give the connection's addresses
 // (remote_addr/remote_port, local_addr/local_port), and those four identify one established TCP
-// connection: the socket is found once by matching them against this process's sockets
-// (/proc/self/fd). It is asked as upstream asks: readable with nothing to read (end of stream)
+// connection: its socket's inode is looked up in the kernel's table (/proc/net/tcp or tcp6), and
+// the descriptor whose link names that inode is found under /proc/self/fd. Only links are read:
+// no system call touches other connections' descriptors, which their threads may be closing.
+// The socket is asked as upstream asks: readable with nothing to read (end of stream)
 // or an error means the client closed or reset the connection; bytes waiting to be read (a
 // pipelined request) mean it is still there. A client that only half-closes (shutdown(SHUT_WR))
 // while it waits for the answer counts as gone, as with upstream.
