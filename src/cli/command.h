@@ -4,9 +4,12 @@
 //   0 success, 1 error (bad model, bad input, peer failure), 2 usage (bad flags).
 #pragma once
 
+#include "core/wire_format.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,12 @@ std::vector<std::string> split_list(const std::string& text);
 
 // "5,3,1" -> {5, 3, 1}: relative device speeds; UsageError naming --shares on anything else.
 std::vector<double> parse_shares(const std::string& text);
+
+// --wire: "" -> nullopt (the default), else the format; UsageError naming the choices.
+std::optional<WireFormat> parse_wire(const std::string& text);
+inline constexpr const char* kWireHelp =
+    "Form activations travel in between devices: f32 (exact, default), f16, bf16, int8 "
+    "(docs/distributed.md, 'Activations on the wire')";
 
 // Parses "1,2,3" (spaces allowed) into token ids; UsageError naming `flag` on bad syntax.
 std::vector<std::int32_t> parse_id_list(const std::string& text, const std::string& flag);

@@ -141,7 +141,14 @@ std::string plan_to_string(const PlanOptions& o) {
     throw UsageError("--weight-dtype applies to transformer models, not ONNX CNNs");
   const Model model = Model::load(o.model_dir);
   const Graph graph = graph_with_kept_dtypes(model, o.weight_dtype);
-  const CostModel cost(model.config(), graph);
+  WireFormat wire = WireFormat::F32;
+  if (!o.wire.empty()) {
+    const std::optional<WireFormat> parsed = parse_wire_format(o.wire);
+    if (!parsed)
+      throw UsageError(fmt::format("--wire {}: expected one of {}", o.wire, wire_format_names()));
+    wire = *parsed;
+  }
+  const CostModel cost(model.config(), graph, wire);
   std::optional<double> deadline;
   if (o.deadline_ms) deadline = *o.deadline_ms / 1e3;
   const PlanResult result =
@@ -247,6 +254,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--weight-dtype", options->weight_dtype,
                   "Plan for matrix weights kept in this dtype (as huddle run --weight-dtype): "
                   "f32, f16, bf16, q8_0, q4_0");
+  cmd->add_option("--wire", options->wire,
+                  "Plan for activations travelling in this form: f32 (default), f16, bf16, int8");
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->callback([options, deadline, deadline_opt] {
     if (deadline_opt->count() > 0) options->deadline_ms = *deadline;

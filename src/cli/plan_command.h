@@ -32,6 +32,7 @@ struct PlanOptions {
   std::string hepti_mode;    // "", "ws", "1d" or "2d"
   std::string output;        // plan file to write, "" for none
   std::string weight_dtype;  // --weight-dtype: plan as `huddle run --weight-dtype` keeps weights
+  std::string wire;  // --wire: plan for activations in this wire format (core/wire_format.h)
   bool json = false;
 };
 

@@ -49,6 +49,7 @@ struct RunOptions {
   std::string shares;
   std::string providers;  // --strategy assign: execution providers (docs/assignment.md)
   std::string plan_file;
+  std::string wire;  // --wire
   std::string cluster_file;
   std::string save_plan;
   std::string trace;
@@ -190,6 +191,7 @@ void run(const RunOptions& o) {
   choice.shares = parse_shares(o.shares);
   choice.providers = o.providers;
   choice.plan_file = o.plan_file;
+  choice.wire = parse_wire(o.wire);
   choice.cluster_file = o.cluster_file;
   choice.timeout_s = o.timeout_s;
   choice.link.latency = net::Duration(o.link_latency_ms);
@@ -373,6 +375,7 @@ void add_run_command(CLI::App& app) {
       ->group(dist);
   cmd->add_option("--plan", options->plan_file, "Run a saved plan (JSON) instead of --strategy")
       ->group(dist);
+  cmd->add_option("--wire", options->wire, kWireHelp)->group(dist);
   cmd->add_option("--cluster", options->cluster_file,
                   "Cluster file (devices in --workers order, primary first): plan with --strategy "
                   "galaxy, hepti, auto, ... (default auto)")

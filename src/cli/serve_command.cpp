@@ -42,6 +42,7 @@ struct ServeOptions {
   std::string strategy;
   std::string shares;
   std::string plan_file;
+  std::string wire;  // --wire
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
@@ -119,6 +120,7 @@ void load(const ServeOptions& o, int threads, Loaded& out, std::function<void()>
   session_options.plan.strategy = o.strategy;
   session_options.plan.shares = parse_shares(o.shares);
   session_options.plan.plan_file = o.plan_file;
+  session_options.plan.wire = parse_wire(o.wire);
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
   session_options.recover = !o.no_recover;
@@ -303,6 +305,7 @@ void add_serve_command(CLI::App& app) {
       ->group(dist);
   cmd->add_option("--plan", o->plan_file, "Run a saved plan (JSON) instead of --strategy")
       ->group(dist);
+  cmd->add_option("--wire", o->wire, kWireHelp)->group(dist);
   cmd->add_flag("--no-recover", o->no_recover,
                 "Answer 503 once a worker is lost instead of re-planning on the devices left")
       ->group(dist);

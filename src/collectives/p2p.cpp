@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace huddle::collectives {
 
@@ -25,16 +27,38 @@ std::span<std::byte> bytes_of(Tensor& t) {
   return {static_cast<std::byte*>(t.raw()), t.nbytes()};
 }
 
-// Header: u8 dtype, u8 ndim, u16 reserved, u32 reserved, then ndim x i64 dims.
+constexpr int kWireFormatCount = 0
+#define HUDDLE_WIRE_COUNT(e, name) +1
+    HUDDLE_WIRE_FORMATS(HUDDLE_WIRE_COUNT)
+#undef HUDDLE_WIRE_COUNT
+    ;
+
+// Header: u8 dtype, u8 ndim, u8 wire format (0 = f32: the tensor's bytes), u8 reserved,
+// u32 reserved, then ndim x i64 dims.
 struct TensorHeader {
   DType dtype = DType::F32;
+  WireFormat wire = WireFormat::F32;
   Shape shape;
 };
 
-std::vector<std::byte> encode_header(const Tensor& t) {
+// The format `tensor` travels in: `wire` for f32 tensors, their own bytes otherwise.
+WireFormat effective_wire(const Tensor& tensor, WireFormat wire) {
+  return tensor.dtype() == DType::F32 ? wire : WireFormat::F32;
+}
+
+// A tensor as the rows the wire formats encode: [numel / last dim, last dim].
+std::pair<std::int64_t, std::int64_t> wire_rows(const Shape& shape) {
+  const std::int64_t cols = shape.empty() ? 1 : shape.back();
+  std::int64_t numel = 1;
+  for (const std::int64_t d : shape) numel *= d;
+  return {cols == 0 ? 0 : numel / cols, cols};
+}
+
+std::vector<std::byte> encode_header(const Tensor& t, WireFormat wire) {
   std::vector<std::byte> out(8 + 8 * t.shape().size());
   out[0] = static_cast<std::byte>(t.dtype());
   out[1] = static_cast<std::byte>(t.rank());
+  out[2] = static_cast<std::byte>(wire);
   for (std::size_t i = 0; i < t.shape().size(); ++i) {
     net::wire::store_le(out.data() + 8 + 8 * i, static_cast<std::uint64_t>(t.shape()[i]));
   }
@@ -56,7 +80,13 @@ TensorHeader decode_header(net::Transport& t, int peer, const net::Message& m,
   if (dtype >= static_cast<unsigned>(kDTypeCount))
     throw bad(fmt::format("unknown dtype {}", dtype));
   if (ndim > kMaxTensorRank) throw bad(fmt::format("rank {} exceeds {}", ndim, kMaxTensorRank));
-  for (std::size_t i = 2; i < 8; ++i) {
+  const auto wire = static_cast<unsigned>(m.payload[2]);
+  if (wire >= static_cast<unsigned>(kWireFormatCount))
+    throw bad(fmt::format("unknown wire format {}", wire));
+  if (wire != 0 && dtype != static_cast<unsigned>(DType::F32))
+    throw bad(fmt::format("a {} tensor in wire format {}", dtype_name(static_cast<DType>(dtype)),
+                          wire_format_name(static_cast<WireFormat>(wire))));
+  for (std::size_t i = 3; i < 8; ++i) {
     if (m.payload[i] != std::byte{0}) throw bad("reserved bytes are not 0");
   }
   if (m.payload.size() != 8 + 8 * ndim) {
@@ -64,6 +94,7 @@ TensorHeader decode_header(net::Transport& t, int peer, const net::Message& m,
   }
   TensorHeader h;
   h.dtype = static_cast<DType>(dtype);
+  h.wire = static_cast<WireFormat>(wire);
   // Element count checked against the byte limit dimension by dimension, so nothing overflows.
   // Block-quantised dtypes: bytes are counted per block of elements.
   const auto block = static_cast<std::uint64_t>(dtype_block_elems(h.dtype));
@@ -92,21 +123,46 @@ TensorHeader decode_header(net::Transport& t, int peer, const net::Message& m,
 
 }  // namespace
 
-void send_tensor(net::Transport& transport, int peer, const Tensor& tensor) {
+void send_tensor(net::Transport& transport, int peer, const Tensor& tensor, WireFormat wire) {
   HUDDLE_CHECK(tensor.rank() <= kMaxTensorRank, "tensor of rank {}", tensor.rank());
-  transport.send(peer, collective_tag(CollectiveOp::kTensorHeader), encode_header(tensor));
+  wire = effective_wire(tensor, wire);
+  transport.send(peer, collective_tag(CollectiveOp::kTensorHeader), encode_header(tensor, wire));
   const Tensor packed = tensor.contiguous() ? tensor : tensor.clone();
-  transport.send(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(packed));
+  if (wire == WireFormat::F32) {
+    transport.send(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(packed));
+    return;
+  }
+  const auto [rows, cols] = wire_rows(packed.shape());
+  std::vector<std::byte> encoded(static_cast<std::size_t>(rows) * wire_row_bytes(wire, cols));
+  encode_rows(wire, packed.f32(), cols, rows, cols, encoded.data());
+  transport.send(peer, collective_tag(CollectiveOp::kTensorData), encoded);
 }
+
+namespace {
+
+// Receives the data message of a tensor whose header was `h` into `out` (contiguous, h's dtype
+// and shape), decoding its wire format.
+void recv_data(net::Transport& transport, int peer, const TensorHeader& h, Tensor& out) {
+  if (h.wire == WireFormat::F32) {
+    transport.recv_into(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(out));
+    return;
+  }
+  const auto [rows, cols] = wire_rows(h.shape);
+  std::vector<std::byte> encoded(static_cast<std::size_t>(rows) * wire_row_bytes(h.wire, cols));
+  transport.recv_into(peer, collective_tag(CollectiveOp::kTensorData), encoded);
+  decode_rows(h.wire, encoded.data(), rows, cols, out.f32(), cols);
+}
+
+}  // namespace
 
 Tensor recv_tensor(net::Transport& transport, int peer, std::uint64_t max_bytes) {
   const TensorHeader h = decode_header(transport, peer, transport.recv(peer), max_bytes);
   Tensor out = Tensor::empty(h.dtype, h.shape);
-  transport.recv_into(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(out));
+  recv_data(transport, peer, h, out);
   return out;
 }
 
-void recv_tensor_into(net::Transport& transport, int peer, Tensor out) {
+void recv_tensor_into(net::Transport& transport, int peer, Tensor out, WireFormat wire) {
   HUDDLE_CHECK(out.contiguous(), "recv_tensor_into needs a contiguous tensor");
   const TensorHeader h = decode_header(transport, peer, transport.recv(peer),
                                        std::numeric_limits<std::uint64_t>::max());
@@ -115,7 +171,12 @@ void recv_tensor_into(net::Transport& transport, int peer, Tensor out) {
         "{}: sent a {} tensor of shape {}, expected {} {}", transport.peer_name(peer),
         dtype_name(h.dtype), shape_str(h.shape), dtype_name(out.dtype()), shape_str(out.shape())));
   }
-  transport.recv_into(peer, collective_tag(CollectiveOp::kTensorData), bytes_of(out));
+  if (h.wire != effective_wire(out, wire)) {
+    throw TransportError(fmt::format("{}: sent a tensor in wire format {}, expected {}",
+                                     transport.peer_name(peer), wire_format_name(h.wire),
+                                     wire_format_name(effective_wire(out, wire))));
+  }
+  recv_data(transport, peer, h, out);
 }
 
 void broadcast(net::Transport& transport, Tensor data, int root) {

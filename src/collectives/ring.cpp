@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 namespace huddle::collectives {
@@ -23,16 +24,23 @@ struct Chunk {
   std::int64_t end = 0;
 };
 
-// Moves whole-row chunks of a 2-D tensor between the tensor and the transport.
+// Moves whole-row chunks of a 2-D tensor between the tensor and the transport. F32 rows travel
+// in the wire format (core/wire_format.h); other dtypes, and the f32 format, as their bytes.
 class RowIo {
  public:
-  RowIo(Tensor data, std::size_t chunk_bytes) : data_(std::move(data)) {
+  RowIo(Tensor data, std::size_t chunk_bytes, WireFormat wire) : data_(std::move(data)) {
+    wire_ = data_.dtype() == DType::F32 ? wire : WireFormat::F32;
     row_bytes_ = dtype_bytes(data_.dtype(), data_.dim(1));
+    wire_row_bytes_ = raw() ? row_bytes_ : wire_row_bytes(wire_, data_.dim(1));
     stride_bytes_ = dtype_bytes(data_.dtype(), data_.row_stride());
-    rows_per_chunk_ = row_bytes_ == 0 ? std::max<std::int64_t>(1, data_.dim(0))
-                                      : std::max<std::int64_t>(
-                                            1, static_cast<std::int64_t>(chunk_bytes / row_bytes_));
+    rows_per_chunk_ =
+        wire_row_bytes_ == 0
+            ? std::max<std::int64_t>(1, data_.dim(0))
+            : std::max<std::int64_t>(1, static_cast<std::int64_t>(chunk_bytes / wire_row_bytes_));
   }
+
+  // Whether the tensor's own bytes travel (no encoding, nothing rounded).
+  bool raw() const { return wire_ == WireFormat::F32; }
 
   std::vector<Chunk> chunks(const RowPartition& p, int part) const {
     std::vector<Chunk> out;
@@ -42,8 +50,9 @@ class RowIo {
     return out;
   }
 
+  // Bytes of chunk `c` on the wire.
   std::size_t bytes(const Chunk& c) const {
-    return static_cast<std::size_t>(c.end - c.begin) * row_bytes_;
+    return static_cast<std::size_t>(c.end - c.begin) * wire_row_bytes_;
   }
   bool contiguous(const Chunk& c) const {
     return c.end - c.begin <= 1 || stride_bytes_ == row_bytes_;
@@ -52,9 +61,27 @@ class RowIo {
     return static_cast<std::byte*>(const_cast<void*>(data_.raw())) +
            static_cast<std::size_t>(i) * stride_bytes_;
   }
+  float* row_f32(std::int64_t i) const { return reinterpret_cast<float*>(row(i)); }
+
+  // The wire bytes of chunk `c`'s rows (encoded; not for raw()).
+  void encode(const Chunk& c, std::vector<std::byte>& out) const {
+    out.resize(bytes(c));
+    encode_rows(wire_, row_f32(c.begin), data_.row_stride(), c.end - c.begin, data_.dim(1),
+                out.data());
+  }
+  // Chunk `c`'s rows from its wire bytes.
+  void decode(const Chunk& c, const std::vector<std::byte>& in) const {
+    decode_rows(wire_, in.data(), c.end - c.begin, data_.dim(1), row_f32(c.begin),
+                data_.row_stride());
+  }
 
   void send(net::Transport& t, int peer, std::uint32_t tag, const Chunk& c,
             std::vector<std::byte>& staging) const {
+    if (!raw()) {
+      encode(c, staging);
+      t.send(peer, tag, staging);
+      return;
+    }
     if (contiguous(c)) {
       t.send(peer, tag, std::span<const std::byte>(row(c.begin), bytes(c)));
       return;
@@ -70,6 +97,11 @@ class RowIo {
   // Receives a chunk into the tensor's rows.
   void recv(net::Transport& t, int peer, std::uint32_t tag, const Chunk& c,
             std::vector<std::byte>& staging) const {
+    if (!raw()) {
+      recv_packed(t, peer, tag, c, staging);
+      decode(c, staging);
+      return;
+    }
     if (contiguous(c)) {
       t.recv_into(peer, tag, std::span<std::byte>(row(c.begin), bytes(c)));
       return;
@@ -82,29 +114,76 @@ class RowIo {
     }
   }
 
-  // Receives a chunk into `staging` (packed rows) without touching the tensor.
+  // Receives a chunk's wire bytes into `staging` without touching the tensor.
   void recv_packed(net::Transport& t, int peer, std::uint32_t tag, const Chunk& c,
                    std::vector<std::byte>& staging) const {
     staging.resize(bytes(c));
     t.recv_into(peer, tag, staging);
   }
 
-  // rows of c += packed f32 rows in `staging`.
-  void add_packed_f32(const Chunk& c, const std::vector<std::byte>& staging) const {
-    const std::int64_t cols = data_.dim(1);
-    const auto* src = reinterpret_cast<const float*>(staging.data());
-    for (std::int64_t i = c.begin; i < c.end; ++i) {
-      auto* dst = reinterpret_cast<float*>(row(i));
-      const float* s = src + (i - c.begin) * cols;
-      for (std::int64_t j = 0; j < cols; ++j) dst[j] += s[j];
-    }
+  // rows of c (f32) += the chunk's rows in `staging` (wire bytes).
+  void add_packed(const Chunk& c, const std::vector<std::byte>& staging) const {
+    add_decoded_rows(wire_, staging.data(), c.end - c.begin, data_.dim(1), row_f32(c.begin),
+                     data_.row_stride());
   }
 
  private:
   Tensor data_;
-  std::size_t row_bytes_ = 0;
+  WireFormat wire_ = WireFormat::F32;
+  std::size_t row_bytes_ = 0;       // a row in the tensor
+  std::size_t wire_row_bytes_ = 0;  // a row on the wire
   std::size_t stride_bytes_ = 0;
   std::int64_t rows_per_chunk_ = 1;
+};
+
+// What an all-gather sends: this rank's chunks, and the chunks it received for forwarding. In a
+// lossy wire format this rank's rows are first rounded in place to what the others will decode,
+// and received chunks are forwarded as the bytes that arrived: every rank ends with the same
+// values, and no row is rounded twice.
+class GatherWire {
+ public:
+  GatherWire(const RowIo& io, std::vector<Chunk> own, std::size_t received)
+      : io_(io), own_(std::move(own)) {
+    if (io_.raw()) return;
+    own_wire_.resize(own_.size());
+    for (std::size_t i = 0; i < own_.size(); ++i) {
+      io_.encode(own_[i], own_wire_[i]);
+      io_.decode(own_[i], own_wire_[i]);
+    }
+    in_wire_.resize(received);
+  }
+
+  const std::vector<Chunk>& own() const { return own_; }
+
+  void send_own(net::Transport& t, int peer, std::uint32_t tag, std::size_t i,
+                std::vector<std::byte>& staging) const {
+    if (io_.raw())
+      io_.send(t, peer, tag, own_[i], staging);
+    else
+      t.send(peer, tag, own_wire_[i]);
+  }
+  // Received chunk k (`c`) into the tensor, its bytes kept for forward().
+  void recv(net::Transport& t, int peer, std::uint32_t tag, std::size_t k, const Chunk& c,
+            std::vector<std::byte>& staging) {
+    if (io_.raw()) {
+      io_.recv(t, peer, tag, c, staging);
+      return;
+    }
+    io_.recv_packed(t, peer, tag, c, in_wire_[k]);
+    io_.decode(c, in_wire_[k]);
+  }
+  void forward(net::Transport& t, int peer, std::uint32_t tag, std::size_t k, const Chunk& c,
+               std::vector<std::byte>& staging) const {
+    if (io_.raw())
+      io_.send(t, peer, tag, c, staging);
+    else
+      t.send(peer, tag, in_wire_[k]);
+  }
+
+ private:
+  const RowIo& io_;
+  std::vector<Chunk> own_;
+  std::vector<std::vector<std::byte>> own_wire_, in_wire_;
 };
 
 // Messages up to this size go inline: the caller's thread sends each step's part and then
@@ -216,7 +295,7 @@ void all_gather(net::Transport& transport, Tensor data, const RowPartition& part
     call(r);
     return;
   }
-  const RowIo io(data, options.chunk_bytes);
+  const RowIo io(data, options.chunk_bytes, options.wire);
   const int next = mod(r + 1, n);
   const int prev = mod(r - 1, n);
   // Step s receives part r-s-1; its chunks, in order, are what the sender forwards at s+1.
@@ -226,22 +305,30 @@ void all_gather(net::Transport& transport, Tensor data, const RowPartition& part
     step_start.push_back(received.size());
     for (const Chunk& c : io.chunks(partition, mod(r - s - 1, n))) received.push_back(c);
   }
+  step_start.push_back(received.size());
   const std::size_t forwarded = step_start[static_cast<std::size_t>(n - 2)];
+  GatherWire wire(io, io.chunks(partition, r), received.size());
+  auto tag = [](const Chunk& c) { return collective_tag(CollectiveOp::kAllGather, c.part); };
 
   if (inline_sized(io, partition)) {
     // Step s: send the part received at s - 1 (this rank's own at s = 0), receive part r-s-1.
     std::vector<std::byte> staging;
     call(r);
     for (int s = 0; s < n - 1; ++s) {
-      const int out = mod(r - s, n);
-      for (const Chunk& c : io.chunks(partition, out)) {
-        io.send(transport, next, collective_tag(CollectiveOp::kAllGather, out), c, staging);
+      if (s == 0) {
+        for (std::size_t i = 0; i < wire.own().size(); ++i)
+          wire.send_own(transport, next, tag(wire.own()[i]), i, staging);
+      } else {
+        for (std::size_t k = step_start[static_cast<std::size_t>(s) - 1];
+             k < step_start[static_cast<std::size_t>(s)]; ++k) {
+          wire.forward(transport, next, tag(received[k]), k, received[k], staging);
+        }
       }
-      const int in = mod(r - s - 1, n);
-      for (const Chunk& c : io.chunks(partition, in)) {
-        io.recv(transport, prev, collective_tag(CollectiveOp::kAllGather, in), c, staging);
+      for (std::size_t k = step_start[static_cast<std::size_t>(s)];
+           k < step_start[static_cast<std::size_t>(s) + 1]; ++k) {
+        wire.recv(transport, prev, tag(received[k]), k, received[k], staging);
       }
-      call(in);
+      call(mod(r - s - 1, n));
     }
     return;
   }
@@ -249,21 +336,19 @@ void all_gather(net::Transport& transport, Tensor data, const RowPartition& part
   Progress progress;
   auto send_fn = [&] {
     std::vector<std::byte> staging;
-    for (const Chunk& c : io.chunks(partition, r)) {
-      io.send(transport, next, collective_tag(CollectiveOp::kAllGather, r), c, staging);
-    }
+    for (std::size_t i = 0; i < wire.own().size(); ++i)
+      wire.send_own(transport, next, tag(wire.own()[i]), i, staging);
     for (std::size_t k = 0; k < forwarded; ++k) {
       progress.wait(Progress::kReceived, static_cast<std::int64_t>(k) + 1);
-      const Chunk& c = received[k];
-      io.send(transport, next, collective_tag(CollectiveOp::kAllGather, c.part), c, staging);
+      wire.forward(transport, next, tag(received[k]), k, received[k], staging);
     }
   };
   auto recv_fn = [&] {
     std::vector<std::byte> staging;
     for (int s = 0; s < n - 1; ++s) {
-      const int part = mod(r - s - 1, n);
-      for (const Chunk& c : io.chunks(partition, part)) {
-        io.recv(transport, prev, collective_tag(CollectiveOp::kAllGather, part), c, staging);
+      for (std::size_t k = step_start[static_cast<std::size_t>(s)];
+           k < step_start[static_cast<std::size_t>(s) + 1]; ++k) {
+        wire.recv(transport, prev, tag(received[k]), k, received[k], staging);
         progress.add(Progress::kReceived);
       }
       progress.add(Progress::kParts);
@@ -296,7 +381,7 @@ Tensor reduce_scatter(net::Transport& transport, Tensor data, const RowPartition
     produce_part(0);
     return result;
   }
-  const RowIo io(data, options.chunk_bytes);
+  const RowIo io(data, options.chunk_bytes, options.wire);
   const int next = mod(r + 1, n);
   const int prev = mod(r - 1, n);
   std::vector<Chunk> received;  // accumulated chunks, in the order they complete
@@ -322,7 +407,7 @@ Tensor reduce_scatter(net::Transport& transport, Tensor data, const RowPartition
       for (const Chunk& c : io.chunks(partition, in)) {
         io.recv_packed(transport, prev, collective_tag(CollectiveOp::kReduceScatter, in), c,
                        staging);
-        io.add_packed_f32(c, staging);
+        io.add_packed(c, staging);
       }
     }
     return result;
@@ -350,7 +435,7 @@ Tensor reduce_scatter(net::Transport& transport, Tensor data, const RowPartition
         io.recv_packed(transport, prev, collective_tag(CollectiveOp::kReduceScatter, part), c,
                        staging);
         progress.wait(Progress::kProduced, s + 2);  // our own tile of `part` is ready
-        io.add_packed_f32(c, staging);
+        io.add_packed(c, staging);
         progress.add(Progress::kReceived);
       }
     }
@@ -374,8 +459,12 @@ void all_reduce(net::Transport& transport, Tensor data, const RingOptions& optio
                dtype_name(data.dtype()));
   HUDDLE_CHECK(data.contiguous(), "all_reduce needs a contiguous tensor");
   const std::int64_t numel = data.numel();
-  Tensor flat = Tensor::borrow(DType::F32, {numel, 1}, data.raw());
-  const RowPartition partition = RowPartition::even(numel, transport.size());
+  // Exact sums split elements evenly; a lossy format encodes rows of up to kWireAllReduceRow
+  // values (one int8 scale per row), split evenly by rows.
+  const std::int64_t cols =
+      options.wire == WireFormat::F32 ? 1 : std::gcd(numel, kWireAllReduceRow);
+  Tensor flat = Tensor::borrow(DType::F32, {numel / cols, cols}, data.raw());
+  const RowPartition partition = RowPartition::even(numel / cols, transport.size());
   reduce_scatter(transport, flat, partition, {}, options);
   all_gather(transport, flat, partition, {}, options);
 }

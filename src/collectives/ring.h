@@ -13,7 +13,7 @@
 // send a step's part, receive the next, call the hook; no threads, same messages and tags.
 //
 // Bytes on the wire per rank (payload; add 28 bytes of framing per chunk), with
-// B(p) = count(p) * cols * element size:
+// B(p) = count(p) * (bytes of a row: cols * element size, or wire_row_bytes of the format):
 //   all_gather:      sends sum_{p != r+1} B(p), receives sum_{p != r} B(p)
 //   reduce_scatter:  sends sum_{p != r} B(p),   receives sum_{p != r-1} B(p)
 //   all_reduce:      both of the above with an even split of all elements: about
@@ -29,6 +29,7 @@
 
 #include "collectives/partition.h"
 #include "core/tensor.h"
+#include "core/wire_format.h"
 #include "net/transport.h"
 
 #include <functional>
@@ -36,7 +37,12 @@
 namespace huddle::collectives {
 
 struct RingOptions {
-  std::size_t chunk_bytes = std::size_t{1} << 20;
+  std::size_t chunk_bytes = std::size_t{1} << 20;  // on the wire
+  // The form f32 rows travel in (core/wire_format.h); other dtypes travel as their bytes. With a
+  // lossy format an all-gather first rounds this rank's rows in place to what the others decode
+  // and forwards received rows as they arrived, so every rank ends with the same values; a
+  // reduce-scatter rounds each partial sum it sends (n - 1 roundings on the way to the owner).
+  WireFormat wire = WireFormat::F32;
 };
 
 // Called once per part, including this rank's own part (first) and empty parts, as soon as the

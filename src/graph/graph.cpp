@@ -187,6 +187,7 @@ nlohmann::json Graph::to_json() const {
                         {"layer", op.layer},
                         {"inputs", inputs}};
     if (!op.attrs.group.empty()) j["group"] = op.attrs.group;
+    if (op.attrs.wire != WireFormat::F32) j["wire"] = wire_format_name(op.attrs.wire);
     ops.push_back(std::move(j));
   }
   std::vector<std::string> outputs;

@@ -16,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "core/wire_format.h"
 #include "graph/op_kind.h"
 #include "kernels/cnn.h"
 #include "kernels/kernels.h"
@@ -124,6 +125,9 @@ struct OpAttrs {
   std::vector<int> group;
   std::vector<std::int64_t> parts;  // all_gather_cols: columns of each group member, in order
   int peer = -1;                    // pipe_send / pipe_recv: the rank at the other end
+  // all_gather, reduce_scatter, all_reduce, all_gather_cols, pipe_send / pipe_recv, row_exchange:
+  // the form f32 activations travel in (core/wire_format.h; f32 = exact).
+  WireFormat wire = WireFormat::F32;
   int threads = 0;  // 0: the kernels' pool; 1: this thread only (operator assignment's cpu1)
   // Imported (ONNX) ops. Conv and pool windows stay explicit so a row-splitting planner
   // (EdgeFlow) can derive each band's input rows (kernels::input_rows_for).

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <map>
 #include <optional>
 #include <set>
@@ -47,14 +49,16 @@ class Lowering1D final : public LoweringEngine {
   ValueId move(ValueId id, ValueId have_id, Layout have, Layout want,
                const std::string& name) override {
     const Value& v = g_.value(id);
+    OpAttrs wire;
+    wire.wire = wire_for(p_, g_, id);
     if (have == Layout::Tokens && want == Layout::Replicated)
-      return emit(OpKind::AllGather, name, {have_id}, {}, OpRole::Other);
+      return emit(OpKind::AllGather, name, {have_id}, wire, OpRole::Other);
     if (have == Layout::Replicated && want == Layout::Tokens)
       return emit(OpKind::LocalRows, name, {have_id}, {}, OpRole::Other);
     if (have == Layout::Partial && want == Layout::Tokens)
-      return emit(OpKind::ReduceScatter, name, {have_id}, {}, OpRole::Other);
+      return emit(OpKind::ReduceScatter, name, {have_id}, wire, OpRole::Other);
     if (have == Layout::Partial && want == Layout::Replicated)
-      return emit(OpKind::AllReduce, name, {have_id}, {}, OpRole::Other);
+      return emit(OpKind::AllReduce, name, {have_id}, wire, OpRole::Other);
     if (have == Layout::Tokens && want == Layout::Primary)
       return emit(OpKind::GatherToPrimary, name, {have_id}, {}, OpRole::Other);
     if (have == Layout::Primary && want == Layout::Tokens) {
@@ -109,6 +113,12 @@ class Lowering1D final : public LoweringEngine {
 };
 
 }  // namespace
+
+WireFormat wire_for(const Plan& plan, const Graph& graph, ValueId value) {
+  const std::vector<ValueId>& outputs = graph.outputs();
+  return std::find(outputs.begin(), outputs.end(), value) != outputs.end() ? WireFormat::F32
+                                                                           : plan.wire;
+}
 
 Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank) {
   HUDDLE_CHECK(rank >= 0 && rank < plan.num_devices());

@@ -28,6 +28,11 @@ struct Program {
   Graph graph;                       // outputs only on device 0
 };
 
+// The wire format of a move of model value `value` (core/wire_format.h): the plan's, except for
+// the model's outputs (logits, an encoder's states), which always travel exactly. Both ends of a
+// transfer are lowered with it, so they agree.
+WireFormat wire_for(const Plan& plan, const Graph& graph, ValueId value);
+
 // Lowers `graph` (of a model with `config`) for device `rank` of `plan`. The plan must have been
 // validated against the model. PlanError if the graph has an op the plan cannot place.
 Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank);

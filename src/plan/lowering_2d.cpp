@@ -96,9 +96,10 @@ class Lowering2D final : public LoweringEngine {
     return {hb / group, (he - 1) / group + 1};
   }
 
-  OpAttrs in_group(const std::vector<int>& group) const {
+  OpAttrs in_group(const std::vector<int>& group, WireFormat wire = WireFormat::F32) const {
     OpAttrs a;
     a.group = group;
+    a.wire = wire;
     return a;
   }
 
@@ -126,17 +127,19 @@ class Lowering2D final : public LoweringEngine {
     }
     if (have == Layout::Replicated && want == Layout::ColTokens)
       return emit(OpKind::LocalRows, name, {have_id}, in_group(col_group_), OpRole::Other);
+    const WireFormat wire = wire_for(p_, g_, id);
     if (have == Layout::ColPartial && want == Layout::ColTokens)
-      return emit(OpKind::ReduceScatter, name, {have_id}, in_group(col_group_), OpRole::Other);
+      return emit(OpKind::ReduceScatter, name, {have_id}, in_group(col_group_, wire),
+                  OpRole::Other);
     if (have == Layout::ColPartial && want == Layout::ColAll)
-      return emit(OpKind::AllReduce, name, {have_id}, in_group(col_group_), OpRole::Other);
+      return emit(OpKind::AllReduce, name, {have_id}, in_group(col_group_, wire), OpRole::Other);
     if (have == Layout::ColTokens && want == Layout::ColAll)
-      return emit(OpKind::AllGather, name, {have_id}, in_group(col_group_), OpRole::Other);
+      return emit(OpKind::AllGather, name, {have_id}, in_group(col_group_, wire), OpRole::Other);
     if (have == Layout::RowPartial && want == Layout::RowReduced)
-      return emit(OpKind::AllReduce, name, {have_id}, in_group(row_group_), OpRole::Other);
+      return emit(OpKind::AllReduce, name, {have_id}, in_group(row_group_, wire), OpRole::Other);
     if ((have == Layout::RowPartial || have == Layout::RowReduced) && want == Layout::Replicated) {
       const ValueId reduced = get(id, Layout::RowReduced);
-      OpAttrs attrs = in_group(col_group_);
+      OpAttrs attrs = in_group(col_group_, wire);
       for (const auto& [b, e] : layer(row_layer_.at(id)).hidden) attrs.parts.push_back(e - b);
       return emit(OpKind::AllGatherCols, name, {reduced}, attrs, OpRole::Other);
     }

@@ -79,6 +79,7 @@ class PipelineLowering final : public LoweringEngine {
       OpAttrs attrs;
       attrs.peer = from;
       attrs.width = value.shape.back();
+      attrs.wire = wire_for(p_, g_, v);
       lowered_[v] = {emit(OpKind::PipeRecv, value.name + "@recv",
                           {get(ids_input(), Layout::Replicated)}, attrs, OpRole::Other),
                      Layout::Replicated};
@@ -95,6 +96,7 @@ class PipelineLowering final : public LoweringEngine {
   void send_lowered(ValueId v, ValueId lowered, int to, const std::string& suffix) {
     OpAttrs attrs;
     attrs.peer = to;
+    attrs.wire = wire_for(p_, g_, v);
     emit(OpKind::PipeSend, g_.value(v).name + suffix, {lowered}, attrs, OpRole::Other);
   }
 
@@ -131,6 +133,7 @@ class PipelineLowering final : public LoweringEngine {
     if (have == Layout::Partial && want == Layout::Replicated && stage_ >= 0 && stage().grouped()) {
       OpAttrs attrs;
       attrs.group = stage().group;
+      attrs.wire = wire_for(p_, g_, id);
       return emit(OpKind::AllReduce, name, {have_id}, attrs, OpRole::Other);
     }
     throw PlanError(fmt::format("pipeline lowering cannot move '{}' from {} to {}",

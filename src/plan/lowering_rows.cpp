@@ -46,6 +46,7 @@ class RowLowering {
  public:
   RowLowering(const Graph& g, const Plan& plan, int rank)
       : g_(g),
+        plan_(plan),
         rg_(rows::build_row_graph(g)),
         devices_(plan.num_devices()),
         rank_(rank),
@@ -176,6 +177,7 @@ class RowLowering {
     const int index = exchanges_++;
     OpAttrs a;
     a.exchange = index;
+    a.wire = wire_for(plan_, g_, v);
     for (const RowTransfer& t : forwarding_table(held, need)) {
       if (t.src == rank_ && t.dst != rank_) a.sends.push_back({t.dst, t.begin, t.end});
       if (t.dst == rank_) a.recvs.push_back({t.src, t.begin, t.end});
@@ -307,6 +309,7 @@ class RowLowering {
   }
 
   const Graph& g_;
+  const Plan& plan_;
   const rows::RowGraph rg_;
   const int devices_;
   const int rank_;

@@ -139,6 +139,7 @@ nlohmann::json Plan::to_json() const {
                       {"devices", device_list},
                       {"token_shares", token_shares},
                       {"layers", layer_list}};
+  if (wire != WireFormat::F32) j["wire"] = wire_format_name(wire);
   if (grid) j["grid"] = {{"rows", grid->rows}, {"cols", grid->cols}};
   if (pipeline) j["pipeline"] = pipeline->to_json();
   if (rows) j["rows"] = rows->to_json();
@@ -179,6 +180,12 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
     p.token_shares.push_back(s);
   }
   if (!(share_sum > 0)) shares.fail("shares must not all be 0");
+  if (root.has("wire")) {
+    const Reader w = root.at("wire");
+    const std::optional<WireFormat> wire = parse_wire_format(w.str());
+    if (!wire) w.fail(fmt::format("unknown wire format (one of {})", wire_format_names()));
+    p.wire = *wire;
+  }
   if (root.has("grid")) {
     const Reader g = root.at("grid");
     const std::int64_t rows = g.at("rows").integer(), cols = g.at("cols").integer();

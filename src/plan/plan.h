@@ -16,7 +16,7 @@
 //  "model": {"architecture": "gpt2", "layers": 12, "hidden": 768, "heads": 12, "kv_heads": 12,
 //            "ffn": 3072},
 //  "devices": [{"name": "primary"}, {"name": "127.0.0.1:7001"}],
-//  "token_shares": [5, 3],
+//  "token_shares": [5, 3], "wire": "f16" (optional: f32, f16, bf16 or int8),
 //  "layers": [{"attention": "heads", "heads": [[0, 8], [8, 12]],
 //              "mlp": "columns", "columns": [[0, 1920], [1920, 3072]],
 //              "residual": "tokens"}, ...]}
@@ -46,6 +46,7 @@
 // empty.
 #pragma once
 
+#include "core/wire_format.h"
 #include "model/model_config.h"
 #include "plan/assignment.h"
 #include "plan/pipeline.h"
@@ -100,6 +101,9 @@ struct Plan {
   PlanModel model;
   std::vector<std::string> devices;  // device 0 is the primary
   std::vector<double> token_shares;  // per device, >= 0, not all 0
+  // The form activations travel in between devices (core/wire_format.h); JSON "wire", omitted
+  // for f32 (exact, the default). The model's outputs (logits) always travel exactly.
+  WireFormat wire = WireFormat::F32;
   std::vector<LayerPlan> layers;
   std::optional<Grid> grid;          // 2D-tiled plans only; then every layer is Tiled2D
   std::optional<Pipeline> pipeline;  // pipeline plans only; then `layers` is empty

@@ -49,11 +49,12 @@ double ring_time(const ClusterSpec& cluster, const std::vector<int>& ring,
 // Bulk-synchronous replay of one step: compute accumulates per device until a collective.
 class Simulator {
  public:
-  Simulator(const ModelConfig& c, const ModelFootprint& f, bool rotary, const Plan& plan,
-            const ClusterSpec& cluster, std::int64_t tokens, std::int64_t context)
+  Simulator(const ModelConfig& c, const ModelFootprint& f, bool rotary, WireFormat wire,
+            const Plan& plan, const ClusterSpec& cluster, std::int64_t tokens, std::int64_t context)
       : c_(c),
         f_(f),
         rotary_(rotary),
+        wire_(wire),
         plan_(plan),
         cluster_(cluster),
         tokens_(tokens),
@@ -153,7 +154,8 @@ class Simulator {
 
   std::vector<double> parts(double width) const {
     std::vector<double> b;
-    for (int d = 0; d < n_; ++d) b.push_back(static_cast<double>(rows(d)) * width * kF32Bytes);
+    const double bytes = wire_bytes_per_value(wire_, static_cast<std::int64_t>(width));
+    for (int d = 0; d < n_; ++d) b.push_back(static_cast<double>(rows(d)) * width * bytes);
     return b;
   }
   double all_gather(double width) const { return ring_all_gather_s(cluster_, ring_, parts(width)); }
@@ -161,7 +163,9 @@ class Simulator {
     return ring_reduce_scatter_s(cluster_, ring_, parts(width));
   }
   double all_reduce(double width) const {
-    return ring_all_reduce_s(cluster_, ring_, static_cast<double>(tokens_) * width * kF32Bytes);
+    return ring_all_reduce_s(
+        cluster_, ring_,
+        static_cast<double>(tokens_) * width * wire_bytes_per_value(wire_, kWireAllReduceRow));
   }
 
   // A collective taking `comm` seconds; `overlapped[d]` is compute device d runs inside it, which
@@ -304,6 +308,7 @@ class Simulator {
   const ModelConfig& c_;
   const ModelFootprint& f_;
   bool rotary_;
+  WireFormat wire_;
   const Plan& plan_;
   const ClusterSpec& cluster_;
   std::int64_t tokens_, context_;
@@ -343,8 +348,9 @@ int Prediction::first_over_budget(const ClusterSpec& cluster) const {
   return -1;
 }
 
-CostModel::CostModel(const ModelConfig& config, const Graph& graph)
+CostModel::CostModel(const ModelConfig& config, const Graph& graph, WireFormat wire)
     : config_(config),
+      wire_(wire),
       footprint_(ModelFootprint::of(graph, config)),
       unit_weight_bytes_(pipeline_unit_weight_bytes(graph, config)) {
   for (const Op& op : graph.ops()) rotary_ = rotary_ || op.kind == OpKind::Rope;
@@ -364,7 +370,8 @@ double CostModel::simulate_step(const Plan& plan, const ClusterSpec& cluster, st
         "the cost model does not simulate 2d-tiled plans step by step (predict() "
         "estimates them)");
   }
-  return Simulator(config_, footprint_, rotary_, plan, cluster, tokens, context).run(devices);
+  return Simulator(config_, footprint_, rotary_, wire_, plan, cluster, tokens, context)
+      .run(devices);
 }
 
 CostModel::UnitFlops CostModel::unit_flops(std::int64_t tokens, std::int64_t context) const {

@@ -56,9 +56,16 @@ struct Prediction {
 
 class CostModel {
  public:
-  CostModel(const ModelConfig& config, const Graph& graph);
+  // Plans are predicted, and planners plan, for activations that travel between devices in
+  // `wire` (core/wire_format.h); the model's outputs are counted as f32.
+  CostModel(const ModelConfig& config, const Graph& graph, WireFormat wire = WireFormat::F32);
 
   const ModelConfig& config() const { return config_; }
+  WireFormat wire() const { return wire_; }
+  // Bytes of `rows` activation rows of `width` values in wire().
+  double activation_bytes(double rows, std::int64_t width) const {
+    return rows * static_cast<double>(width) * wire_bytes_per_value(wire_, width);
+  }
   const ModelFootprint& footprint() const { return footprint_; }
 
   // Plan devices are looked up in `cluster` by name (PlanError naming a missing one). 2d-tiled
@@ -103,6 +110,7 @@ class CostModel {
 
  private:
   ModelConfig config_;
+  WireFormat wire_ = WireFormat::F32;
   ModelFootprint footprint_;
   std::vector<std::int64_t> unit_weight_bytes_;
   bool rotary_ = false;  // the graph has RoPE ops

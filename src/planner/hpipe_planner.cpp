@@ -18,7 +18,7 @@ namespace huddle {
 namespace {
 
 double activation_bytes(const CostModel& cost, std::int64_t tokens) {
-  return static_cast<double>(tokens) * static_cast<double>(cost.config().hidden) * kF32Bytes;
+  return cost.activation_bytes(static_cast<double>(tokens), cost.config().hidden);
 }
 
 // The last stage's output to the primary: one row of logits, or the hidden states of every

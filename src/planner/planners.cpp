@@ -103,7 +103,13 @@ PlanResult run_planner(const std::string& name, const PlanRequest& request) {
   if (request.deadline_s && !(*request.deadline_s > 0)) {
     throw UsageError(fmt::format("--deadline-ms must be > 0, got {}", *request.deadline_s * 1e3));
   }
-  return it->second(request);
+  PlanResult result = it->second(request);
+  if (result.plan && result.plan->wire != request.cost.wire()) {
+    // Planners plan with the cost model's wire format; the plan carries it to the runtime.
+    result.plan->wire = request.cost.wire();
+    result.document = result.plan->to_json();
+  }
+  return result;
 }
 
 PlanResult evaluate_plan(Plan plan, std::string mode, const PlanRequest& request) {

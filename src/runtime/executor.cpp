@@ -624,6 +624,8 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
   const auto input_id = static_cast<std::size_t>(op.inputs[0]);
   const bool input_is_dead = last_use_[input_id] == op_index && !is_output_[input_id] &&
                              graph_.values()[input_id].kind == ValueKind::Activation;
+  collectives::RingOptions ring;
+  ring.wire = op.attrs.wire;
   switch (op.kind) {
     case OpKind::LocalRows: {
       const Tensor& x = values[input_id];
@@ -654,7 +656,7 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       if (single) {
         on_part(0, 0, out.dim(0));
       } else if (op.kind == OpKind::AllGather) {
-        collectives::all_gather(*transport, out, step.partition, on_part);
+        collectives::all_gather(*transport, out, step.partition, on_part, ring);
       } else {
         collectives::gather_rows(*transport, out, step.partition, /*root=*/0);
       }
@@ -677,15 +679,17 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
         }
         // Each tile is rows [offset(part), end(part)) of `data`.
         return collectives::reduce_scatter(
-            *transport, data, step.partition, [&](int part, const Tensor&) {
+            *transport, data, step.partition,
+            [&](int part, const Tensor&) {
               linear_rows(static_cast<std::size_t>(producer), values, x,
                           step.partition.offset(part), step.partition.end(part), data);
-            });
+            },
+            ring);
       }
       const Tensor& x = values[input_id];
       if (single) return x;
       Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
-      return collectives::reduce_scatter(*transport, data, step.partition);
+      return collectives::reduce_scatter(*transport, data, step.partition, {}, ring);
     }
     case OpKind::ScatterFromPrimary: {
       const Tensor& x = values[input_id];
@@ -704,13 +708,13 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
     case OpKind::PipeSend: {
       const Tensor& x = values[input_id];
       if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
-      collectives::send_tensor(*transport, op.attrs.peer, x);
+      collectives::send_tensor(*transport, op.attrs.peer, x, op.attrs.wire);
       return x;
     }
     case OpKind::PipeRecv: {
       if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
       Tensor out = Tensor::empty(DType::F32, out_shape);
-      collectives::recv_tensor_into(*transport, op.attrs.peer, out);
+      collectives::recv_tensor_into(*transport, op.attrs.peer, out, op.attrs.wire);
       return out;
     }
     case OpKind::BroadcastFromPrimary: {
@@ -725,7 +729,7 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       const Tensor& x = values[input_id];
       if (single) return x;
       Tensor data = input_is_dead && x.contiguous() ? x : x.clone();
-      collectives::all_reduce(*transport, data);
+      collectives::all_reduce(*transport, data, ring);
       return data;
     }
     case OpKind::AllGatherCols: {
@@ -737,7 +741,7 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
                         x.dim(1), op.attrs.parts[static_cast<std::size_t>(transport->rank())]));
       }
       Tensor out = Tensor::empty(DType::F32, out_shape);
-      collectives::all_gather_cols(*transport, x, op.attrs.parts, out);
+      collectives::all_gather_cols(*transport, x, op.attrs.parts, out, ring);
       return out;
     }
     default:

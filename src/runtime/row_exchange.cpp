@@ -1,6 +1,7 @@
 #include "runtime/row_exchange.h"
 
 #include "core/error.h"
+#include "core/wire_format.h"
 
 #include <fmt/format.h>
 
@@ -64,12 +65,20 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
     senders.emplace_back([&, peer = peer, pieces = &pieces, error = &send_errors[slot++]] {
       try {
         std::vector<float> buffer;
+        std::vector<std::byte> encoded;
         for (const OpAttrs::RowPiece* s : *pieces) {
           const RowView pv{hv.planes, s->end - s->begin, hv.row_len};
           buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
           copy_rows(packed_held.f32(), hv, a.in_begin, buffer.data(), pv, s->begin, s->begin,
                     s->end);
-          transport.send(peer, tag, std::as_bytes(std::span(buffer)));
+          if (a.wire == WireFormat::F32) {
+            transport.send(peer, tag, std::as_bytes(std::span(buffer)));
+            continue;
+          }
+          const std::int64_t cols = pv.rows * pv.row_len;
+          encoded.resize(static_cast<std::size_t>(pv.planes) * wire_row_bytes(a.wire, cols));
+          encode_rows(a.wire, buffer.data(), cols, pv.planes, cols, encoded.data());
+          transport.send(peer, tag, encoded);
         }
       } catch (...) {
         *error = std::current_exception();
@@ -80,6 +89,7 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
   std::exception_ptr recv_error;
   try {
     std::vector<float> buffer;
+    std::vector<std::byte> encoded;
     for (const OpAttrs::RowPiece& r : a.recvs) {
       if (r.peer == me) {
         copy_rows(packed_held.f32(), hv, a.in_begin, out.f32(), ov, a.out_begin, r.begin, r.end);
@@ -87,7 +97,14 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
       }
       const RowView pv{ov.planes, r.end - r.begin, ov.row_len};
       buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
-      transport.recv_into(r.peer, tag, std::as_writable_bytes(std::span(buffer)));
+      if (a.wire == WireFormat::F32) {
+        transport.recv_into(r.peer, tag, std::as_writable_bytes(std::span(buffer)));
+      } else {
+        const std::int64_t cols = pv.rows * pv.row_len;
+        encoded.resize(static_cast<std::size_t>(pv.planes) * wire_row_bytes(a.wire, cols));
+        transport.recv_into(r.peer, tag, encoded);
+        decode_rows(a.wire, encoded.data(), pv.planes, cols, buffer.data(), cols);
+      }
       copy_rows(buffer.data(), pv, r.begin, out.f32(), ov, a.out_begin, r.begin, r.end);
     }
   } catch (...) {

@@ -4,7 +4,9 @@
 // while this one receives, so two devices that exchange halos with each other never wait on each
 // other's sends, and the messages to different peers travel at the same time. A "row" is a row of
 // H for NCHW values and a column (the last axis) for any other rank: the column units of a CNN's
-// fully connected head gather their output columns the same way.
+// fully connected head gather their output columns the same way. In a lossy wire format
+// (attrs.wire, core/wire_format.h) each piece travels as [planes, its rows x row length] rows:
+// one scale per channel's band (NCHW) or per row of a column layer.
 #pragma once
 
 #include "core/tensor.h"

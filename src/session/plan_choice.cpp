@@ -54,10 +54,18 @@ Planned choose_unchecked(const PlanChoice& choice, const Model& model, std::int6
   }
   if (!choice.plan_file.empty()) {
     out.plan = Plan::load(choice.plan_file);
+    if (choice.wire && *choice.wire != out.plan.wire) {
+      throw UsageError(fmt::format("--wire {}: the plan {} says \"wire\": \"{}\"",
+                                   wire_format_name(*choice.wire), choice.plan_file,
+                                   wire_format_name(out.plan.wire)));
+    }
     return out;
   }
+  const WireFormat wire = choice.wire.value_or(WireFormat::F32);
   if (choice.strategy == "assign") {  // operator assignment: profile the providers, then the DP
     if (choice.providers.empty()) throw UsageError("--strategy assign needs --providers");
+    if (wire != WireFormat::F32)
+      throw UsageError("--wire: operator assignments move tensors as f32 only");
     const assign::AssignOutcome r = assign::plan_assignment(
         model, assign::parse_providers(choice.providers), prompt_tokens, 3, key);
     std::fprintf(stderr, "huddle: assign: %zu profiling runs, predicted %.3f ms\n",
@@ -71,9 +79,10 @@ Planned choose_unchecked(const PlanChoice& choice, const Model& model, std::int6
     out.plan = make_plan(
         choice.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : choice.strategy,
         model.config(), devices, choice.shares);
+    out.plan.wire = wire;
     return out;
   }
-  const CostModel cost(model.config(), model.graph());
+  const CostModel cost(model.config(), model.graph(), wire);
   out.planner = choice.strategy.empty() ? "auto" : choice.strategy;
   const PlanResult result =
       run_planner(out.planner, PlanRequest{cost, *out.cluster, prompt_tokens, std::nullopt});

@@ -22,8 +22,10 @@ struct PlanChoice {
   std::string providers;       // strategy "assign": execution providers (docs/assignment.md)
   std::string plan_file;       // a saved plan instead of a strategy
   std::string cluster_file;    // devices in the workers' order, primary first
-  double timeout_s = 10;       // profiling: a silent peer is an error after this long
-  net::LinkEmulation link;     // profiling: emulated link (testbed)
+  // --wire: the form activations travel in (core/wire_format.h); unset = f32, or a saved plan's.
+  std::optional<WireFormat> wire;
+  double timeout_s = 10;    // profiling: a silent peer is an error after this long
+  net::LinkEmulation link;  // profiling: emulated link (testbed)
 };
 
 // The plan to run and what it was made for.

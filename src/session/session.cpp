@@ -21,7 +21,7 @@ Session::Session(const Model& model, SessionOptions options)
   planned_ = choose_plan(options_.plan, model_, options_.plan_tokens, options_.workers,
                          options_.key ? &*options_.key : nullptr);
   if (!options_.save_plan.empty()) planned_.plan.save(options_.save_plan);
-  cost_ = std::make_unique<CostModel>(model_.config(), model_.graph());
+  cost_ = std::make_unique<CostModel>(model_.config(), model_.graph(), planned_.plan.wire);
   if (planned_.cluster && plan_in_cluster(planned_.plan, *planned_.cluster)) {
     try {
       predicted_ms_ =

@@ -24,7 +24,7 @@ Plan replan(const Planned& before, const Planned& after, const Model& model,
   devices.insert(devices.end(), after.all_workers.begin(), after.all_workers.end());
   if (after.cluster) devices = device_names(*after.cluster);
   if (devices.size() == 1) return make_plan("local", model.config(), devices, {});
-  const CostModel cost(model.config(), model.graph());
+  const CostModel cost(model.config(), model.graph(), before.plan.wire);
   if (after.cluster && !before.planner.empty()) {
     return run_planner(before.planner, PlanRequest{cost, *after.cluster, prompt_tokens, {}})
         .runnable();
@@ -49,9 +49,10 @@ Plan replan_checked(const Planned& before, const Planned& after, const Model& mo
   try {
     Plan plan = replan(before, after, model, prompt_tokens)
                     .aligned_to_blocks(model.weight_block(), model.config());
+    plan.wire = before.plan.wire;  // the user's choice of wire outlives the devices
     plan.validate(model.config(), "plan");
     if (after.cluster) {
-      const CostModel cost(model.config(), model.graph());
+      const CostModel cost(model.config(), model.graph(), plan.wire);
       check_memory(cost.predict(plan, *after.cluster, prompt_tokens), *after.cluster, devices);
     }
     return plan;
