@@ -4,25 +4,19 @@
 // primary's Session calls between requests (session/session.h). Anything else — a wrong key,
 // garbage, another kind of OPEN, silence — is refused, logged, and the listener goes on.
 //
-// Each connection is served on a thread of its own within one deadline
-// (ChannelOptions::handshake_timeout from the accept, handshake and JOIN together), so a silent
-// or byte-at-a-time client (slowloris) delays no other join; at most kMaxJoinHandshakes are
-// served at once, more wait in the listen backlog. Requests never go through here. Messages are
-// capped at a JOIN's size before anything is allocated.
+// Connections are taken by an Acceptor (net/acceptor.h): each is served on a thread of its own
+// within one deadline (ChannelOptions::handshake_timeout from the accept, handshake and JOIN
+// together), so a silent or byte-at-a-time client (slowloris) delays no other join; at most
+// kMaxJoinHandshakes are served at once, more wait in the listen backlog. Requests never go
+// through here. Messages are capped at a JOIN's size before anything is allocated.
 #pragma once
 
-#include "net/key.h"
-#include "net/secure_channel.h"
-#include "net/socket.h"
+#include "net/acceptor.h"
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace huddle::net {
@@ -43,8 +37,8 @@ class JoinListener {
   // Stops accepting, wakes the connections being served and joins every thread. Idempotent.
   void stop();
 
-  std::string address() const { return listener_.address(); }
-  std::uint16_t port() const { return listener_.port(); }
+  std::string address() const { return acceptor_.address(); }
+  std::uint16_t port() const { return acceptor_.port(); }
 
   // The workers admitted since the last call ("host:port", in arrival order; one that joined
   // twice is listed once). Any thread.
@@ -57,31 +51,17 @@ class JoinListener {
   Stats stats() const;
 
  private:
-  // One connection being served, on its own thread.
-  struct Joining {
-    std::thread thread;
-    ShutdownHandle socket;  // stop() wakes it; released when it ends
-    bool done = false;
-  };
-
-  void accept_loop();
-  void start_serving(Socket socket);
-  void serve(Socket socket);
-  std::size_t in_flight_locked() const;
-  void reap_locked();
+  // The Acceptor's handler: reads the JOIN, queues the worker and acknowledges it.
+  void admit(std::unique_ptr<SecureChannel> channel, const std::string& peer);
+  void refused(const std::string& peer, const std::string& why);  // counted and logged
   void log(const std::string& line) const;
 
-  Listener listener_;
-  PresharedKey key_;
-  ChannelOptions options_;
   std::function<void(const std::string&)> log_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
-  std::condition_variable joining_cv_;  // a connection ended, or stop()
-  std::list<Joining> joining_;          // nodes stay put while their threads run
   std::vector<std::string> admitted_;
   Stats stats_;
+  // Last: its threads use everything above (stop() joins them before any of it goes).
+  Acceptor acceptor_;
 };
 
 }  // namespace huddle::net

@@ -8,12 +8,16 @@ namespace huddle::net {
 
 Server::Server(Listener listener, const PresharedKey& key, ServerOptions options,
                SessionHandler handler)
-    : listener_(std::move(listener)),
-      key_(key),
-      options_(std::move(options)),
-      handler_(std::move(handler)) {
-  HUDDLE_CHECK(options_.max_handshakes > 0, "max_handshakes must be positive");
-}
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
+      acceptor_(std::move(listener), key,
+                AcceptorOptions{.channel = options_.channel,
+                                .max_handshakes = options_.max_handshakes,
+                                .refused = [this](const std::string& peer,
+                                                  const std::string& why) { refused(peer, why); },
+                                .log = [this](const std::string& line) { log(line); }},
+                [this](std::unique_ptr<SecureChannel> channel, const std::string&,
+                       Clock::time_point deadline) { handle(std::move(channel), deadline); }) {}
 
 Server::~Server() {
   stop();
@@ -23,38 +27,32 @@ void Server::log(const std::string& line) {
   if (options_.log) {
     options_.log(line);
   } else {
-    std::fprintf(stderr, "huddle server %s: %s\n", listener_.address().c_str(), line.c_str());
+    std::fprintf(stderr, "huddle server %s: %s\n", acceptor_.address().c_str(), line.c_str());
   }
+}
+
+void Server::refused(const std::string& peer, const std::string& why) {
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.connections_refused;
+  }
+  log(fmt::format("refused {}: {}", peer, why));
 }
 
 void Server::start() {
-  HUDDLE_CHECK(!accept_thread_.joinable(), "server started twice");
-  accept_thread_ = std::thread([this] { accept_loop(); });
+  acceptor_.start();
 }
 
 void Server::stop() {
-  stopping_.store(true);
-  listener_.interrupt();
+  // Joins every connection thread: only they start sessions and add links, and any that gets
+  // past its OPEN from here on sees stopping() and refuses.
+  acceptor_.stop();
   {
     std::lock_guard lock(mutex_);
-    handshakes_cv_.notify_all();
-  }
-  if (accept_thread_.joinable()) accept_thread_.join();
-  // No handshake starts from here on. Wake those in flight and whatever the session waits on.
-  std::list<Handshake> handshakes;
-  {
-    std::lock_guard lock(mutex_);
-    for (Handshake& h : handshakes_) h.socket.shutdown();
     if (session_channel_ != nullptr) session_channel_->shutdown();
     for (auto& [rank, link] : pending_links_) link->shutdown();
     links_cv_.notify_all();
-    handshakes.splice(handshakes.end(), handshakes_);  // the nodes (and their threads) stay put
   }
-  // A handshake that gets this far refuses its connection: it sees stopping_ under the lock.
-  for (Handshake& h : handshakes) {
-    if (h.thread.joinable()) h.thread.join();
-  }
-  // Only handshake threads assign session_thread_, and they are all joined.
   if (session_thread_.joinable()) session_thread_.join();
 }
 
@@ -63,129 +61,44 @@ Server::Stats Server::stats() const {
   return stats_;
 }
 
-std::size_t Server::handshakes_in_flight_locked() const {
-  std::size_t n = 0;
-  for (const Handshake& h : handshakes_) n += h.done ? 0 : 1;
-  return n;
-}
-
-void Server::reap_handshakes_locked() {
-  // A done handshake thread has left its last critical section: joining it is immediate.
-  for (auto it = handshakes_.begin(); it != handshakes_.end();) {
-    if (it->done) {
-      it->thread.join();
-      it = handshakes_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void Server::accept_loop() {
-  while (!stopping_.load()) {
-    {
-      std::unique_lock lock(mutex_);
-      reap_handshakes_locked();
-      if (handshakes_in_flight_locked() >= options_.max_handshakes) {
-        // Leave new connections in the backlog until a handshake ends.
-        handshakes_cv_.wait_for(lock, Duration(1000), [&] {
-          return stopping_.load() || handshakes_in_flight_locked() < options_.max_handshakes;
-        });
-        continue;
-      }
-    }
-    std::optional<Socket> socket;
-    try {
-      socket = listener_.accept(Duration(1000));
-    } catch (const Error& e) {
-      log(e.what());  // e.g. out of file descriptors: back off and keep serving
-      std::this_thread::sleep_for(Duration(100));
-      continue;
-    }
-    if (socket) start_handshake(std::move(*socket));
-  }
-}
-
-void Server::start_handshake(Socket socket) {
-  const std::string peer = socket.peer();
-  std::string error;
-  {
-    std::lock_guard lock(mutex_);
-    Handshake& h = handshakes_.emplace_back();
-    try {
-      h.socket = ShutdownHandle(socket);
-      h.thread = std::thread(
-          [this, &h, s = std::move(socket)]() mutable { serve_connection(h, std::move(s)); });
-    } catch (const std::exception& e) {  // no descriptor or thread left: drop this connection
-      handshakes_.pop_back();
-      ++stats_.connections_refused;
-      error = e.what();
-    }
-  }
-  if (!error.empty()) log(fmt::format("refused {}: {}", peer, error));
-}
-
-void Server::serve_connection(Handshake& self, Socket socket) {
-  handle(std::move(socket));
-  std::lock_guard lock(mutex_);
-  self.socket = ShutdownHandle();  // lets the connection close if nobody else holds it
-  self.done = true;
-  handshakes_cv_.notify_all();
-}
-
-void Server::handle(Socket socket) {
-  const std::string peer = socket.peer();
-  const Duration limit = options_.channel.handshake_timeout;
-  const auto deadline = Clock::now() + limit;
+void Server::handle(std::unique_ptr<SecureChannel> channel, Clock::time_point deadline) {
+  OpenRequest open;
   try {
-    auto channel = SecureChannel::respond(std::move(socket), key_, options_.channel);
-    channel->set_deadline(deadline);
-    OpenRequest open;
-    try {
-      open = read_open(*channel);
-    } catch (const TransportError&) {
-      if (Clock::now() < deadline) throw;
-      // The socket's own message would name the idle timeout, not this deadline.
-      throw TransportError(fmt::format("{}: no OPEN within the handshake deadline of {}",
-                                       channel->name(), format_duration(limit)));
-    }
-    std::unique_lock lock(mutex_);
-    std::string refusal;
-    if (stopping_.load()) {
-      refusal = "the worker is stopping";
-    } else if (open.kind == wire::OpenKind::kSession) {
-      if (!session_active_) {
-        start_session(std::move(channel), open, lock);
-        return;
-      }
-      refusal = fmt::format("busy: this worker is serving session {}", session_id_);
-    } else if (!session_active_ || open.session_id != session_id_) {
-      refusal = fmt::format("no session {} on this worker", open.session_id);
-    } else if (session_world_ != 0 && open.world != session_world_) {
-      refusal =
-          fmt::format("world size {} does not match the session's {}", open.world, session_world_);
-    } else if (pending_links_.contains(open.rank) ||
-               links_acking_.contains({open.session_id, open.rank})) {
-      refusal = fmt::format("duplicate link from rank {}", open.rank);
-    } else if (pending_links_.size() + links_acking_.size() >= options_.max_pending_links) {
-      refusal = "too many pending links";
-    } else {
-      add_link(std::move(channel), open, lock);
+    open = read_open(*channel);
+  } catch (const TransportError&) {
+    if (Clock::now() < deadline) throw;
+    // The socket's own message would name the idle timeout, not this deadline.
+    throw TransportError(fmt::format("{}: no OPEN within the handshake deadline of {}",
+                                     channel->name(),
+                                     format_duration(options_.channel.handshake_timeout)));
+  }
+  std::unique_lock lock(mutex_);
+  std::string refusal;
+  if (acceptor_.stopping()) {
+    refusal = "the worker is stopping";
+  } else if (open.kind == wire::OpenKind::kSession) {
+    if (!session_active_) {
+      start_session(std::move(channel), open, lock);
       return;
     }
-    ++stats_.connections_refused;
-    lock.unlock();
-    log(fmt::format("refused {}: {}", peer, refusal));
-    channel->close(refusal);
-  } catch (const Error& e) {
-    {
-      std::lock_guard lock(mutex_);
-      ++stats_.connections_refused;
-    }
-    log(fmt::format("refused {}: {}", peer, e.what()));
-  } catch (const std::exception& e) {
-    log(fmt::format("refused {}: unexpected error: {}", peer, e.what()));
+    refusal = fmt::format("busy: this worker is serving session {}", session_id_);
+  } else if (!session_active_ || open.session_id != session_id_) {
+    refusal = fmt::format("no session {} on this worker", open.session_id);
+  } else if (session_world_ != 0 && open.world != session_world_) {
+    refusal =
+        fmt::format("world size {} does not match the session's {}", open.world, session_world_);
+  } else if (pending_links_.contains(open.rank) ||
+             links_acking_.contains({open.session_id, open.rank})) {
+    refusal = fmt::format("duplicate link from rank {}", open.rank);
+  } else if (pending_links_.size() + links_acking_.size() >= options_.max_pending_links) {
+    refusal = "too many pending links";
+  } else {
+    add_link(std::move(channel), open, lock);
+    return;
   }
+  lock.unlock();
+  channel->close(refusal);
+  throw TransportError(refusal);  // the acceptor counts and logs it: "refused PEER: busy: ..."
 }
 
 void Server::start_session(std::unique_ptr<SecureChannel> channel, const OpenRequest& open,
@@ -204,7 +117,7 @@ void Server::start_session(std::unique_ptr<SecureChannel> channel, const OpenReq
     ack_open(*channel);
     channel->set_deadline(Clock::time_point::max());
     lock.lock();
-    if (stopping_.load()) throw TransportError("the worker is stopping");
+    if (acceptor_.stopping()) throw TransportError("the worker is stopping");
     session_thread_ = std::thread(
         [this, ch = std::move(channel), open]() mutable { run_session(std::move(ch), open); });
     ++stats_.sessions_started;
@@ -237,7 +150,7 @@ void Server::add_link(std::unique_ptr<SecureChannel> channel, const OpenRequest&
   lock.lock();
   links_acking_.erase(key);
   // The session may have ended (or the server begun to stop) meanwhile: then the link is dropped.
-  if (session_active_ && session_id_ == open.session_id && !stopping_.load()) {
+  if (session_active_ && session_id_ == open.session_id && !acceptor_.stopping()) {
     pending_links_.emplace(open.rank, std::move(channel));
     links_cv_.notify_all();
   }
@@ -276,17 +189,17 @@ std::unique_ptr<SecureChannel> Server::take_link(std::uint64_t session_id, int f
                                                  Duration timeout) {
   std::unique_lock lock(mutex_);
   const bool ok = links_cv_.wait_for(lock, timeout, [&] {
-    return stopping_.load() || !session_active_ || session_id != session_id_ ||
+    return acceptor_.stopping() || !session_active_ || session_id != session_id_ ||
            pending_links_.contains(from_rank);
   });
-  if (stopping_.load() || !session_active_ || session_id != session_id_) {
+  if (acceptor_.stopping() || !session_active_ || session_id != session_id_) {
     throw TransportError(
-        fmt::format("server {}: session {} is not active", listener_.address(), session_id));
+        fmt::format("server {}: session {} is not active", acceptor_.address(), session_id));
   }
   if (!ok) {
     throw TransportError(
         fmt::format("timed out after {} waiting for rank {} of session {} to connect to {}",
-                    format_duration(timeout), from_rank, session_id, listener_.address()));
+                    format_duration(timeout), from_rank, session_id, acceptor_.address()));
   }
   if (session_world_ != world) {
     throw TransportError(

@@ -1,31 +1,30 @@
-// Server: the accept loop of a worker. It serves one session at a time, refuses a second one
-// with "busy", hands mesh links of the active session to it, and survives bad clients: any
-// failure of a connection (wrong key, garbage, timeout, a handler that throws) is logged and the
-// server goes on.
+// Server: a worker's session port. It serves one session at a time, refuses a second one with
+// "busy", hands mesh links of the active session to it, and survives bad clients: any failure of
+// a connection (wrong key, garbage, timeout, a handler that throws) is logged and the server goes
+// on.
 //
 // Order the runtime must follow: the primary opens the session (open_session) before any rank
 // opens mesh links to this worker; links for any other session are refused.
 //
-// Each accepted connection is authenticated on a thread of its own, and its handshake and OPEN
-// together must finish within one deadline (ChannelOptions::handshake_timeout), so a client that
-// stalls (slowloris) delays nobody else. At most ServerOptions::max_handshakes connections are
-// authenticated at once; more wait in the listen backlog until one of those ends.
+// Connections are taken by an Acceptor (net/acceptor.h): each is authenticated on a thread of its
+// own, and its handshake and OPEN together must finish within one deadline
+// (ChannelOptions::handshake_timeout from the accept), so a client that stalls (slowloris) delays
+// nobody else. At most ServerOptions::max_handshakes connections are served at once; more wait in
+// the listen backlog until one of those ends.
 //
 // A session's start is all or nothing: when its acknowledgement or its thread fails, the worker
-// takes sessions again at once. stop() wakes what the server waits on (handshakes in flight, the
+// takes sessions again at once. stop() wakes what the server waits on (connections in flight, the
 // session's control channel, links not yet taken) and joins every thread; a handler blocked on a
 // mesh link it has taken returns when that link fails or times out.
 #pragma once
 
+#include "net/acceptor.h"
 #include "net/session.h"
 
-#include <atomic>
 #include <condition_variable>
 #include <functional>
-#include <list>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -37,7 +36,7 @@ struct ServerOptions {
   // Receives one line per event (refusals, handler errors). Default: stderr.
   std::function<void(const std::string&)> log;
   std::size_t max_pending_links = 64;
-  std::size_t max_handshakes = 16;  // connections being authenticated at once
+  std::size_t max_handshakes = 16;  // connections being served (handshake and OPEN) at once
 };
 
 class Server final : public LinkAcceptor {
@@ -58,8 +57,8 @@ class Server final : public LinkAcceptor {
   // Stops accepting, wakes and joins every thread (see above). Idempotent; one caller at a time.
   void stop();
 
-  std::uint16_t port() const { return listener_.port(); }
-  std::string address() const { return listener_.address(); }
+  std::uint16_t port() const { return acceptor_.port(); }
+  std::string address() const { return acceptor_.address(); }
 
   struct Stats {
     std::uint64_t sessions_started = 0;
@@ -73,17 +72,8 @@ class Server final : public LinkAcceptor {
                                            Duration timeout) override;
 
  private:
-  // One connection being authenticated, on its own thread.
-  struct Handshake {
-    std::thread thread;
-    ShutdownHandle socket;  // stop() wakes the handshake with it; released when it ends
-    bool done = false;
-  };
-
-  void accept_loop();
-  void start_handshake(Socket socket);
-  void serve_connection(Handshake& self, Socket socket);
-  void handle(Socket socket);
+  // The Acceptor's handler: reads the OPEN and starts a session, queues a link, or refuses.
+  void handle(std::unique_ptr<SecureChannel> channel, Clock::time_point deadline);
   // With mutex_ held by `lock`; returns with it released. Throws, with the worker free again,
   // when the session cannot start.
   void start_session(std::unique_ptr<SecureChannel> channel, const OpenRequest& open,
@@ -93,21 +83,14 @@ class Server final : public LinkAcceptor {
                 std::unique_lock<std::mutex>& lock);
   void run_session(std::unique_ptr<SecureChannel> channel, OpenRequest open);
   void end_session_locked();
-  void reap_handshakes_locked();
-  std::size_t handshakes_in_flight_locked() const;
+  void refused(const std::string& peer, const std::string& why);  // counted and logged
   void log(const std::string& line);
 
-  Listener listener_;
-  PresharedKey key_;
   ServerOptions options_;
   SessionHandler handler_;
-  std::thread accept_thread_;
-  std::atomic<bool> stopping_{false};
 
   mutable std::mutex mutex_;
   std::condition_variable links_cv_;
-  std::condition_variable handshakes_cv_;  // a handshake ended, or stop()
-  std::list<Handshake> handshakes_;        // nodes stay put while their threads run
   std::thread session_thread_;
   bool session_active_ = false;
   std::uint64_t session_id_ = 0;
@@ -116,6 +99,8 @@ class Server final : public LinkAcceptor {
   std::set<std::pair<std::uint64_t, int>> links_acking_;  // (session, rank) being acknowledged
   int session_world_ = 0;
   Stats stats_;
+  // Last: its threads use everything above (stop() joins them before any of it goes).
+  Acceptor acceptor_;
 };
 
 }  // namespace huddle::net
