@@ -18,11 +18,11 @@ import sys
 import tempfile
 
 
-def run_once(args, strategy, devices, ids, trace):
+def run_once(args, strategy, devices, ids, trace, wire):
     cmd = [args.huddle, "run", "--model", args.model, "--ids", ids, "--threads", str(args.threads), "--json",
            "--repeat", str(args.runs + 1)]
     if devices > 1:
-        cmd += ["--local-devices", str(devices), "--strategy", strategy, "--trace", trace]
+        cmd += ["--local-devices", str(devices), "--strategy", strategy, "--trace", trace, "--wire", wire]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -36,6 +36,8 @@ def main():
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--strategies", default="megatron,sp,galaxy")
+    p.add_argument("--wires", default="f32",
+                   help="activation wire formats to run each strategy with (f32,f16,bf16,int8)")
     p.add_argument("--json-out", help="also write the results as JSON here")
     args = p.parse_args()
 
@@ -46,25 +48,30 @@ def main():
     trace = os.path.join(tempfile.mkdtemp(prefix="huddle-bench-"), "trace.json")
 
     rows = []
-    plan = [("local", 1)] + [(s, args.devices) for s in args.strategies.split(",")]
-    for strategy, devices in plan:
+    plan = [("local", 1, "f32")] + [(s, args.devices, w) for s in args.strategies.split(",")
+                                    for w in args.wires.split(",")]
+    for strategy, devices, wire in plan:
         # One session per strategy: the first run warms up (page faults, caches) and is dropped.
-        r = run_once(args, strategy, devices, ids, trace)
+        r = run_once(args, strategy, devices, ids, trace, wire)
         prefill = r["prefill_ms_runs"][1:]
         # The trace covers every run of the session, warm-up included: exposed comm per run.
         exposed = max(r.get("exposed_comm_ms", [0.0])) / (args.runs + 1)
-        rows.append({"strategy": strategy, "devices": devices, "prefill_ms": statistics.median(prefill),
+        rows.append({"strategy": strategy, "devices": devices, "wire": wire,
+                     "bytes_sent": max(d.get("bytes_sent", 0) for d in r.get("devices", [{}])),
+                     "prefill_ms": statistics.median(prefill),
                      "min_ms": min(prefill), "max_ms": max(prefill), "exposed_comm_ms": exposed})
-        print(f"  {strategy}: {rows[-1]['prefill_ms']:.1f} ms", file=sys.stderr)
+        print(f"  {strategy} ({wire}): {rows[-1]['prefill_ms']:.1f} ms", file=sys.stderr)
 
     base = rows[0]["prefill_ms"]
     print(f"# {args.model}, {args.tokens}-token prompt, {args.threads} thread(s) per process, "
           f"median of {args.runs} runs after a warm-up, one session per strategy")
-    print("| strategy | processes | prefill ms (min..max) | speedup vs 1 process | exposed comm ms (max over devices) |")
-    print("|---|---|---|---|---|")
+    print("| strategy | wire | processes | prefill ms (min..max) | speedup vs 1 process "
+          "| exposed comm ms (max over devices) | MB sent (device with most, whole session) |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['strategy']} | {r['devices']} | {r['prefill_ms']:.1f} ({r['min_ms']:.1f}..{r['max_ms']:.1f}) | "
-              f"{base / r['prefill_ms']:.2f}x | {r['exposed_comm_ms']:.1f} |")
+        print(f"| {r['strategy']} | {r['wire']} | {r['devices']} | {r['prefill_ms']:.1f} "
+              f"({r['min_ms']:.1f}..{r['max_ms']:.1f}) | {base / r['prefill_ms']:.2f}x | "
+              f"{r['exposed_comm_ms']:.1f} | {r['bytes_sent'] / 1e6:.1f} |")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"model": args.model, "tokens": args.tokens, "rows": rows}, f, indent=1)

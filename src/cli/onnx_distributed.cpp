@@ -92,8 +92,14 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
   if (!o.plan_file.empty()) {
     plan = Plan::load(o.plan_file);
     plan.validate(graph, o.plan_file);
+    if (o.wire && *o.wire != plan.wire) {
+      throw UsageError(fmt::format("--wire {}: the plan {} says \"wire\": \"{}\"",
+                                   wire_format_name(*o.wire), o.plan_file,
+                                   wire_format_name(plan.wire)));
+    }
   } else {
     plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster);
+    plan.wire = o.wire.value_or(WireFormat::F32);
   }
   if (plan.num_devices() != devices) {
     throw UsageError(

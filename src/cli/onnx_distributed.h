@@ -2,11 +2,14 @@
 // saved one) run by a Cluster of workers given with --workers or started with --local-devices.
 #pragma once
 
+#include "core/wire_format.h"
+
 #include "core/tensor.h"
 #include "onnx/onnx_model.h"
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,8 @@ struct OnnxDistribution {
   std::string plan_file;     // a saved row-split plan
   std::string cluster_file;  // devices and links to plan for (default: equal devices, 1 Gbit/s)
   std::string save_plan;
+  std::optional<WireFormat>
+      wire;           // --wire: rows exchanged in this form (unset: f32, or the plan's)
   std::string trace;  // Chrome trace events per device and op (every run of the session)
   double timeout_s = 10;
   int link_latency_ms = 0;

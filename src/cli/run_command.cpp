@@ -116,6 +116,7 @@ void run(const RunOptions& o) {
     d.plan_file = o.plan_file;
     d.cluster_file = o.cluster_file;
     d.save_plan = o.save_plan;
+    d.wire = parse_wire(o.wire);
     d.trace = o.trace;
     d.timeout_s = o.timeout_s;
     d.link_latency_ms = o.link_latency_ms;
