@@ -1,0 +1,29 @@
+// `huddle run --model M.onnx` under an operator assignment (docs/assignment.md): --plan FILE (a
+// plan `huddle assign` wrote) or --strategy assign --providers LIST (profiled first, on the given
+// inputs). The plan is lowered by the assignment lowering and run by the one Executor in this
+// process: no remote provider takes a CNN's N-D values (runtime/assign_cnn.h).
+#pragma once
+
+#include "cli/onnx_distributed.h"
+#include "core/tensor.h"
+#include "onnx/onnx_model.h"
+
+#include <map>
+#include <string>
+
+namespace huddle::cli {
+
+// Whether `options` asks for an operator assignment: --strategy assign, or a --plan whose
+// strategy is "assign" (PlanError for a plan file that cannot be read).
+bool wants_assignment(const OnnxDistribution& options);
+
+// Runs `inputs` `repeat` times under the assignment and returns the last run's outputs (by the
+// model's output names) and every run's wall time; strategy "assign", one device. UsageError for
+// --workers, --local-devices or --cluster (no remote takes a CNN's values), both --plan and
+// --strategy, or --strategy assign without --providers; InputError for a bad provider list;
+// PlanError naming the plan file for a plan that does not fit the model.
+DistributedRun run_onnx_assigned(const onnx_import::OnnxModel& model,
+                                 const std::map<std::string, Tensor>& inputs,
+                                 const OnnxDistribution& options, int repeat);
+
+}  // namespace huddle::cli
