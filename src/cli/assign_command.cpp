@@ -92,17 +92,17 @@ std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provi
 std::string assign_to_string(const AssignOptions& o) {
   const std::vector<assign::Provider> providers = assign::parse_providers(o.providers);
   if (o.repeats < 1) throw UsageError(fmt::format("--repeats {} < 1", o.repeats));
-  if (onnx_import::is_onnx_path(o.model_dir)) {
-    // An imported CNN: one run of its inputs (deterministic values of their shapes) per sample.
-    const auto model = onnx_import::OnnxModel::load(o.model_dir);
-    const assign::AssignOutcome r =
-        assign::plan_cnn_assignment(model, providers, assign::profiling_inputs(model), o.repeats);
-    return outcome_text(o, providers, r, model.graph(), /*cnn=*/true);
-  }
   std::optional<net::PresharedKey> key;
   if (!o.key_file.empty()) key = net::load_key_file(o.key_file);
   if (!assign::remote_addresses(providers).empty() && !key) {
     throw UsageError("a remote provider needs --key-file");
+  }
+  if (onnx_import::is_onnx_path(o.model_dir)) {
+    // An imported CNN: one run of its inputs (deterministic values of their shapes) per sample.
+    const auto model = onnx_import::OnnxModel::load(o.model_dir);
+    const assign::AssignOutcome r = assign::plan_cnn_assignment(
+        model, providers, assign::profiling_inputs(model), o.repeats, key ? &*key : nullptr);
+    return outcome_text(o, providers, r, model.graph(), /*cnn=*/true);
   }
   const Model model = Model::load(o.model_dir);
   const assign::AssignOutcome r =

@@ -16,8 +16,8 @@
 //     --baseline-plans DIR writes each baseline's plan as DIR/baseline-<i>.json (its "plan").
 //   huddle assign --model MODEL.onnx --providers cpuN,cpu1 ...: an imported CNN, profiled on one
 //     run of its inputs (deterministic values of their shapes) per sample; the same output
-//     without "prompt_len" (--prompt-len is not used). No remote provider takes a CNN's N-D
-//     values: one in the list is refused (runtime/assign_cnn.h).
+//     without "prompt_len" (--prompt-len is not used). A remote provider takes the ops that
+//     read no graph input (runtime/assign_cnn.h).
 #pragma once
 
 #include <cstdint>

@@ -4,28 +4,14 @@
 #include "plan/lowering_assign.h"
 #include "plan/row_graph.h"
 #include "planner/assign_planner.h"
+#include "runtime/cluster.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace huddle::assign {
-namespace {
-
-// InputError naming the first remote provider: a CNN's N-D values cannot reach one.
-void refuse_remotes(const std::vector<Provider>& providers) {
-  for (const Provider& p : providers) {
-    if (p.kind == ProviderKind::Remote) {
-      throw InputError(fmt::format(
-          "provider '{}': an imported CNN's values are N-D tensors, which no remote provider "
-          "takes (only [tokens, width] matrices move between devices); assign it over cpu1 and "
-          "cpuN",
-          p.spec));
-    }
-  }
-}
-
-}  // namespace
 
 PlanModel cnn_plan_model(const Graph& graph) {
   return PlanModel::of(rows::build_row_graph(graph));
@@ -44,9 +30,9 @@ std::map<std::string, Tensor> profiling_inputs(const onnx_import::OnnxModel& mod
 
 AssignOutcome plan_cnn_assignment(const onnx_import::OnnxModel& model,
                                   const std::vector<Provider>& providers,
-                                  const std::map<std::string, Tensor>& inputs, int repeats) {
+                                  const std::map<std::string, Tensor>& inputs, int repeats,
+                                  const net::PresharedKey* key) {
   if (providers.empty()) throw InputError("the provider list is empty");
-  refuse_remotes(providers);
   HUDDLE_CHECK(repeats >= 1);
   const Graph& graph = model.graph();
   const PlanModel facts = cnn_plan_model(graph);
@@ -57,29 +43,34 @@ AssignOutcome plan_cnn_assignment(const onnx_import::OnnxModel& model,
         std::vector<std::vector<Forward>> forwards;
         for (const Assignment& run : runs) {
           const Plan plan = assignment_plan(facts, graph, providers, run);
-          const Program program = lower_assign(graph, ModelConfig{}, plan, 0);
-          forwards.push_back(time_local_runs(program.graph, model.weights(), 0, repeats,
-                                             [&](Executor& e) { (void)e.run(inputs); }));
+          const bool remote = std::any_of(run.begin(), run.end(), [&](int p) {
+            return providers[static_cast<std::size_t>(p)].device != 0;
+          });
+          if (remote) {
+            if (!key)
+              throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+            Cluster cluster(model, plan, profiling_cluster_options(providers, *key));
+            forwards.push_back(
+                time_cluster_runs(cluster, repeats, [&](Cluster& c) { (void)c.run(inputs); }));
+          } else {
+            const Program program = lower_assign(graph, ModelConfig{}, plan, 0);
+            forwards.push_back(time_local_runs(program.graph, model.weights(), 0, repeats,
+                                               [&](Executor& e) { (void)e.run(inputs); }));
+          }
         }
         return costs_from_forwards(graph, dcg, providers, runs, forwards, measured);
       });
 }
 
 Program lower_cnn_assignment(const onnx_import::OnnxModel& model, const Plan& plan,
-                             const std::string& source) {
+                             const std::string& source, int rank) {
   if (!plan.op_assigned()) {
     throw PlanError(
         fmt::format("{}: not an operator-assignment plan (strategy '{}')", source, plan.strategy));
   }
   plan.validate(rows::build_row_graph(model.graph()), source);
-  if (plan.num_devices() != 1) {
-    throw PlanError(fmt::format(
-        "{}: the plan has {} devices ({}); an imported CNN's assignment runs on this process's "
-        "providers only (cpu1, cpuN): its N-D values cannot move to a remote provider",
-        source, plan.num_devices(), plan.devices.back()));
-  }
   plan.assignment->validate(model.graph(), source);
-  return lower_assign(model.graph(), ModelConfig{}, plan, 0);
+  return lower_assign(model.graph(), ModelConfig{}, plan, rank);
 }
 
 }  // namespace huddle::assign

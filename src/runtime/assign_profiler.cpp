@@ -26,22 +26,35 @@ bool uses_remote(const std::vector<Provider>& providers, const Assignment& run) 
   return std::any_of(run.begin(), run.end(), [&](int p) { return providers[at(p)].device != 0; });
 }
 
-// The same across the plan's workers (a session with tracing; every device's spans come back at
-// its end, each op once per forward).
+// The same across the plan's workers (a session with tracing), each forward a prefill of `ids`.
 std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
                                  const std::vector<Provider>& providers,
                                  std::span<const std::int32_t> ids, int repeats,
                                  const net::PresharedKey& key) {
+  Cluster cluster(model, plan, profiling_cluster_options(providers, key));
+  return time_cluster_runs(cluster, repeats, [&](Cluster& c) {
+    c.runner().reset();
+    (void)c.runner().forward(ids, /*all_rows=*/false);
+  });
+}
+
+}  // namespace
+
+ClusterOptions profiling_cluster_options(const std::vector<Provider>& providers,
+                                         const net::PresharedKey& key) {
   ClusterOptions options;
   options.workers = remote_addresses(providers);
   options.key = key;
   options.trace = true;
-  Cluster cluster(model, plan, options);
+  return options;
+}
+
+std::vector<Forward> time_cluster_runs(Cluster& cluster, int repeats,
+                                       const std::function<void(Cluster&)>& run_once) {
   std::vector<Forward> out(static_cast<std::size_t>(repeats));
-  for (int r = -1; r < repeats; ++r) {
-    cluster.runner().reset();
+  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
     const auto start = std::chrono::steady_clock::now();
-    (void)cluster.runner().forward(ids, /*all_rows=*/false);
+    run_once(cluster);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (r >= 0) out[at(r)].wall_s = took.count();
   }
@@ -59,8 +72,6 @@ std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
   }
   return out;
 }
-
-}  // namespace
 
 std::vector<Forward> time_local_runs(const Graph& program, const WeightMap& weights,
                                      std::int64_t max_positions, int repeats,

@@ -28,6 +28,7 @@
 #include "plan/plan.h"
 #include "planner/assign_planner.h"
 #include "planner/profiling_paths.h"
+#include "runtime/cluster.h"
 #include "runtime/executor.h"
 
 #include <cstdint>
@@ -89,6 +90,17 @@ struct Forward {
 std::vector<Forward> time_local_runs(const Graph& program, const WeightMap& weights,
                                      std::int64_t max_positions, int repeats,
                                      const std::function<void(Executor&)>& run_once);
+
+// The session options of a profiling run with remote providers: their workers (device order),
+// `key`, tracing on (every device's op spans come back at the session's end).
+ClusterOptions profiling_cluster_options(const std::vector<Provider>& providers,
+                                         const net::PresharedKey& key);
+
+// The same as time_local_runs across a session's devices: `repeats` timed runs of `cluster`
+// after a warm-up (`run_once`: a prefill, or Cluster::run), then the session is finished and
+// every device's spans are split into the runs (the k-th span of an op name is run k).
+std::vector<Forward> time_cluster_runs(Cluster& cluster, int repeats,
+                                       const std::function<void(Cluster&)>& run_once);
 
 // The costs of every DCG node and DA class of `dcg` (of model graph `graph`) from the timed
 // forwards of each profiling run (forwards[r] are runs[r]'s), as the top of this file says;

@@ -4,8 +4,9 @@
 // provider (profiled, and written by hand), and clear errors for bad provider lists, another
 // model's plan, a missing key and an unreachable remote. An imported CNN (vgg-tiny, the smallest
 // fixture; tests/runtime/assign_cnn_run_test.cpp runs all three) assigned over cpuN and cpu1: its
-// plan, and `run --strategy assign`, give the single-device outputs; a remote provider, workers,
-// and another CNN's plan are refused.
+// plan, and `run --strategy assign`, give the single-device outputs, also with a real worker as
+// the remote provider (profiled, and run); --local-devices, another CNN's plan, a stray
+// --providers and a remote without the key are refused.
 #include "io/npy.h"
 #include "onnx/cnn_fixtures.h"
 #include "test_util.h"
@@ -203,6 +204,9 @@ TEST(AssignCli, RemoteProviderIsAWorker) {
   EXPECT_TRUE(contains(gone.err, address)) << gone.err;
 }
 
+// vgg-tiny's first op (its first conv, BatchNorm and ReLU fused): the only reader of the image.
+constexpr const char* kVggImageReader = "/features/features.0/act/Relu_output_0";
+
 // Every output `dir`/NAME.npy of vgg-tiny within tol_abs of the float64 reference and of the
 // single-device run's `single`/NAME.npy.
 void expect_vgg_outputs(const std::filesystem::path& dir, const std::filesystem::path& single) {
@@ -255,18 +259,11 @@ TEST(AssignCli, CnnPlansGiveTheSingleDeviceOutputs) {
   EXPECT_EQ(read_json(dir / "b.json")["strategy"], "assign");
   expect_vgg_outputs(dir / "profiled", dir / "one");
 
-  // No remote takes a CNN's N-D values: a remote provider, workers; another CNN's plan.
-  const auto remote = run_huddle(
-      {"assign", "--model", model, "--providers", "cpuN,remote:127.0.0.1:7001", "--repeats", "1"});
-  EXPECT_EQ(remote.exit_code, 1);
-  EXPECT_TRUE(contains(remote.err,
-                       "provider 'remote:127.0.0.1:7001': an imported CNN's values "
-                       "are N-D tensors, which no remote provider takes"))
-      << remote.err;
+  // --local-devices has no place in an assignment: its remotes are the plan's workers.
   const auto workers = run_huddle({"run", "--model", model, "--input", input, "--plan",
                                    dir / "a.json", "--local-devices", "2"});
   EXPECT_EQ(workers.exit_code, 2);
-  EXPECT_TRUE(contains(workers.err, "no remote provider takes its N-D values")) << workers.err;
+  EXPECT_TRUE(contains(workers.err, "drop --local-devices")) << workers.err;
   const auto other = run_huddle({"run", "--model", testing::cnn_model("resnet-tiny"), "--input",
                                  testing::cnn_input_file("resnet-tiny"), "--plan", dir / "a.json"});
   EXPECT_EQ(other.exit_code, 1);
@@ -275,6 +272,49 @@ TEST(AssignCli, CnnPlansGiveTheSingleDeviceOutputs) {
       {"run", "--model", model, "--input", input, "--providers", "cpuN", "--plan", dir / "a.json"});
   EXPECT_EQ(stray.exit_code, 2);
   EXPECT_TRUE(contains(stray.err, "--providers goes with --strategy assign")) << stray.err;
+}
+
+TEST(AssignCli, CnnRemoteProviderIsAWorker) {
+  testing::TempDir dir;
+  const std::string model = testing::cnn_model("vgg-tiny");
+  const std::string input = testing::cnn_input_file("vgg-tiny");
+  ASSERT_EQ(run_huddle({"run", "--model", model, "--input", input, "--dump-outputs", dir / "one"})
+                .exit_code,
+            0);
+  const auto key = testing::make_key_file(dir.path());
+  testing::BackgroundHuddle worker({"worker", "--listen", "127.0.0.1:0", "--key-file", key});
+  const std::string address = worker.worker_address();
+  ASSERT_FALSE(address.empty());
+  // Profiled with the worker (it is sent the model file): its N-D values cross both ways.
+  const auto r = run_huddle({"assign", "--model", model, "--providers", "cpuN,remote:" + address,
+                             "--key-file", key, "--repeats", "1", "-o", dir / "a.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["node_runs"], 2);
+  EXPECT_GT(j["dcg"]["da_edges"].get<int>(), 2);
+  ASSERT_EQ(j["baselines"].size(), 4u);
+  for (const auto& b : j["baselines"]) {
+    EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9);
+  }
+  // The profiled plan, and one with every other op on the remote but the image's reader.
+  nlohmann::json plan = read_json(dir / "a.json");
+  int i = 0;
+  for (auto& [name, provider] : plan["assignment"]["ops"].items()) provider = i++ % 2;
+  plan["assignment"]["ops"][kVggImageReader] = 0;
+  write_json(dir / "alternating.json", plan);
+  for (const std::string name : {"a.json", "alternating.json"}) {
+    const auto run =
+        run_huddle({"run", "--model", model, "--input", input, "--plan", dir / name, "--workers",
+                    address, "--key-file", key, "--dump-outputs", dir / (name + ".out"), "--json"});
+    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out)["devices"].size(), 2u);
+    expect_vgg_outputs(dir / (name + ".out"), dir / "one");
+  }
+  // The plan's remote device without the key.
+  const auto keyless = run_huddle({"run", "--model", model, "--input", input, "--plan",
+                                   dir / "alternating.json", "--workers", address});
+  EXPECT_EQ(keyless.exit_code, 2);
+  EXPECT_TRUE(contains(keyless.err, "--key-file")) << keyless.err;
 }
 
 }  // namespace

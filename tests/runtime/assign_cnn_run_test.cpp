@@ -1,10 +1,13 @@
 // Operator-assignment plans of imported ONNX CNNs give the single-device answer: vgg-tiny (a
 // chain), resnet-tiny (residual joins) and yolo-tiny (concat, resize, two outputs) under the
 // optimal assignment profiled on cpu1 and cpuN (its profiling runs include each provider alone)
-// and an alternating assignment that crosses between the providers at nearly every op; every output
-// within the fixture's tol_abs (1e-4 x max|ref|) of the float64 reference and of the single-device
-// run. Plans that do not fit (another CNN's or a transformer's, a remote device, unknown / missing
-// / misplaced ops), a remote provider and misshapen inputs are refused naming the cause.
+// and an alternating assignment that crosses between the providers at nearly every op; with a
+// remote provider (a worker thread joined by the in-process transport: the same programs and
+// session protocol as a TCP worker) an alternating assignment and the DP's under random costs,
+// N-D values sent both ways with the token-less receive; every output within the fixture's
+// tol_abs (1e-4 x max|ref|) of the float64 reference and of the single-device run. Plans that do
+// not fit (another CNN's or a transformer's, unknown / missing / misplaced ops, the image read on
+// a remote), a remote without the key and misshapen inputs are refused naming the cause.
 #include "core/error.h"
 #include "model/model.h"
 #include "onnx/cnn_fixtures.h"
@@ -12,6 +15,7 @@
 #include "planner/assign_planner.h"
 #include "runtime/assign_cnn.h"
 #include "runtime/executor.h"
+#include "runtime/in_process_cluster.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +24,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 
 namespace huddle {
@@ -50,8 +55,13 @@ void expect_cnn_answer(const OnnxModel& model, const nlohmann::json& entry, cons
   SCOPED_TRACE(what);
   const Plan reloaded = Plan::from_json(plan.to_json(), "plan.json");
   const Program program = assign::lower_cnn_assignment(model, reloaded, "plan.json");
-  Executor executor(program.graph, model.weights(), 0);
-  const auto outputs = executor.run(testing::cnn_input(entry));
+  std::map<std::string, Tensor> outputs;
+  if (reloaded.num_devices() == 1) {
+    Executor executor(program.graph, model.weights(), 0);
+    outputs = executor.run(testing::cnn_input(entry));
+  } else {
+    outputs = run_in_process(model.graph(), model.weights(), reloaded, testing::cnn_input(entry));
+  }
   ASSERT_EQ(outputs.size(), entry["outputs"].size());
   for (const auto& out : entry["outputs"]) {
     const std::string name = out["onnx_name"].get<std::string>();
@@ -100,6 +110,53 @@ TEST_P(AssignCnnRun, EveryAssignmentGivesTheSingleDeviceAnswer) {
   EXPECT_EQ(program.graph.ops().size(), model.graph().ops().size());
   EXPECT_EQ(serial, (model.graph().ops().size() + 1) / 2);
   expect_cnn_answer(model, entry, alternating, single, "alternating");
+}
+
+// The number of ops of `program` of kind `kind` (and, for pipe_recv, token-less: no input).
+std::size_t count_cnn_ops(const Program& program, OpKind kind) {
+  std::size_t n = 0;
+  for (const Op& op : program.graph.ops())
+    n += op.kind == kind && op.inputs.empty() == (kind == OpKind::PipeRecv);
+  return n;
+}
+
+TEST_P(AssignCnnRun, RemoteProviderTakesNdValues) {
+  const nlohmann::json entry = testing::cnn_entry(GetParam());
+  const OnnxModel model = OnnxModel::load(testing::cnn_model(GetParam()));
+  Executor alone(model.graph(), model.weights(), 0);
+  const auto single = alone.run(testing::cnn_input(entry));
+  const auto providers = assign::parse_providers("cpuN,remote:127.0.0.1:7001,cpu1");
+  const Dcg dcg(assign::make_problem(model.graph(), providers, 1));
+  // The remote runs every op but those reading the image.
+  std::size_t on_remote = 0;
+  for (int op = 0; op < dcg.problem().num_ops(); ++op) on_remote += dcg.node(op, 1) >= 0;
+  EXPECT_GT(on_remote, model.graph().ops().size() / 2);
+  EXPECT_LT(on_remote, model.graph().ops().size());
+  EXPECT_GT(dcg.num_da(), 0);
+
+  const Plan alternating = assign::assignment_plan(assign::cnn_plan_model(model.graph()),
+                                                   model.graph(), providers, alternating_cnn(dcg));
+  // Values cross both ways, received without the ids.
+  const Program p0 = assign::lower_cnn_assignment(model, alternating, "alternating", 0);
+  const Program p1 = assign::lower_cnn_assignment(model, alternating, "alternating", 1);
+  EXPECT_GT(p1.graph.ops().size(), 3u);
+  EXPECT_GT(count_cnn_ops(p0, OpKind::PipeSend), 0u);
+  EXPECT_GT(count_cnn_ops(p0, OpKind::PipeRecv), 0u);
+  EXPECT_GT(count_cnn_ops(p1, OpKind::PipeSend), 0u);
+  EXPECT_GT(count_cnn_ops(p1, OpKind::PipeRecv), 0u);
+  EXPECT_TRUE(p1.graph.outputs().empty());
+  expect_cnn_answer(model, entry, alternating, single, "alternating with a remote");
+
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.1, 1.0);
+  assign::Costs costs;
+  for (std::size_t n = 0; n < dcg.nodes().size(); ++n) costs.node.push_back(u(rng));
+  for (int d = 0; d < dcg.num_da(); ++d) costs.da.push_back(u(rng) * 0.1);
+  expect_cnn_answer(
+      model, entry,
+      assign::assignment_plan(assign::cnn_plan_model(model.graph()), model.graph(), providers,
+                              assign::optimal_assignment(dcg, costs).assignment),
+      single, "dp under random costs");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, AssignCnnRun,
@@ -159,19 +216,23 @@ TEST(AssignCnnErrors, BadPlansAndProvidersAreNamed) {
                                 "a.json: assignment.ops." + first_op +
                                     ": provider 1 ('cpu1:relu') cannot run this conv2d op"))
       << lower_json(vgg, j);
-  // A remote device: no remote takes N-D values.
+  // The image read on a remote (only device 0 holds it); profiling a remote without the key.
   j = plan.to_json();
   j["assignment"]["providers"] = {"cpuN", "remote:127.0.0.1:7001"};
   j["devices"] = {{{"name", "primary"}}, {{"name", "127.0.0.1:7001"}}};
   j["token_shares"] = {1, 1};
-  EXPECT_TRUE(testing::contains(lower_json(vgg, j), "the plan has 2 devices"))
-      << lower_json(vgg, j);
+  EXPECT_EQ(lower_json(vgg, j), "no error");
+  j["assignment"]["ops"][first_op] = 1;
   EXPECT_TRUE(testing::contains(
-      cnn_plan_error([&] {
-        (void)assign::plan_cnn_assignment(vgg, assign::parse_providers("cpuN,remote:h:7001"),
-                                          assign::profiling_inputs(vgg), 1);
-      }),
-      "provider 'remote:h:7001': an imported CNN's values are N-D tensors"));
+      lower_json(vgg, j),
+      "assignment.ops." + first_op + ": provider 1 ('remote:127.0.0.1:7001') cannot run"))
+      << lower_json(vgg, j);
+  EXPECT_TRUE(testing::contains(cnn_plan_error([&] {
+                                  (void)assign::plan_cnn_assignment(
+                                      vgg, assign::parse_providers("cpuN,remote:h:7001"),
+                                      assign::profiling_inputs(vgg), 1);
+                                }),
+                                "profiling a remote provider needs the cluster key"));
   EXPECT_TRUE(testing::contains(cnn_plan_error([&] {
                                   (void)assign::plan_cnn_assignment(
                                       vgg, {}, assign::profiling_inputs(vgg), 1);
