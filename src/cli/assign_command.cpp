@@ -3,7 +3,9 @@
 #include "core/error.h"
 #include "model/model.h"
 #include "net/key.h"
+#include "onnx/onnx_model.h"
 #include "planner/assign_planner.h"
+#include "runtime/assign_cnn.h"
 #include "runtime/assign_profiler.h"
 
 #include <fmt/format.h>
@@ -17,17 +19,11 @@
 
 namespace huddle::cli {
 
-std::string assign_to_string(const AssignOptions& o) {
-  const std::vector<assign::Provider> providers = assign::parse_providers(o.providers);
-  if (o.repeats < 1) throw UsageError(fmt::format("--repeats {} < 1", o.repeats));
-  std::optional<net::PresharedKey> key;
-  if (!o.key_file.empty()) key = net::load_key_file(o.key_file);
-  if (!assign::remote_addresses(providers).empty() && !key) {
-    throw UsageError("a remote provider needs --key-file");
-  }
-  const Model model = Model::load(o.model_dir);
-  const assign::AssignOutcome r =
-      assign::plan_assignment(model, providers, o.prompt_len, o.repeats, key ? &*key : nullptr);
+namespace {
+
+// What `huddle assign` prints for outcome `r` of `graph` (and the baseline plans it writes).
+std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provider>& providers,
+                         const assign::AssignOutcome& r, const Graph& graph, bool cnn) {
   if (!o.output.empty()) r.plan.save(o.output);
 
   nlohmann::json per_provider = nlohmann::json::object();
@@ -48,16 +44,15 @@ std::string assign_to_string(const AssignOptions& o) {
     if (!o.baseline_plans_dir.empty()) {
       const std::filesystem::path path =
           std::filesystem::path(o.baseline_plans_dir) / fmt::format("baseline-{}.json", i);
-      assign::assignment_plan(model.config(), model.graph(), providers, b.assignment).save(path);
+      assign::assignment_plan(r.plan.model, graph, providers, b.assignment).save(path);
       entry["plan"] = path.string();
     }
     baselines.push_back(std::move(entry));
   }
   if (o.json) {
-    const nlohmann::json j = {
+    nlohmann::json j = {
         {"model", o.model_dir},
         {"providers", assign::provider_specs(providers)},
-        {"prompt_len", o.prompt_len},
         {"dcg", {{"nodes", r.dcg_nodes}, {"edges", r.dcg_edges}, {"da_edges", r.da_edges}}},
         {"profiling_runs", r.node_runs + r.edge_runs},
         {"node_runs", r.node_runs},
@@ -68,13 +63,15 @@ std::string assign_to_string(const AssignOptions& o) {
           {"exact", r.exact},
           {"ops_per_provider", per_provider}}},
         {"baselines", baselines}};
+    if (!cnn) j["prompt_len"] = o.prompt_len;
     return j.dump(1) + "\n";
   }
   std::string text = fmt::format(
-      "DCG: {} nodes, {} edges, {} DA edges (prefill of {} tokens)\n"
+      "DCG: {} nodes, {} edges, {} DA edges ({})\n"
       "profiling runs: {} ({} node runs + {} edge runs)\n",
-      r.dcg_nodes, r.dcg_edges, r.da_edges, o.prompt_len, r.node_runs + r.edge_runs, r.node_runs,
-      r.edge_runs);
+      r.dcg_nodes, r.dcg_edges, r.da_edges,
+      cnn ? "one run of the CNN" : fmt::format("prefill of {} tokens", o.prompt_len),
+      r.node_runs + r.edge_runs, r.node_runs, r.edge_runs);
   for (std::size_t i = 0; i < r.profiled.size(); ++i) {
     text += fmt::format("  run {}: measured {:.3f} ms, predicted {:.3f} ms\n", i,
                         r.profiled[i].measured_s * 1e3, r.profiled[i].predicted_s * 1e3);
@@ -90,11 +87,35 @@ std::string assign_to_string(const AssignOptions& o) {
   return text;
 }
 
+}  // namespace
+
+std::string assign_to_string(const AssignOptions& o) {
+  const std::vector<assign::Provider> providers = assign::parse_providers(o.providers);
+  if (o.repeats < 1) throw UsageError(fmt::format("--repeats {} < 1", o.repeats));
+  std::optional<net::PresharedKey> key;
+  if (!o.key_file.empty()) key = net::load_key_file(o.key_file);
+  if (!assign::remote_addresses(providers).empty() && !key) {
+    throw UsageError("a remote provider needs --key-file");
+  }
+  if (onnx_import::is_onnx_path(o.model_dir)) {
+    // An imported CNN: one run of its inputs (deterministic values of their shapes) per sample.
+    const auto model = onnx_import::OnnxModel::load(o.model_dir);
+    const assign::AssignOutcome r = assign::plan_cnn_assignment(
+        model, providers, assign::profiling_inputs(model), o.repeats, key ? &*key : nullptr);
+    return outcome_text(o, providers, r, model.graph(), /*cnn=*/true);
+  }
+  const Model model = Model::load(o.model_dir);
+  const assign::AssignOutcome r =
+      assign::plan_assignment(model, providers, o.prompt_len, o.repeats, key ? &*key : nullptr);
+  return outcome_text(o, providers, r, model.graph(), /*cnn=*/false);
+}
+
 void add_assign_command(CLI::App& app) {
   auto options = std::make_shared<AssignOptions>();
   CLI::App* cmd = app.add_subcommand(
       "assign", "Profile execution providers with the fewest runs and assign each op to one");
-  cmd->add_option("--model", options->model_dir, "Model directory")->required();
+  cmd->add_option("--model", options->model_dir, "Model directory, or an ONNX CNN (MODEL.onnx)")
+      ->required();
   cmd->add_option("--providers", options->providers,
                   "Providers in priority order: cpu1, cpuN, remote:HOST:PORT[:kind,...]")
       ->required();

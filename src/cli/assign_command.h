@@ -14,6 +14,10 @@
 //     "predicted_ms"}], "optimal": {"predicted_ms", "exact", "ops_per_provider"},
 //     "baselines": [{"name", "predicted_ms", "plan"}]}. -o writes the plan for `huddle run --plan`;
 //     --baseline-plans DIR writes each baseline's plan as DIR/baseline-<i>.json (its "plan").
+//   huddle assign --model MODEL.onnx --providers cpuN,cpu1 ...: an imported CNN, profiled on one
+//     run of its inputs (deterministic values of their shapes) per sample; the same output
+//     without "prompt_len" (--prompt-len is not used). A remote provider takes the ops that
+//     read no graph input (runtime/assign_cnn.h).
 #pragma once
 
 #include <cstdint>

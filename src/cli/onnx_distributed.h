@@ -20,7 +20,8 @@ struct OnnxDistribution {
   std::string key_file;
   int local_devices = 1;     // > 1: start local workers instead
   std::string strategy;      // a row strategy (default edgeflow), or
-  std::string plan_file;     // a saved row-split plan
+  std::string plan_file;     // a saved row-split plan (or an assignment plan: cli/onnx_assign.h)
+  std::string providers;     // --strategy assign: execution providers (cpu1, cpuN)
   std::string cluster_file;  // devices and links to plan for (default: equal devices, 1 Gbit/s)
   std::string save_plan;
   std::optional<WireFormat>

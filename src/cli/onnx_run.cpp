@@ -3,6 +3,7 @@
 #include "cli/onnx_run.h"
 
 #include "cli/command.h"
+#include "cli/onnx_assign.h"
 #include "core/error.h"
 #include "io/image.h"
 #include "io/npy.h"
@@ -157,7 +158,13 @@ void run_onnx(const OnnxRunOptions& o) {
   std::map<std::string, Tensor> outputs;
   std::vector<double> run_ms;
   std::optional<DistributedRun> distributed;
-  if (o.distribution.active()) {
+  if (!o.distribution.providers.empty() && o.distribution.strategy != "assign")
+    throw UsageError("--providers goes with --strategy assign");
+  if (wants_assignment(o.distribution)) {
+    distributed = run_onnx_assigned(*model, given, o.distribution, o.repeat);
+    outputs = distributed->outputs;
+    run_ms = distributed->run_ms;
+  } else if (o.distribution.active()) {
     distributed = run_onnx_distributed(*model, given, o.distribution, o.repeat, threads);
     outputs = distributed->outputs;
     run_ms = distributed->run_ms;

@@ -114,6 +114,7 @@ void run(const RunOptions& o) {
     d.local_devices = o.local_devices;
     d.strategy = o.strategy;
     d.plan_file = o.plan_file;
+    d.providers = o.providers;
     d.cluster_file = o.cluster_file;
     d.save_plan = o.save_plan;
     d.wire = parse_wire(o.wire);

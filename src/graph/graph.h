@@ -138,7 +138,7 @@ struct OpAttrs {
   kernels::ResizeSpec resize;               // resize
   int axis = 0;                             // concat, softmax (non-negative)
   bool softmax_flatten = false;             // softmax over all dims from axis (ONNX opset < 13)
-  Shape shape;                              // reshape: target shape; slice: output shape
+  Shape shape;                              // reshape: target; slice, pipe_recv: output shape
   std::vector<std::int64_t> starts, steps;  // slice: per dimension, starts in range
   std::vector<std::int64_t> perm;           // transpose
   // Row-split ops (EdgeFlow lowering). banded conv2d / pools / resize compute output rows

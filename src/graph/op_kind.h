@@ -68,7 +68,7 @@ namespace huddle {
     "x[T,C] on device 0 -> [T,C] on every device (elsewhere the input is the ids: rows only)")   \
   /* Pipeline stages (attr peer: the other end). */                                              \
   X(PipeSend, "pipe_send", 1, "x[R,C] -> x: sent to rank `peer` (the next stage, or device 0)")  \
-  X(PipeRecv, "pipe_recv", 1, "ids[T] -> [T,width]: received from rank `peer` (previous stage)") \
+  X(PipeRecv, "pipe_recv", -1, "(ids[T]) -> [T,width] or attr `shape` without ids: from `peer`") \
   /* Row-split CNNs (EdgeFlow): attrs sends, recvs, in_begin, out_begin, shape, exchange. */     \
   X(RowExchange, "row_exchange", -1,                                                             \
     "(x[N,C,held,W]) -> [N,C,needed,W]: rows sent to and received from peers, own rows copied")  \

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace huddle {
 namespace {
 
@@ -164,7 +166,16 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       return in[0];
     case OpKind::PipeRecv:
       if (a.peer < 0) mismatch(op, "pipe_recv needs a peer");
-      if (in[0].size() != 1 || in[0][0] != kTokens) mismatch(op, "needs the ids as input");
+      if (in.empty()) {  // token-less: a value of concrete shape (an imported graph's)
+        if (a.shape.empty() ||
+            std::any_of(a.shape.begin(), a.shape.end(), [](std::int64_t d) { return d < 0; })) {
+          mismatch(op, fmt::format("a pipe_recv without the ids needs a concrete shape, not {}",
+                                   shape_str(a.shape)));
+        }
+        return a.shape;
+      }
+      if (in.size() != 1 || in[0].size() != 1 || in[0][0] != kTokens)
+        mismatch(op, "needs the ids as input");
       if (a.width <= 0) mismatch(op, fmt::format("width {} is not positive", a.width));
       return {kTokens, a.width};
     case OpKind::RowExchange:

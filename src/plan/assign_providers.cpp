@@ -70,19 +70,29 @@ Provider parse_one(const std::string& entry) {
   return p;
 }
 
-bool token_matrix(const Graph& graph, ValueId id) {
-  const Value& v = graph.value(id);
-  return v.dtype == DType::F32 && v.shape.size() == 2 && v.shape[0] == kTokens;
+// An F32 value of concrete shape: an imported graph's (every dimension known at load).
+bool concrete_f32(const Value& v) {
+  return v.dtype == DType::F32 && !v.shape.empty() &&
+         std::all_of(v.shape.begin(), v.shape.end(), [](std::int64_t d) { return d >= 0; });
 }
 
 }  // namespace
 
+bool movable_value(const Value& v) {
+  const bool token_matrix = v.dtype == DType::F32 && v.shape.size() == 2 && v.shape[0] == kTokens;
+  return token_matrix || concrete_f32(v);
+}
+
 bool Provider::capable(const Graph& graph, const Op& op) const {
   if (kinds && !kinds->contains(op.kind)) return false;
   if (kind != ProviderKind::Remote) return true;
-  if (!token_matrix(graph, op.output)) return false;
+  if (!movable_value(graph.value(op.output))) return false;
   return std::all_of(op.inputs.begin(), op.inputs.end(), [&](ValueId in) {
-    return graph.value(in).kind != ValueKind::Activation || token_matrix(graph, in);
+    const Value& v = graph.value(in);
+    if (v.kind == ValueKind::Activation) return movable_value(v);
+    // Every device has the step's ids and positions, but only device 0 an imported graph's
+    // inputs (an image).
+    return !(v.kind == ValueKind::Input && concrete_f32(v));
   });
 }
 

@@ -31,10 +31,16 @@ struct Provider {
   int device = 0;                         // 0: this process; Remote: 1 + index of its address
 
   // Whether this provider runs `op` of `graph`: its kind is allowed, and for a remote provider
-  // every activation it reads or writes is a [tokens, width] F32 matrix (the only values the
-  // engine moves between devices, pipe_send / pipe_recv; so the head after last_row stays home).
+  // every activation it reads or writes moves between devices (movable_value; so the head after
+  // last_row, [R, C], stays home) and it reads no imported graph's input (only device 0 holds
+  // the image; every device has the ids).
   bool capable(const Graph& graph, const Op& op) const;
 };
+
+// Whether the engine moves value `v` between devices (pipe_send / pipe_recv): a [tokens, width]
+// F32 matrix (the receive takes the ids for its row count) or an F32 value of concrete shape, an
+// imported CNN's N-D activation (the token-less receive).
+bool movable_value(const Value& v);
 
 // Parses a provider list. InputError naming the entry for an empty list, an unknown provider,
 // an unknown op kind, a malformed address or a duplicate spec.

@@ -136,6 +136,22 @@ Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, i
   return program;
 }
 
+std::map<std::string, Tensor> outputs_by_model_name(const Graph& graph, const Program& program,
+                                                    std::map<std::string, Tensor> outputs) {
+  const std::vector<ValueId>& model = graph.outputs();
+  const std::vector<ValueId>& lowered = program.graph.outputs();
+  HUDDLE_CHECK(model.size() == lowered.size(), "program of {} outputs for a model of {}",
+               lowered.size(), model.size());
+  std::map<std::string, Tensor> out;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto it = outputs.find(program.graph.value(lowered[i]).name);
+    HUDDLE_CHECK(it != outputs.end(), "output '{}' was not produced",
+                 program.graph.value(lowered[i]).name);
+    out[graph.value(model[i]).name] = std::move(it->second);
+  }
+  return out;
+}
+
 WeightMap extract_weights(const Program& program, const WeightMap& model_weights) {
   WeightMap out;
   for (const Value& v : program.graph.values()) {

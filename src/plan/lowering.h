@@ -17,6 +17,8 @@
 #include "model/model.h"
 #include "plan/plan.h"
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace huddle {
@@ -36,6 +38,12 @@ WireFormat wire_for(const Plan& plan, const Graph& graph, ValueId value);
 // Lowers `graph` (of a model with `config`) for device `rank` of `plan`. The plan must have been
 // validated against the model. PlanError if the graph has an op the plan cannot place.
 Program lower(const Graph& graph, const ModelConfig& config, const Plan& plan, int rank);
+
+// Device 0's outputs of `program` (lowered from model `graph`; Executor::run's, keyed by the
+// program's value names) keyed by the model's output names, which they are in order: an output
+// made on another device is named after its receive in the program ("logits@recv").
+std::map<std::string, Tensor> outputs_by_model_name(const Graph& graph, const Program& program,
+                                                    std::map<std::string, Tensor> outputs);
 
 // The weights a program reads, as contiguous copies keyed by the program's weight value names
 // (what a worker is sent), and the program rewritten to refer to them whole.

@@ -1,6 +1,7 @@
 #include "plan/lowering_assign.h"
 
 #include "core/error.h"
+#include "plan/assign_providers.h"
 #include "plan/lowering_engine.h"
 
 #include <fmt/format.h>
@@ -46,10 +47,10 @@ class AssignLowering final : public LoweringEngine {
     const Value& v = g_.value(op.output);
     for (int to : readers_[static_cast<std::size_t>(op.output)]) {
       if (to == on || (rank_ != on && rank_ != to)) continue;
-      if (v.dtype != DType::F32 || v.shape.size() != 2 || v.shape[0] != kTokens) {
+      if (!assign::movable_value(v)) {
         throw PlanError(
-            fmt::format("op '{}' on device {} writes '{}' ({}), which device {} reads; "
-                        "only [tokens, width] activations move between devices",
+            fmt::format("op '{}' on device {} writes '{}' ({}), which device {} reads; only "
+                        "[tokens, width] activations and concrete N-D ones move between devices",
                         op.name, on, v.name, shape_str(v.shape), to));
       }
       OpAttrs attrs;
@@ -59,10 +60,14 @@ class AssignLowering final : public LoweringEngine {
              {get(op.output, Layout::Replicated)}, attrs, OpRole::Other);
       } else {
         attrs.peer = on;
-        attrs.width = v.shape.back();
-        define(op,
-               emit(OpKind::PipeRecv, v.name + "@recv", {get(ids_input(), Layout::Replicated)},
-                    attrs, OpRole::Other),
+        std::vector<ValueId> ids;  // [tokens, width]: the ids give the row count
+        if (v.shape[0] == kTokens) {
+          attrs.width = v.shape.back();
+          ids.push_back(get(ids_input(), Layout::Replicated));
+        } else {
+          attrs.shape = v.shape;  // concrete (an imported graph's): token-less
+        }
+        define(op, emit(OpKind::PipeRecv, v.name + "@recv", std::move(ids), attrs, OpRole::Other),
                Layout::Replicated);
       }
     }

@@ -6,8 +6,10 @@
 // it (pipe_send) to every other device that reads it — once per device, however many of its ops
 // read it — and each of those receives it (pipe_recv) at the same point of the op order, so every
 // link carries its messages in one order on both ends. Model outputs produced elsewhere are sent
-// to device 0, whose program has the outputs. Only [tokens, width] F32 activations cross
-// (assign::Provider::capable keeps remote providers to such ops).
+// to device 0, whose program has the outputs. Only [tokens, width] F32 activations (received
+// with the ids for their row count) and concrete N-D F32 ones (an imported CNN's: a token-less
+// pipe_recv of attr shape) cross (assign::movable_value; Provider::capable keeps remote providers
+// to ops on such values, reading no imported graph's input).
 #pragma once
 
 #include "plan/lowering.h"

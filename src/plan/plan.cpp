@@ -322,12 +322,13 @@ PlanModel PlanModel::of(const rows::RowGraph& graph) {
 
 void Plan::validate(const rows::RowGraph& graph, const std::string& source) const {
   const PlanModel actual = PlanModel::of(graph);
-  if (!rows || !(model == actual)) {
+  if (!(rows || assignment) || !(model == actual)) {
     throw PlanError(fmt::format(
         "{}: the plan is for a {} with {} layers; the model is an imported CNN with {} row layers "
-        "(a row-split plan is needed)",
+        "(a row-split or operator-assignment plan for it is needed)",
         source, model.architecture, model.layers, actual.layers));
   }
+  if (assignment) return;  // ops are checked against the graph when lowering (lowering_assign.h)
   rows->validate(graph, num_devices(), source);
 }
 

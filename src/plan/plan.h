@@ -125,7 +125,8 @@ struct Plan {
   // Checks the plan against the model it is to run (ranges cover heads and columns, layer
   // count, ...); PlanError naming `source` and the field.
   void validate(const ModelConfig& config, const std::string& source) const;
-  // The same for a row-split plan against an imported CNN's row layers.
+  // The same for a row-split or operator-assignment plan against an imported CNN's row layers
+  // (the model facts; an assignment's ops are checked against the graph when lowering).
   void validate(const rows::RowGraph& graph, const std::string& source) const;
 
   // This plan with its MLP-column and hidden ranges cut at multiples of `granule` — 32 for a

@@ -9,11 +9,16 @@ namespace huddle::assign {
 
 Plan assignment_plan(const ModelConfig& config, const Graph& graph,
                      const std::vector<Provider>& providers, const Assignment& assignment) {
+  return assignment_plan(PlanModel::of(config), graph, providers, assignment);
+}
+
+Plan assignment_plan(const PlanModel& model, const Graph& graph,
+                     const std::vector<Provider>& providers, const Assignment& assignment) {
   HUDDLE_CHECK(assignment.size() == graph.ops().size(), "assignment of {} ops for {}",
                assignment.size(), graph.ops().size());
   Plan plan;
   plan.strategy = "assign";
-  plan.model = PlanModel::of(config);
+  plan.model = model;
   plan.devices = {"primary"};
   for (const std::string& a : remote_addresses(providers)) plan.devices.push_back(a);
   plan.token_shares.assign(plan.devices.size(), 1.0);

@@ -18,6 +18,9 @@ namespace huddle::assign {
 // strategy "assign", devices "primary" then each remote address, "assignment" by op name.
 Plan assignment_plan(const ModelConfig& config, const Graph& graph,
                      const std::vector<Provider>& providers, const Assignment& assignment);
+// The same with the plan's model facts given (an imported CNN's: PlanModel::of(its row graph)).
+Plan assignment_plan(const PlanModel& model, const Graph& graph,
+                     const std::vector<Provider>& providers, const Assignment& assignment);
 
 struct Baseline {
   std::string name;  // "cpuN only", "remote:h:7001 > cpuN > cpu1"

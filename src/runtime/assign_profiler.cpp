@@ -22,64 +22,39 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-// One op's times in a forward: wall seconds, and the process's CPU seconds over it (-1: unknown).
-struct OpTimes {
-  std::string name;  // program op name
-  double wall_s = 0;
-  double cpu_s = -1;
-};
-
-// One timed forward: every device's ops in execution order, and the primary's wall time.
-struct Forward {
-  std::vector<std::vector<OpTimes>> devices;
-  double wall_s = 0;
-};
-
 bool uses_remote(const std::vector<Provider>& providers, const Assignment& run) {
   return std::any_of(run.begin(), run.end(), [&](int p) { return providers[at(p)].device != 0; });
 }
 
-// `repeats` timed forwards of `plan` after a warm-up, in this process.
-std::vector<Forward> run_local(const Model& model, const Plan& plan,
-                               std::span<const std::int32_t> ids, int repeats) {
-  const Program program = lower(model.graph(), model.config(), plan, 0);
-  Executor executor(program.graph, model.weights(), model.config().max_positions);
-  std::vector<OpTimes> ops;
-  executor.set_observer(
-      [&](const Op& op, const Tensor&, const OpTime& time) {
-        ops.push_back(
-            {op.name, std::chrono::duration<double>(time.wall).count(),
-             time.cpu.count() < 0 ? -1.0 : std::chrono::duration<double>(time.cpu).count()});
-      },
-      /*measure_cpu=*/true);
-  std::vector<Forward> out;
-  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
-    ops.clear();
-    executor.reset();
-    const auto start = std::chrono::steady_clock::now();
-    (void)executor.forward(ids, /*all_rows=*/false);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    if (r >= 0) out.push_back({{ops}, took.count()});
-  }
-  return out;
-}
-
-// The same across the plan's workers (a session with tracing; every device's spans come back at
-// its end, each op once per forward).
+// The same across the plan's workers (a session with tracing), each forward a prefill of `ids`.
 std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
                                  const std::vector<Provider>& providers,
                                  std::span<const std::int32_t> ids, int repeats,
                                  const net::PresharedKey& key) {
+  Cluster cluster(model, plan, profiling_cluster_options(providers, key));
+  return time_cluster_runs(cluster, repeats, [&](Cluster& c) {
+    c.runner().reset();
+    (void)c.runner().forward(ids, /*all_rows=*/false);
+  });
+}
+
+}  // namespace
+
+ClusterOptions profiling_cluster_options(const std::vector<Provider>& providers,
+                                         const net::PresharedKey& key) {
   ClusterOptions options;
   options.workers = remote_addresses(providers);
   options.key = key;
   options.trace = true;
-  Cluster cluster(model, plan, options);
+  return options;
+}
+
+std::vector<Forward> time_cluster_runs(Cluster& cluster, int repeats,
+                                       const std::function<void(Cluster&)>& run_once) {
   std::vector<Forward> out(static_cast<std::size_t>(repeats));
-  for (int r = -1; r < repeats; ++r) {
-    cluster.runner().reset();
+  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
     const auto start = std::chrono::steady_clock::now();
-    (void)cluster.runner().forward(ids, /*all_rows=*/false);
+    run_once(cluster);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (r >= 0) out[at(r)].wall_s = took.count();
   }
@@ -98,7 +73,28 @@ std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
   return out;
 }
 
-}  // namespace
+std::vector<Forward> time_local_runs(const Graph& program, const WeightMap& weights,
+                                     std::int64_t max_positions, int repeats,
+                                     const std::function<void(Executor&)>& run_once) {
+  Executor executor(program, weights, max_positions);
+  std::vector<OpTimes> ops;
+  executor.set_observer(
+      [&](const Op& op, const Tensor&, const OpTime& time) {
+        ops.push_back(
+            {op.name, std::chrono::duration<double>(time.wall).count(),
+             time.cpu.count() < 0 ? -1.0 : std::chrono::duration<double>(time.cpu).count()});
+      },
+      /*measure_cpu=*/true);
+  std::vector<Forward> out;
+  for (int r = -1; r < repeats; ++r) {  // r = -1: warm-up
+    ops.clear();
+    const auto start = std::chrono::steady_clock::now();
+    run_once(executor);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (r >= 0) out.push_back({{ops}, took.count()});
+  }
+  return out;
+}
 
 std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size_t providers) {
   std::vector<double> wall(providers, 0.0), cpu(providers, 0.0);
@@ -174,7 +170,30 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
                    const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
                    int repeats, std::vector<MeasuredRun>* measured, const net::PresharedKey* key) {
   HUDDLE_CHECK(repeats >= 1);
-  const Graph& graph = model.graph();
+  std::vector<std::vector<Forward>> forwards(runs.size());
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const Plan plan = assignment_plan(model.config(), model.graph(), providers, runs[r]);
+    if (uses_remote(providers, runs[r])) {
+      if (!key) throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+      forwards[r] = run_cluster(model, plan, providers, ids, repeats, *key);
+    } else {
+      const Program program = lower(model.graph(), model.config(), plan, 0);
+      forwards[r] = time_local_runs(program.graph, model.weights(), model.config().max_positions,
+                                    repeats, [&](Executor& executor) {
+                                      executor.reset();
+                                      (void)executor.forward(ids, /*all_rows=*/false);
+                                    });
+    }
+  }
+  return costs_from_forwards(model.graph(), dcg, providers, runs, forwards, measured);
+}
+
+Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
+                          const std::vector<Provider>& providers,
+                          const std::vector<Assignment>& runs,
+                          const std::vector<std::vector<Forward>>& forwards,
+                          std::vector<MeasuredRun>* measured) {
+  HUDDLE_CHECK(forwards.size() == runs.size());
   const auto& edges = dcg.problem().edges;
   std::map<std::string, int> op_index, producer;  // op name -> op; value name -> producing op
   for (std::size_t i = 0; i < graph.ops().size(); ++i) {
@@ -188,16 +207,6 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
   std::vector<std::vector<std::pair<std::size_t, double>>> crossed(at(dcg.num_da()));
   std::vector<std::vector<double>> transfers(at(dcg.num_da()));
   std::vector<bool> da_seen(at(dcg.num_da()), false);
-  std::vector<std::vector<Forward>> forwards(runs.size());
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    const Plan plan = assignment_plan(model.config(), graph, providers, runs[r]);
-    if (uses_remote(providers, runs[r])) {
-      if (!key) throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
-      forwards[r] = run_cluster(model, plan, providers, ids, repeats, *key);
-    } else {
-      forwards[r] = run_local(model, plan, ids, repeats);
-    }
-  }
   // Every compute op sample, in the order the loop below visits them, charged by CPU time.
   std::vector<OpSample> samples;
   for (std::size_t r = 0; r < runs.size(); ++r) {
@@ -335,6 +344,27 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
   return costs;
 }
 
+AssignOutcome assign_with(const Graph& graph, const PlanModel& model,
+                          const std::vector<Provider>& providers, std::int64_t tokens,
+                          const ProfileFn& profile) {
+  const Dcg dcg(make_problem(graph, providers, tokens));
+  const ProfilingRuns runs = profiling_paths(dcg);
+  AssignOutcome out;
+  out.dcg_nodes = dcg.nodes().size();
+  out.dcg_edges = dcg.edges().size();
+  out.da_edges = static_cast<std::size_t>(dcg.num_da());
+  out.node_runs = runs.node_runs.size();
+  out.edge_runs = runs.edge_runs.size();
+  const Costs costs = profile(dcg, runs.all(), &out.profiled);
+  out.optimal = optimal_assignment(dcg, costs, &out.exact);
+  for (Baseline& b : baselines(dcg, providers)) {
+    const double predicted = assignment_cost(dcg, costs, b.assignment);
+    out.baselines.emplace_back(std::move(b), predicted);
+  }
+  out.plan = assignment_plan(model, graph, providers, out.optimal.assignment);
+  return out;
+}
+
 AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& providers,
                               std::int64_t prompt_len, int repeats, const net::PresharedKey* key) {
   if (providers.empty()) throw InputError("the provider list is empty");
@@ -342,27 +372,15 @@ AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& p
     throw InputError(
         fmt::format("--prompt-len {} is outside 1..{}", prompt_len, model.config().max_positions));
   }
-  const Dcg dcg(make_problem(model.graph(), providers, prompt_len));
-  const ProfilingRuns runs = profiling_paths(dcg);
   std::vector<std::int32_t> ids;
   for (std::int64_t i = 0; i < prompt_len; ++i) {
     ids.push_back(static_cast<std::int32_t>(1 + i % (model.config().vocab_size - 1)));
   }
-  AssignOutcome out;
-  out.dcg_nodes = dcg.nodes().size();
-  out.dcg_edges = dcg.edges().size();
-  out.da_edges = static_cast<std::size_t>(dcg.num_da());
-  out.node_runs = runs.node_runs.size();
-  out.edge_runs = runs.edge_runs.size();
-  const Costs costs =
-      profile_runs(model, dcg, providers, runs.all(), ids, repeats, &out.profiled, key);
-  out.optimal = optimal_assignment(dcg, costs, &out.exact);
-  for (Baseline& b : baselines(dcg, providers)) {
-    const double predicted = assignment_cost(dcg, costs, b.assignment);
-    out.baselines.emplace_back(std::move(b), predicted);
-  }
-  out.plan = assignment_plan(model.config(), model.graph(), providers, out.optimal.assignment);
-  return out;
+  return assign_with(
+      model.graph(), PlanModel::of(model.config()), providers, prompt_len,
+      [&](const Dcg& dcg, const std::vector<Assignment>& runs, std::vector<MeasuredRun>* measured) {
+        return profile_runs(model, dcg, providers, runs, ids, repeats, measured, key);
+      });
 }
 
 }  // namespace huddle::assign

@@ -28,8 +28,11 @@
 #include "plan/plan.h"
 #include "planner/assign_planner.h"
 #include "planner/profiling_paths.h"
+#include "runtime/cluster.h"
+#include "runtime/executor.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -62,9 +65,52 @@ std::vector<double> fit_op_overheads(const std::vector<std::vector<double>>& ops
 
 struct MeasuredRun {
   Assignment assignment;
-  double measured_s = 0;   // median wall time of the prefill
+  double measured_s = 0;   // median wall time of the run (a prefill, or one Executor::run)
   double predicted_s = 0;  // assignment_cost under the profiled costs
 };
+
+// One op's times in a timed forward: wall seconds, and the process's CPU seconds over it (-1:
+// unknown). `name` is the program op's name (a model op's, or a transfer's "VALUE@recv").
+struct OpTimes {
+  std::string name;
+  double wall_s = 0;
+  double cpu_s = -1;
+};
+
+// One timed forward of a profiling run: every device's ops in execution order (device 0 first),
+// and the primary's wall time.
+struct Forward {
+  std::vector<std::vector<OpTimes>> devices;
+  double wall_s = 0;
+};
+
+// `repeats` timed forwards of the one-device program `program` (bound to `weights`) after a
+// warm-up, every op observed with its wall and CPU time; `run_once` runs the executor once (a
+// prefill of the ids after reset(), or Executor::run on an imported graph's named inputs).
+std::vector<Forward> time_local_runs(const Graph& program, const WeightMap& weights,
+                                     std::int64_t max_positions, int repeats,
+                                     const std::function<void(Executor&)>& run_once);
+
+// The session options of a profiling run with remote providers: their workers (device order),
+// `key`, tracing on (every device's op spans come back at the session's end).
+ClusterOptions profiling_cluster_options(const std::vector<Provider>& providers,
+                                         const net::PresharedKey& key);
+
+// The same as time_local_runs across a session's devices: `repeats` timed runs of `cluster`
+// after a warm-up (`run_once`: a prefill, or Cluster::run), then the session is finished and
+// every device's spans are split into the runs (the k-th span of an op name is run k).
+std::vector<Forward> time_cluster_runs(Cluster& cluster, int repeats,
+                                       const std::function<void(Cluster&)>& run_once);
+
+// The costs of every DCG node and DA class of `dcg` (of model graph `graph`) from the timed
+// forwards of each profiling run (forwards[r] are runs[r]'s), as the top of this file says;
+// `measured` gets each run's median wall time and prediction. PlanError when a node or DA class
+// is left unobserved.
+Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
+                          const std::vector<Provider>& providers,
+                          const std::vector<Assignment>& runs,
+                          const std::vector<std::vector<Forward>>& forwards,
+                          std::vector<MeasuredRun>* measured = nullptr);
 
 // Runs `runs` on `model` (in this process, or with the remote providers' workers, which `key`
 // opens) and returns the costs of every DCG node and DA class. PlanError when a run needs a
@@ -85,8 +131,20 @@ struct AssignOutcome {
   Plan plan;                                           // runs `optimal`
 };
 
+// Profiles the given runs of a DCG: their costs, each run's measurement appended to `measured`.
+using ProfileFn = std::function<Costs(const Dcg&, const std::vector<Assignment>&,
+                                      std::vector<MeasuredRun>* measured)>;
+
+// The pipeline around profiling, for any model: the DCG of `graph` over `providers` at `tokens`,
+// Algorithm 1's runs, `profile` of them, the DP, the baselines, and the plan of the optimal
+// assignment (model facts `model`).
+AssignOutcome assign_with(const Graph& graph, const PlanModel& model,
+                          const std::vector<Provider>& providers, std::int64_t tokens,
+                          const ProfileFn& profile);
+
 // The whole pipeline for a prefill of `prompt_len` tokens (ids 1, 2, ... below the vocabulary).
-// InputError for an empty provider list or a bad length; PlanError as profile_runs.
+// InputError for an empty provider list or a bad length; PlanError as profile_runs. (Imported
+// CNNs: runtime/assign_cnn.h.)
 AssignOutcome plan_assignment(const Model& model, const std::vector<Provider>& providers,
                               std::int64_t prompt_len, int repeats = 3,
                               const net::PresharedKey* key = nullptr);

@@ -39,8 +39,10 @@ Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
 
 Cluster::Cluster(const onnx_import::OnnxModel& model, const Plan& plan, ClusterOptions options)
     : onnx_(&model), plan_(plan), options_(std::move(options)) {
-  if (!plan_.row_split())
-    throw PlanError("an imported CNN runs across devices with a row-split plan");
+  if (!plan_.row_split() && !plan_.op_assigned()) {
+    throw PlanError(
+        "an imported CNN runs across devices with a row-split or operator-assignment plan");
+  }
   model_file_ = onnx_import::read_onnx_file(model.path());
   start({{"format", "onnx"}}, bytes_fingerprint(model_file_));
 }
@@ -121,7 +123,7 @@ void Cluster::start(const nlohmann::json& model_fields, const std::string& finge
   // 5. Wait until every worker is ready.
   model_file_.clear();
   model_file_.shrink_to_fit();
-  program_ = onnx_ ? lower_rows(onnx_->graph(), plan_, 0)
+  program_ = onnx_ ? lower(onnx_->graph(), ModelConfig{}, plan_, 0)  // rows or assignment
                    : lower(model_->graph(), model_->config(), plan_, 0);
   devices_.push_back(
       {plan_.devices.front(),
@@ -157,8 +159,9 @@ void Cluster::start(const nlohmann::json& model_fields, const std::string& finge
 }
 
 std::map<std::string, Tensor> Cluster::run(const std::map<std::string, Tensor>& inputs) {
+  HUDDLE_CHECK(onnx_ != nullptr, "Cluster::run runs an imported graph");
   try {
-    return session_->run(inputs);
+    return outputs_by_model_name(onnx_->graph(), program_, session_->run(inputs));
   } catch (const TransportError& e) {
     const std::string reports = worker_failures(options_.failure_report_wait);
     if (reports.empty()) throw;

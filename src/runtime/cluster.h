@@ -62,8 +62,8 @@ class Cluster {
   // TransportError naming the worker that cannot be reached, refuses the key, is busy, or fails
   // to set up (its reason is passed on).
   Cluster(const Model& model, const Plan& plan, ClusterOptions options);
-  // An imported CNN with a row-split plan: workers without a copy of the model file get the
-  // file; run() runs it.
+  // An imported CNN with a row-split or operator-assignment plan: workers without a copy of the
+  // model file get the file; run() runs it.
   Cluster(const onnx_import::OnnxModel& model, const Plan& plan, ClusterOptions options);
   ~Cluster();
 

@@ -620,6 +620,12 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
         op.inputs.empty() ? nullptr : &values[static_cast<std::size_t>(op.inputs[0])];
     return row_exchange(op, held, out_shape, *transport);
   }
+  if (op.kind == OpKind::PipeRecv) {  // its input (the ids), if any, only gave the row count
+    if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
+    Tensor out = Tensor::empty(DType::F32, out_shape);
+    collectives::recv_tensor_into(*transport, op.attrs.peer, out, op.attrs.wire);
+    return out;
+  }
   const bool single = transport == nullptr || transport->size() == 1;
   const auto input_id = static_cast<std::size_t>(op.inputs[0]);
   const bool input_is_dead = last_use_[input_id] == op_index && !is_output_[input_id] &&
@@ -710,12 +716,6 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
       collectives::send_tensor(*transport, op.attrs.peer, x, op.attrs.wire);
       return x;
-    }
-    case OpKind::PipeRecv: {
-      if (transport == nullptr) throw PlanError(fmt::format("op '{}' needs a transport", op.name));
-      Tensor out = Tensor::empty(DType::F32, out_shape);
-      collectives::recv_tensor_into(*transport, op.attrs.peer, out, op.attrs.wire);
-      return out;
     }
     case OpKind::BroadcastFromPrimary: {
       const Tensor& x = values[input_id];

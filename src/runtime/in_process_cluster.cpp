@@ -80,11 +80,12 @@ std::map<std::string, Tensor> run_in_process(const Graph& graph, const WeightMap
                                              std::vector<StepReport>* reports) {
   std::map<std::string, Tensor> out;
   run_devices(
-      plan, [&](int r) { return lower_rows(graph, plan, r); }, weights, 1,
+      plan, [&](int r) { return lower(graph, ModelConfig{}, plan, r); }, weights, 1,
       [](Executor& executor, net::Transport& transport) { follow_primary(transport, executor); },
       [&](Executor& executor, net::Transport& transport) {
         PrimarySession session(transport, executor);
-        out = session.run(inputs);
+        out =
+            outputs_by_model_name(graph, lower(graph, ModelConfig{}, plan, 0), session.run(inputs));
         if (reports) *reports = session.last_reports();
         session.end();
       });

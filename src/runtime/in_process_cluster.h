@@ -22,8 +22,9 @@ namespace huddle {
 void run_in_process(const Model& model, const Plan& plan,
                     const std::function<void(StepRunner&)>& drive);
 
-// The same for an imported graph (a CNN) and a row-split plan: one run of `inputs` on every
-// device, device 0's outputs by name; `reports` (optional) receives every device's report.
+// The same for an imported graph (a CNN) and a row-split or operator-assignment plan: one run of
+// `inputs` on every device, device 0's outputs by name; `reports` (optional) receives every
+// device's report.
 std::map<std::string, Tensor> run_in_process(const Graph& graph, const WeightMap& weights,
                                              const Plan& plan,
                                              const std::map<std::string, Tensor>& inputs,

@@ -116,13 +116,15 @@ void serve_program(net::TcpTransport& transport, const Program& program, WeightM
 }
 
 // An imported CNN: the model travels as its file (or is read from the worker's own copy when
-// its fingerprint matches), and each device holds the weights of its own units.
+// its fingerprint matches), and each device holds the weights of its own units (a row-split
+// plan) or ops (an operator assignment).
 void serve_onnx_session(const net::SecureChannel& control, const Setup& s,
                         std::unique_ptr<net::TcpTransport>& transport, net::LinkAcceptor& acceptor,
                         const WorkerOptions& options) {
   const std::string source = fmt::format("session {} from {}", s.session_id, control.name());
   const Plan plan = Plan::from_json(s.plan, source);
-  if (!plan.row_split()) throw PlanError(source + ": an ONNX model needs a row-split plan");
+  if (!plan.row_split() && !plan.op_assigned())
+    throw PlanError(source + ": an ONNX model needs a row-split or operator-assignment plan");
   if (plan.num_devices() != s.world)
     throw PlanError(fmt::format("{}: plan for {} devices", source, plan.num_devices()));
   transport =
@@ -157,7 +159,7 @@ void serve_onnx_session(const net::SecureChannel& control, const Setup& s,
     const auto model = onnx_import::OnnxModel::load_bytes(*bytes, fmt::format("{}: model", source));
     bytes.reset();
     plan.validate(rows::build_row_graph(model.graph()), source);
-    program = lower_rows(model.graph(), plan, s.rank);
+    program = lower(model.graph(), ModelConfig{}, plan, s.rank);  // rows or assignment
     weights = extract_weights(program, model.weights());
   }  // the rest of the model is freed: only this device's units' weights stay
   localize_weights(program);

@@ -2,7 +2,13 @@
 // for the GPT-2 fixture, the optimal assignment never predicted slower than a baseline, the plan
 // replaying the reference's greedy ids on cpu1/cpuN and with a real worker as the remote
 // provider (profiled, and written by hand), and clear errors for bad provider lists, another
-// model's plan, a missing key and an unreachable remote.
+// model's plan, a missing key and an unreachable remote. An imported CNN (vgg-tiny, the smallest
+// fixture; tests/runtime/assign_cnn_run_test.cpp runs all three) assigned over cpuN and cpu1: its
+// plan, and `run --strategy assign`, give the single-device outputs, also with a real worker as
+// the remote provider (profiled, and run); --local-devices, another CNN's plan, a stray
+// --providers and a remote without the key are refused.
+#include "io/npy.h"
+#include "onnx/cnn_fixtures.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +16,8 @@
 
 #include <csignal>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace huddle {
 namespace {
@@ -194,6 +202,119 @@ TEST(AssignCli, RemoteProviderIsAWorker) {
                                 "cpuN,remote:" + address, "--key-file", key});
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_TRUE(contains(gone.err, address)) << gone.err;
+}
+
+// vgg-tiny's first op (its first conv, BatchNorm and ReLU fused): the only reader of the image.
+constexpr const char* kVggImageReader = "/features/features.0/act/Relu_output_0";
+
+// Every output `dir`/NAME.npy of vgg-tiny within tol_abs of the float64 reference and of the
+// single-device run's `single`/NAME.npy.
+void expect_vgg_outputs(const std::filesystem::path& dir, const std::filesystem::path& single) {
+  for (const auto& out : testing::cnn_entry("vgg-tiny")["outputs"]) {
+    const std::string name = out["onnx_name"].get<std::string>();
+    const Tensor got = io::read_npy(dir / (name + ".npy"));
+    const double tol = out["tol_abs"].get<double>();
+    EXPECT_LE(
+        testing::max_abs_diff(got, io::read_npy(fixture("cnn/" + out["file"].get<std::string>()))),
+        tol)
+        << name;
+    EXPECT_LE(testing::max_abs_diff(got, io::read_npy(single / (name + ".npy"))), tol) << name;
+  }
+}
+
+TEST(AssignCli, CnnPlansGiveTheSingleDeviceOutputs) {
+  testing::TempDir dir;
+  const std::string model = testing::cnn_model("vgg-tiny");
+  const std::string input = testing::cnn_input_file("vgg-tiny");
+  ASSERT_EQ(run_huddle({"run", "--model", model, "--input", input, "--dump-outputs", dir / "one"})
+                .exit_code,
+            0);
+  const auto r = run_huddle({"assign", "--model", model, "--providers", "cpuN,cpu1", "--repeats",
+                             "1", "-o", dir / "a.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.contains("prompt_len"));
+  EXPECT_EQ(j["dcg"]["nodes"].get<int>() % 2, 0);  // 2 per op, start and end
+  EXPECT_GT(j["dcg"]["da_edges"].get<int>(), 2);
+  EXPECT_EQ(j["node_runs"], 2);
+  EXPECT_GE(j["edge_runs"].get<int>(), 1);
+  EXPECT_EQ(j["runs"].size(), j["profiling_runs"].get<std::size_t>());
+  EXPECT_TRUE(j["optimal"]["exact"].get<bool>());
+  ASSERT_EQ(j["baselines"].size(), 4u);
+  for (const auto& b : j["baselines"]) {
+    EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9)
+        << b.dump();
+  }
+  const auto planned = run_huddle({"run", "--model", model, "--input", input, "--plan",
+                                   dir / "a.json", "--dump-outputs", dir / "plan", "--json"});
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_EQ(nlohmann::json::parse(planned.out)["strategy"], "assign");
+  expect_vgg_outputs(dir / "plan", dir / "one");
+
+  const auto profiled = run_huddle({"run", "--model", model, "--input", input, "--strategy",
+                                    "assign", "--providers", "cpu1,cpuN", "--dump-outputs",
+                                    dir / "profiled", "--save-plan", dir / "b.json", "--json"});
+  ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+  EXPECT_TRUE(contains(profiled.err, "huddle: assign: ")) << profiled.err;
+  EXPECT_EQ(read_json(dir / "b.json")["strategy"], "assign");
+  expect_vgg_outputs(dir / "profiled", dir / "one");
+
+  // --local-devices has no place in an assignment: its remotes are the plan's workers.
+  const auto workers = run_huddle({"run", "--model", model, "--input", input, "--plan",
+                                   dir / "a.json", "--local-devices", "2"});
+  EXPECT_EQ(workers.exit_code, 2);
+  EXPECT_TRUE(contains(workers.err, "drop --local-devices")) << workers.err;
+  const auto other = run_huddle({"run", "--model", testing::cnn_model("resnet-tiny"), "--input",
+                                 testing::cnn_input_file("resnet-tiny"), "--plan", dir / "a.json"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_TRUE(contains(other.err, (dir / "a.json").string() + ": ")) << other.err;
+  const auto stray = run_huddle(
+      {"run", "--model", model, "--input", input, "--providers", "cpuN", "--plan", dir / "a.json"});
+  EXPECT_EQ(stray.exit_code, 2);
+  EXPECT_TRUE(contains(stray.err, "--providers goes with --strategy assign")) << stray.err;
+}
+
+TEST(AssignCli, CnnRemoteProviderIsAWorker) {
+  testing::TempDir dir;
+  const std::string model = testing::cnn_model("vgg-tiny");
+  const std::string input = testing::cnn_input_file("vgg-tiny");
+  ASSERT_EQ(run_huddle({"run", "--model", model, "--input", input, "--dump-outputs", dir / "one"})
+                .exit_code,
+            0);
+  const auto key = testing::make_key_file(dir.path());
+  testing::BackgroundHuddle worker({"worker", "--listen", "127.0.0.1:0", "--key-file", key});
+  const std::string address = worker.worker_address();
+  ASSERT_FALSE(address.empty());
+  // Profiled with the worker (it is sent the model file): its N-D values cross both ways.
+  const auto r = run_huddle({"assign", "--model", model, "--providers", "cpuN,remote:" + address,
+                             "--key-file", key, "--repeats", "1", "-o", dir / "a.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["node_runs"], 2);
+  EXPECT_GT(j["dcg"]["da_edges"].get<int>(), 2);
+  ASSERT_EQ(j["baselines"].size(), 4u);
+  for (const auto& b : j["baselines"]) {
+    EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9);
+  }
+  // The profiled plan, and one with every other op on the remote but the image's reader.
+  nlohmann::json plan = read_json(dir / "a.json");
+  int i = 0;
+  for (auto& [name, provider] : plan["assignment"]["ops"].items()) provider = i++ % 2;
+  plan["assignment"]["ops"][kVggImageReader] = 0;
+  write_json(dir / "alternating.json", plan);
+  for (const std::string name : {"a.json", "alternating.json"}) {
+    const auto run =
+        run_huddle({"run", "--model", model, "--input", input, "--plan", dir / name, "--workers",
+                    address, "--key-file", key, "--dump-outputs", dir / (name + ".out"), "--json"});
+    ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out)["devices"].size(), 2u);
+    expect_vgg_outputs(dir / (name + ".out"), dir / "one");
+  }
+  // The plan's remote device without the key.
+  const auto keyless = run_huddle({"run", "--model", model, "--input", input, "--plan",
+                                   dir / "alternating.json", "--workers", address});
+  EXPECT_EQ(keyless.exit_code, 2);
+  EXPECT_TRUE(contains(keyless.err, "--key-file")) << keyless.err;
 }
 
 }  // namespace

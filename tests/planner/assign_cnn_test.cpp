@@ -1,6 +1,7 @@
 // The DCG of imported ONNX CNNs (resnet-tiny: residual joins; yolo-tiny: concat and resize
-// branches): node counts, DA classes against an independent count of tensor sizes, the remote's
-// refusal of N-D values, Algorithm 1's coverage and the exact DP on them.
+// branches): node counts, DA classes against an independent count of tensor sizes (with a remote
+// provider too, which takes every op but those reading the image), Algorithm 1's coverage and the
+// exact DP on them.
 #include "onnx/onnx_model.h"
 #include "planner/assignment_dp.h"
 #include "planner/profiling_paths.h"
@@ -8,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -49,10 +51,33 @@ TEST_P(AssignCnn, DcgPathsAndDp) {
   }
   EXPECT_GE(assembly_line_dp(dcg, costs).cost, best.cost - 1e-9);
 
-  // A remote provider takes only [tokens, width] matrices: no op of a CNN.
+  // A remote provider takes every op but those reading the image (only device 0 holds it). Its DA
+  // classes: (cpuN -> remote, bytes) for a tensor edge into an op the remote can run, (remote ->
+  // cpuN, bytes) for one out of such an op, (remote -> end, bytes) for an output it can make.
   const Dcg with_remote(make_problem(g, parse_providers("cpuN,remote:127.0.0.1:7001"), 1));
-  EXPECT_EQ(with_remote.nodes().size(), ops + 2);
-  EXPECT_EQ(with_remote.num_da(), 0);
+  std::vector<bool> remote_ok;
+  for (const Op& op : g.ops()) {
+    remote_ok.push_back(std::none_of(op.inputs.begin(), op.inputs.end(), [&](ValueId in) {
+      return g.value(in).kind == ValueKind::Input;
+    }));
+  }
+  const auto on_remote =
+      static_cast<std::size_t>(std::count(remote_ok.begin(), remote_ok.end(), true));
+  EXPECT_LT(on_remote, ops);
+  EXPECT_GT(on_remote, ops / 2);
+  EXPECT_EQ(with_remote.nodes().size(), ops + on_remote + 2);
+  std::set<std::pair<int, std::int64_t>> classes;  // (0: to the remote, 1: from it, 2: to the end)
+  for (const TensorEdge& e : with_remote.problem().edges) {
+    const bool from_ok = remote_ok[static_cast<std::size_t>(e.from)];
+    if (e.to == kEnd) {
+      if (from_ok) classes.emplace(2, e.bytes);
+      continue;
+    }
+    if (remote_ok[static_cast<std::size_t>(e.to)]) classes.emplace(0, e.bytes);
+    if (from_ok) classes.emplace(1, e.bytes);
+  }
+  EXPECT_EQ(static_cast<std::size_t>(with_remote.num_da()), classes.size());
+  EXPECT_TRUE(covers_every_da_edge(with_remote, profiling_paths(with_remote).all()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, AssignCnn, ::testing::Values("resnet-tiny", "yolo-tiny"));
