@@ -161,6 +161,8 @@ void run_onnx(const OnnxRunOptions& o) {
   if (!o.distribution.providers.empty() && o.distribution.strategy != "assign")
     throw UsageError("--providers goes with --strategy assign");
   if (wants_assignment(o.distribution)) {
+    if (o.distribution.wire && *o.distribution.wire != WireFormat::F32)
+      throw UsageError("--wire: operator assignments move tensors as f32 only");
     distributed = run_onnx_assigned(*model, given, o.distribution, o.repeat);
     outputs = distributed->outputs;
     run_ms = distributed->run_ms;

@@ -104,6 +104,32 @@ TEST_P(RowSplitFixture, MatchesTheFloat64Reference) {
   EXPECT_EQ(reports.size(), static_cast<std::size_t>(c.devices));
 }
 
+// Row exchanges in a lossy wire format (docs/distributed.md, "Activations on the wire"): the
+// fixtures' outputs stay within the format's stated tolerance of the exact split run, and the
+// format is used (the outputs differ from it).
+TEST(RowSplit, LossyWireFormatsStayWithinTheirTolerance) {
+  for (const std::string name : {"resnet-tiny", "yolo-tiny"}) {
+    const nlohmann::json entry = testing::cnn_entry(name);
+    const OnnxModel model = OnnxModel::load(testing::fixture("cnn/" + name + ".onnx"));
+    const rows::RowGraph rg = rows::build_row_graph(model.graph());
+    Plan plan = row_plan(rg, 3, split("uneven", 3));
+    const auto exact =
+        run_in_process(model.graph(), model.weights(), plan, testing::cnn_input(entry));
+    for (const auto& [wire, tol] :
+         {std::pair{WireFormat::F16, 2e-3}, std::pair{WireFormat::BF16, 1e-2},
+          std::pair{WireFormat::Int8, 4e-2}}) {
+      plan.wire = wire;
+      const auto got =
+          run_in_process(model.graph(), model.weights(), plan, testing::cnn_input(entry));
+      for (const auto& [output, want] : exact) {
+        const double error = testing::relative_error(got.at(output), want);
+        EXPECT_LE(error, tol) << name << " " << wire_format_name(wire) << " " << output;
+        EXPECT_GT(error, 0.0) << name << " " << wire_format_name(wire) << ": exact, format unused?";
+      }
+    }
+  }
+}
+
 TEST(RowSplit, TheFixturesGemmHeadsAreColumnLayers) {
   for (const char* m : {"vgg-tiny", "resnet-tiny"}) {
     const OnnxModel model = OnnxModel::load(testing::fixture(std::string("cnn/") + m + ".onnx"));
