@@ -57,7 +57,7 @@ def main():
         # The trace covers every run of the session, warm-up included: exposed comm per run.
         exposed = max(r.get("exposed_comm_ms", [0.0])) / (args.runs + 1)
         rows.append({"strategy": strategy, "devices": devices, "wire": wire,
-                     "bytes_sent": max(d.get("bytes_sent", 0) for d in r.get("devices", [{}])),
+                     "bytes_sent": max([d.get("bytes_sent", 0) for d in r.get("devices", [])] or [0]),
                      "prefill_ms": statistics.median(prefill),
                      "min_ms": min(prefill), "max_ms": max(prefill), "exposed_comm_ms": exposed})
         print(f"  {strategy} ({wire}): {rows[-1]['prefill_ms']:.1f} ms", file=sys.stderr)

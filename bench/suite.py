@@ -14,7 +14,8 @@ a warm-up), then `scripts/testbed down` (also on errors and signals). A run that
 a planner's refusal, a timeout) is recorded with its error and the testbed is rebuilt.
 
 Strategies: local (the primary alone), megatron and sp (even --shares), galaxy, hepti, the
-pipelines hpipe, uniform-slices and gpipe, and auto (planned from the cluster file). Every run gets --cluster, so `huddle run --json` reports its
+pipelines hpipe, uniform-slices and gpipe, and auto (planned from the cluster file); any of them
+as NAME:WIRE (galaxy:f16) runs with activations on the wire in that format (`--wire`). Every run gets --cluster, so `huddle run --json` reports its
 plan's predicted_ms. With --cluster-source spec the cluster file is the one `scripts/testbed up`
 derives from the spec (cpu quota x --core-gflops, the cgroup limit). Writes results.json (every
 run with its command line, every profile), results.csv, results.md and latency.svg /
@@ -44,6 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TESTBED = REPO / "scripts" / "testbed"
 STRATEGIES = ["local", "megatron", "sp", "galaxy", "hepti", "hpipe", "uniform-slices", "gpipe", "auto"]
+WIRES = ["f32", "f16", "bf16", "int8"]  # "galaxy:f16": galaxy with `--wire f16`
 # Planned from the cluster file; the others use even shares.
 PLANNED = {"galaxy", "hepti", "hpipe", "uniform-slices", "gpipe", "auto"}
 MODELS = {"gpt2": ("gpt2", "gpt2"), "bert-base": ("bert", "bert-base"),
@@ -194,9 +196,16 @@ def profile(ctx, tb, wl):
     return rec, out
 
 
+def strategy_and_wire(strategy):
+    """"galaxy:f16" -> ("galaxy", ["--wire", "f16"]): a strategy with activations in a wire format."""
+    name, _, wire = strategy.partition(":")
+    return name, (["--wire", wire] if wire else [])
+
+
 def plan(ctx, tb, wl, strategy):
+    strategy, wire = strategy_and_wire(strategy)
     cmd = [ctx.huddle, "plan", "--cluster", tb.cluster, "--model", ctx.model_dir(wl["model"]), "--strategy",
-           strategy, "--seq-len", wl["tokens"], "--json"]
+           strategy, "--seq-len", wl["tokens"], "--json"] + wire
     r = sh(cmd, timeout=120)
     if r.returncode != 0:
         return {"ok": False, "error": tail(r.stderr or r.stdout)}
@@ -207,9 +216,10 @@ def plan(ctx, tb, wl, strategy):
 
 
 def run_command(ctx, tb, wl, strategy, trace):
+    strategy, wire = strategy_and_wire(strategy)
     cmd = [TESTBED, "exec", tb.spec, "--", ctx.huddle, "run", "--model", ctx.model_dir(wl["model"]),
            "--ids", "@IDS", "--json", "--repeat", ctx.repeat + 1, "--threads", tb.threads, "--timeout-s", 60,
-           "--trace", trace, "--strategy", strategy]
+           "--trace", trace, "--strategy", strategy] + wire
     # Every strategy gets the cluster file (so `huddle run --json` reports predicted_ms) and the
     # workers (the file lists them all). local, megatron and sp get even --shares: with --shares
     # `huddle run` runs that fixed split (not the planner registry's baseline, whose memory check
@@ -672,8 +682,10 @@ def main():
     scenarios = a.scenarios.split(",") if a.scenarios else list(scope)
     strategies = a.strategies.split(",")
     for s in strategies:
-        if s not in STRATEGIES:
-            sys.exit(f"bench-suite: unknown strategy '{s}' (known: {', '.join(STRATEGIES)})")
+        name, wire = strategy_and_wire(s)
+        if name not in STRATEGIES or (wire and wire[1] not in WIRES):
+            sys.exit(f"bench-suite: unknown strategy '{s}' (known: {', '.join(STRATEGIES)}, each "
+                     f"optionally :{'|:'.join(WIRES)} for activations in that wire format)")
     for s in scenarios:
         if not (REPO / "bench" / "clusters" / f"{s}.json").is_file():
             sys.exit(f"bench-suite: no scenario bench/clusters/{s}.json")

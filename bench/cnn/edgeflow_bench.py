@@ -4,7 +4,8 @@ split by rows").
 
     /usr/bin/python3 bench/cnn/make_models.py vgg16 resnet50 yolov5s   # once (random weights)
     sudo /usr/bin/python3 bench/cnn/edgeflow_bench.py [--runs 5] [--networks 100,1000]
-        [--models vgg16,resnet50,yolov5s] [--strategies edgeflow,rows-equal,...] [--out DIR]
+        [--models vgg16,resnet50,yolov5s] [--strategies edgeflow,rows-equal,edgeflow:f16,...]
+        [--out DIR]   (NAME:WIRE runs NAME with rows on the wire as f16, bf16 or int8)
 
 For every network (bench/clusters/edge6-<mbps>.json) and model: `scripts/testbed up` with the
 workers holding their own copy of the .onnx file, then for every strategy one `huddle run
@@ -38,6 +39,10 @@ def measure(a, spec, cluster, args, model, strategy):
     x = os.path.join(HERE, "models", model + ".input.npy")
     cmd = [TESTBED, "exec", spec, "--", a.huddle, "run", "--model", onnx, "--input", x, "--json",
            "--repeat", a.runs + 1, "--threads", 1, "--timeout-s", 120, "--cluster", cluster]
+    # NAME:WIRE (edgeflow:f16): rows exchanged in that wire format (`--wire`).
+    strategy, _, wire = strategy.partition(":")
+    if wire:
+        cmd += ["--wire", wire]
     # edgeflow-profiled: EdgeFlow planned from layer times measured on the primary first.
     cmd += ["--strategy", "edgeflow", "--profile-layers"] if strategy == "edgeflow-profiled" else [
         "--strategy", strategy]

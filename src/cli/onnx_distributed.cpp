@@ -98,8 +98,8 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
                                    wire_format_name(plan.wire)));
     }
   } else {
-    plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster);
-    plan.wire = o.wire.value_or(WireFormat::F32);
+    plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster,
+                               o.wire.value_or(WireFormat::F32));
   }
   if (plan.num_devices() != devices) {
     throw UsageError(
@@ -108,7 +108,7 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
   }
   if (!o.save_plan.empty()) plan.save(o.save_plan);
   result.strategy = plan.strategy;
-  result.predicted_ms = predict_rows(graph, cluster, *plan.rows).latency_s * 1e3;
+  result.predicted_ms = predict_rows(graph, cluster, *plan.rows, plan.wire).latency_s * 1e3;
   if (devices == 1)
     throw UsageError("a row-split run needs workers (--workers or --local-devices)");
 

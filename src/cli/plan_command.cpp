@@ -56,18 +56,29 @@ nlohmann::json pipeline_json(const Plan& plan, std::int64_t seq_len) {
           {"slices", plan.pipeline->slices_for(seq_len)}};
 }
 
+// --wire, f32 when not given; UsageError naming the choices.
+WireFormat wire_of(const PlanOptions& o) {
+  if (o.wire.empty()) return WireFormat::F32;
+  const std::optional<WireFormat> wire = parse_wire_format(o.wire);
+  if (!wire)
+    throw UsageError(fmt::format("--wire {}: expected one of {}", o.wire, wire_format_names()));
+  return *wire;
+}
+
 // An imported CNN: a row-split plan (EdgeFlow or a baseline) and the simulator's figures, with
 // every other row strategy's prediction for comparison.
 std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster) {
   const auto model = onnx_import::OnnxModel::load(o.model_dir);
   const rows::RowGraph graph = rows::build_row_graph(model.graph());
   const std::string strategy = o.strategy == "auto" ? "edgeflow" : o.strategy;
-  const Plan plan = make_row_split_plan(strategy, graph, cluster);
+  const WireFormat wire = wire_of(o);
+  const Plan plan = make_row_split_plan(strategy, graph, cluster, wire);
   if (!o.output.empty()) plan.save(o.output);
-  const RowPrediction p = predict_rows(graph, cluster, *plan.rows);
+  const RowPrediction p = predict_rows(graph, cluster, *plan.rows, wire);
   nlohmann::json others = nlohmann::json::object();
   for (const std::string& s : row_strategies()) {
-    others[s] = predict_rows(graph, cluster, plan_rows(s, graph, cluster)).latency_s * 1e3;
+    others[s] =
+        predict_rows(graph, cluster, plan_rows(s, graph, cluster, wire), wire).latency_s * 1e3;
   }
   const auto ranges = plan.rows->layer_ranges(graph, cluster.size());
   std::vector<std::int64_t> rows_total(static_cast<std::size_t>(cluster.size()), 0);
@@ -141,14 +152,7 @@ std::string plan_to_string(const PlanOptions& o) {
     throw UsageError("--weight-dtype applies to transformer models, not ONNX CNNs");
   const Model model = Model::load(o.model_dir);
   const Graph graph = graph_with_kept_dtypes(model, o.weight_dtype);
-  WireFormat wire = WireFormat::F32;
-  if (!o.wire.empty()) {
-    const std::optional<WireFormat> parsed = parse_wire_format(o.wire);
-    if (!parsed)
-      throw UsageError(fmt::format("--wire {}: expected one of {}", o.wire, wire_format_names()));
-    wire = *parsed;
-  }
-  const CostModel cost(model.config(), graph, wire);
+  const CostModel cost(model.config(), graph, wire_of(o));
   std::optional<double> deadline;
   if (o.deadline_ms) deadline = *o.deadline_ms / 1e3;
   const PlanResult result =

@@ -55,7 +55,7 @@ Rate tail_rate(const DeviceSpec& primary) {
 
 }  // namespace
 
-RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster) {
+RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster, WireFormat wire) {
   const int n = cluster.size();
   RowCosts c;
   for (const rows::RowLayer& layer : graph.layers) {
@@ -84,7 +84,7 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster) {
       const LinkSpec link = cluster.link(s, d);
       c.latency_s[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] = link.latency_s;
       c.seconds_per_byte[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] =
-          8.0 / link.bandwidth_bps;
+          8.0 / link.bandwidth_bps * wire_bytes_per_value(wire, kWireAllReduceRow) / 4.0;
     }
   }
   return c;

@@ -55,8 +55,10 @@ inline constexpr double kRowMessageOverheadS = 150e-6;
 // kRowUnitOverheadS without curves (a batch-1 linear at gflops / kRowGemvSlowdown). Tail ops: their
 // FLOPs at device 0's GEMM curve (or `gflops`) — tail ops are small (pooling heads, reshapes).
 // Links from ClusterSpec::link (PlanError naming both devices when a pair has none); per message
-// kRowMessageOverheadS.
-RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster);
+// kRowMessageOverheadS. Rows travel in `wire` (core/wire_format.h): a byte of f32 rows costs
+// wire_bytes_per_value(wire, kWireAllReduceRow) / 4 bytes of link time.
+RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster,
+                   WireFormat wire = WireFormat::F32);
 
 // EdgeFlow's profiling step: the measured seconds of every row layer (all its rows) and tail op
 // when device 0 runs the whole graph. A FLOP count misjudges layers whose kernels are much faster

@@ -40,26 +40,29 @@ std::vector<std::vector<Range>> plan_row_ranges(const std::string& strategy,
 }
 
 RowPlan plan_rows(const std::string& strategy, const rows::RowGraph& graph,
-                  const ClusterSpec& cluster) {
-  return RowPlan::of_ranges(graph, plan_row_ranges(strategy, graph, row_costs(graph, cluster)));
+                  const ClusterSpec& cluster, WireFormat wire) {
+  return RowPlan::of_ranges(graph,
+                            plan_row_ranges(strategy, graph, row_costs(graph, cluster, wire)));
 }
 
 RowPrediction predict_rows(const rows::RowGraph& graph, const ClusterSpec& cluster,
-                           const RowPlan& plan) {
+                           const RowPlan& plan, WireFormat wire) {
   plan.validate(graph, cluster.size(), "row plan");
-  return simulate_rows(graph, row_costs(graph, cluster), plan.layer_ranges(graph, cluster.size()));
+  return simulate_rows(graph, row_costs(graph, cluster, wire),
+                       plan.layer_ranges(graph, cluster.size()));
 }
 
 Plan make_row_split_plan(const std::string& strategy, const rows::RowGraph& graph,
-                         const ClusterSpec& cluster) {
+                         const ClusterSpec& cluster, WireFormat wire) {
   Plan plan;
   plan.strategy = strategy;
+  plan.wire = wire;
   plan.model = PlanModel::of(graph);
   for (const DeviceSpec& d : cluster.devices()) {
     plan.devices.push_back(d.name);
     plan.token_shares.push_back(d.gflops);
   }
-  plan.rows = plan_rows(strategy, graph, cluster);
+  plan.rows = plan_rows(strategy, graph, cluster, wire);
   plan.validate(graph, strategy);
   return plan;
 }

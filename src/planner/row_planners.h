@@ -31,16 +31,17 @@ std::vector<std::vector<Range>> plan_row_ranges(const std::string& strategy,
                                                 const rows::RowGraph& graph, const RowCosts& costs);
 
 // The plan of `strategy` for `graph` on `cluster` (device 0 is the cluster's primary).
+// Rows travel in `wire` (row_costs).
 RowPlan plan_rows(const std::string& strategy, const rows::RowGraph& graph,
-                  const ClusterSpec& cluster);
+                  const ClusterSpec& cluster, WireFormat wire = WireFormat::F32);
 
-// The whole Plan (devices named as in `cluster`, "rows" from plan_rows) of `strategy`.
+// The whole Plan (devices named as in `cluster`, "rows" from plan_rows, Plan::wire) of `strategy`.
 Plan make_row_split_plan(const std::string& strategy, const rows::RowGraph& graph,
-                         const ClusterSpec& cluster);
+                         const ClusterSpec& cluster, WireFormat wire = WireFormat::F32);
 
 // The simulator's prediction of `plan` on `cluster` (row_simulator.h); PlanError when the plan
 // does not fit the graph (RowPlan::validate).
 RowPrediction predict_rows(const rows::RowGraph& graph, const ClusterSpec& cluster,
-                           const RowPlan& plan);
+                           const RowPlan& plan, WireFormat wire = WireFormat::F32);
 
 }  // namespace huddle
