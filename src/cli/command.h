@@ -28,8 +28,6 @@ std::vector<std::string> split_list(const std::string& text);
 // "5,3,1" -> {5, 3, 1}: relative device speeds; UsageError naming --shares on anything else.
 std::vector<double> parse_shares(const std::string& text);
 
-// --wire: "" -> nullopt (the default), else the format; UsageError naming the choices.
-std::optional<WireFormat> parse_wire(const std::string& text);
 inline constexpr const char* kWireHelp =
     "Form activations travel in between devices: f32 (exact, default), f16, bf16, int8 "
     "(docs/distributed.md, 'Activations on the wire')";

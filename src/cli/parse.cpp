@@ -37,14 +37,6 @@ std::vector<std::int32_t> parse_id_list(const std::string& text, const std::stri
   return ids;
 }
 
-std::optional<WireFormat> parse_wire(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  const std::optional<WireFormat> wire = parse_wire_format(text);
-  if (!wire)
-    throw UsageError(fmt::format("--wire {}: expected one of {}", text, wire_format_names()));
-  return wire;
-}
-
 std::vector<double> parse_shares(const std::string& text) {
   std::vector<double> shares;
   for (const std::string& item : split_list(text)) {

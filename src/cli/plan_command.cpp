@@ -1,5 +1,7 @@
 #include "cli/plan_command.h"
 
+#include "cli/command.h"
+
 #include "onnx/onnx_model.h"
 #include "plan/row_graph.h"
 #include "planner/row_planners.h"
@@ -56,22 +58,13 @@ nlohmann::json pipeline_json(const Plan& plan, std::int64_t seq_len) {
           {"slices", plan.pipeline->slices_for(seq_len)}};
 }
 
-// --wire, f32 when not given; UsageError naming the choices.
-WireFormat wire_of(const PlanOptions& o) {
-  if (o.wire.empty()) return WireFormat::F32;
-  const std::optional<WireFormat> wire = parse_wire_format(o.wire);
-  if (!wire)
-    throw UsageError(fmt::format("--wire {}: expected one of {}", o.wire, wire_format_names()));
-  return *wire;
-}
-
 // An imported CNN: a row-split plan (EdgeFlow or a baseline) and the simulator's figures, with
 // every other row strategy's prediction for comparison.
 std::string row_plan_to_string(const PlanOptions& o, const ClusterSpec& cluster) {
   const auto model = onnx_import::OnnxModel::load(o.model_dir);
   const rows::RowGraph graph = rows::build_row_graph(model.graph());
   const std::string strategy = o.strategy == "auto" ? "edgeflow" : o.strategy;
-  const WireFormat wire = wire_of(o);
+  const WireFormat wire = parse_wire_option(o.wire).value_or(WireFormat::F32);
   const Plan plan = make_row_split_plan(strategy, graph, cluster, wire);
   if (!o.output.empty()) plan.save(o.output);
   const RowPrediction p = predict_rows(graph, cluster, *plan.rows, wire);
@@ -152,7 +145,7 @@ std::string plan_to_string(const PlanOptions& o) {
     throw UsageError("--weight-dtype applies to transformer models, not ONNX CNNs");
   const Model model = Model::load(o.model_dir);
   const Graph graph = graph_with_kept_dtypes(model, o.weight_dtype);
-  const CostModel cost(model.config(), graph, wire_of(o));
+  const CostModel cost(model.config(), graph, parse_wire_option(o.wire).value_or(WireFormat::F32));
   std::optional<double> deadline;
   if (o.deadline_ms) deadline = *o.deadline_ms / 1e3;
   const PlanResult result =
@@ -258,8 +251,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--weight-dtype", options->weight_dtype,
                   "Plan for matrix weights kept in this dtype (as huddle run --weight-dtype): "
                   "f32, f16, bf16, q8_0, q4_0");
-  cmd->add_option("--wire", options->wire,
-                  "Plan for activations travelling in this form: f32 (default), f16, bf16, int8");
+  cmd->add_option("--wire", options->wire, kWireHelp);
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->callback([options, deadline, deadline_opt] {
     if (deadline_opt->count() > 0) options->deadline_ms = *deadline;

@@ -117,7 +117,7 @@ void run(const RunOptions& o) {
     d.providers = o.providers;
     d.cluster_file = o.cluster_file;
     d.save_plan = o.save_plan;
-    d.wire = parse_wire(o.wire);
+    d.wire = parse_wire_option(o.wire);
     d.trace = o.trace;
     d.timeout_s = o.timeout_s;
     d.link_latency_ms = o.link_latency_ms;
@@ -193,7 +193,7 @@ void run(const RunOptions& o) {
   choice.shares = parse_shares(o.shares);
   choice.providers = o.providers;
   choice.plan_file = o.plan_file;
-  choice.wire = parse_wire(o.wire);
+  choice.wire = parse_wire_option(o.wire);
   choice.cluster_file = o.cluster_file;
   choice.timeout_s = o.timeout_s;
   choice.link.latency = net::Duration(o.link_latency_ms);

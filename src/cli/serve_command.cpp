@@ -120,7 +120,7 @@ void load(const ServeOptions& o, int threads, Loaded& out, std::function<void()>
   session_options.plan.strategy = o.strategy;
   session_options.plan.shares = parse_shares(o.shares);
   session_options.plan.plan_file = o.plan_file;
-  session_options.plan.wire = parse_wire(o.wire);
+  session_options.plan.wire = parse_wire_option(o.wire);
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
   session_options.recover = !o.no_recover;

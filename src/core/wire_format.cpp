@@ -1,6 +1,9 @@
 #include "core/wire_format.h"
 
 #include "core/dtype.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -130,6 +133,14 @@ std::optional<WireFormat> parse_wire_format(std::string_view name) {
 
 std::string_view wire_format_names() {
   return "f32, f16, bf16, int8";
+}
+
+std::optional<WireFormat> parse_wire_option(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  const std::optional<WireFormat> wire = parse_wire_format(text);
+  if (!wire)
+    throw UsageError(fmt::format("--wire {}: expected one of {}", text, wire_format_names()));
+  return wire;
 }
 
 std::size_t wire_row_bytes(WireFormat format, std::int64_t cols) {

@@ -38,6 +38,9 @@ std::string_view wire_format_name(WireFormat format);
 std::optional<WireFormat> parse_wire_format(std::string_view name);
 // The names, comma-separated, for messages.
 std::string_view wire_format_names();
+// A --wire option's value: "" -> nullopt (not given), else the format; UsageError naming the
+// choices for anything else.
+std::optional<WireFormat> parse_wire_option(std::string_view text);
 
 // all_reduce in a lossy format encodes rows of this many values (fewer when the tensor's size is
 // not a multiple: its largest common divisor with it).

@@ -3,6 +3,7 @@
 // body and its tail; int8 stays within half a step of its row's scale.
 #include "core/wire_format.h"
 #include "core/dtype.h"
+#include "core/error.h"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +35,14 @@ TEST(WireFormat, NamesParseBackAndUnknownOnesAreRefused) {
     EXPECT_EQ(parse_wire_format(wire_format_name(f)), f);
   EXPECT_FALSE(parse_wire_format("fp16").has_value());
   EXPECT_FALSE(parse_wire_format("").has_value());
+  EXPECT_FALSE(parse_wire_option("").has_value());  // --wire not given
+  EXPECT_EQ(parse_wire_option("bf16"), WireFormat::BF16);
+  try {
+    parse_wire_option("fp8");
+    ADD_FAILURE() << "--wire fp8 was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--wire fp8: expected one of f32, f16, bf16, int8");
+  }
   EXPECT_EQ(wire_row_bytes(WireFormat::F32, 13), 52u);
   EXPECT_EQ(wire_row_bytes(WireFormat::F16, 13), 26u);
   EXPECT_EQ(wire_row_bytes(WireFormat::BF16, 13), 26u);
