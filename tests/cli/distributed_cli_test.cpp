@@ -169,6 +169,46 @@ TEST(DistributedCli, SavedPlanReplaysAndBadPlansAreRefused) {
   EXPECT_TRUE(contains(r.err, "the plan is for a gpt2")) << r.err;
 }
 
+// --wire across real processes: the plan records the format, a replay gives the same logits, and
+// a format that contradicts the plan, or an unknown one, is refused with its name.
+TEST(DistributedCli, WireFormatsTravelBetweenProcessesAndBadOnesAreRefused) {
+  testing::TempDir dir;
+  const std::string model = fixture_model("gpt2-tiny");
+  const std::vector<std::string> base = {"run",   "--model",      model,
+                                         "--ids", "5,6,7,8,9,10", "--local-devices",
+                                         "2",     "--strategy",   "galaxy"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const auto exact = run_huddle(with({"--dump-logits", dir / "f32.npy"}));
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  const auto f16 = run_huddle(
+      with({"--wire", "f16", "--save-plan", dir / "f16.json", "--dump-logits", dir / "f16.npy"}));
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  const Tensor a = io::read_npy(dir / "f32.npy"), b = io::read_npy(dir / "f16.npy");
+  const double error = testing::relative_error(b, a);
+  EXPECT_GT(error, 0.0);
+  EXPECT_LE(error, 2e-3);  // docs/distributed.md, "Activations on the wire"
+  std::ifstream in(dir / "f16.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["wire"], "f16");
+
+  const auto replay =
+      run_huddle({"run", "--model", model, "--ids", "5,6,7,8,9,10", "--local-devices", "2",
+                  "--plan", dir / "f16.json", "--dump-logits", dir / "replay.npy"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_EQ(testing::relative_error(io::read_npy(dir / "replay.npy"), b), 0.0);
+
+  auto r = run_huddle({"run", "--model", model, "--ids", "5,6", "--local-devices", "2", "--plan",
+                       dir / "f16.json", "--wire", "int8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--wire int8: the plan")) << r.err;
+  r = run_huddle(with({"--wire", "fp8"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--wire fp8: expected one of f32, f16, bf16, int8")) << r.err;
+}
+
 TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
   testing::TempDir dir;
   const auto good = testing::make_key_file(dir.path(), "good.key");
