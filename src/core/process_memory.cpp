@@ -8,6 +8,17 @@
 #include <malloc.h>
 #endif
 
+// AddressSanitizer and ThreadSanitizer replace malloc: glibc's heap is not the one in use, and
+// malloc_trim on its never-initialised arena crashes (SEGV in mtrim). GCC defines the
+// __SANITIZE_* macros; clang answers __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HUDDLE_MALLOC_REPLACED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HUDDLE_MALLOC_REPLACED 1
+#endif
+#endif
+
 namespace huddle {
 
 std::size_t resident_bytes() {
@@ -21,7 +32,7 @@ std::size_t resident_bytes() {
 }
 
 void release_free_memory() {
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && !defined(HUDDLE_MALLOC_REPLACED)
   malloc_trim(0);
 #endif
 }
