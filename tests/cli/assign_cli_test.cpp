@@ -210,7 +210,8 @@ constexpr const char* kVggImageReader = "/features/features.0/act/Relu_output_0"
 // Every output `dir`/NAME.npy of vgg-tiny within tol_abs of the float64 reference and of the
 // single-device run's `single`/NAME.npy.
 void expect_vgg_outputs(const std::filesystem::path& dir, const std::filesystem::path& single) {
-  for (const auto& out : testing::cnn_entry("vgg-tiny")["outputs"]) {
+  const nlohmann::json entry = testing::cnn_entry("vgg-tiny");  // outlives the loop
+  for (const auto& out : entry["outputs"]) {
     const std::string name = out["onnx_name"].get<std::string>();
     const Tensor got = io::read_npy(dir / (name + ".npy"));
     const double tol = out["tol_abs"].get<double>();
