@@ -171,6 +171,10 @@ void serve_session(net::SecureChannel& control, const net::Message& setup,
                    net::LinkAcceptor& acceptor, const WorkerOptions& options) {
   const std::string primary = control.name();
   const Setup s = parse_setup(setup, open, primary);
+  if (options.log) {
+    options.log(fmt::format("session {}: opened by {}, device {} of {}", s.session_id, primary,
+                            s.rank, s.world));
+  }
   if (s.onnx) {
     serve_onnx_session(control, s, transport, acceptor, options);
     return;

@@ -65,6 +65,15 @@ class Workers {
   const std::vector<std::string>& addresses() const { return addresses_; }
   const net::PresharedKey& key() const { return key_; }
   const std::filesystem::path& dir() const { return dir_.path(); }
+  // Waits until the worker at `address` logs that a primary opened a session on it (its setup
+  // arrived; its weights have not); false after `timeout_s`.
+  bool wait_for_session(const std::string& address, double timeout_s = 30) {
+    for (std::size_t i = 0; i < addresses_.size(); ++i) {
+      if (addresses_[i] == address)
+        return !processes_[i]->wait_for_line("opened by", timeout_s, /*from_stderr=*/true).empty();
+    }
+    return false;
+  }
   void kill(const std::string& address, int signal = SIGKILL) {
     for (std::size_t i = 0; i < addresses_.size(); ++i) {
       if (addresses_[i] == address) processes_[i]->kill(signal);
@@ -290,8 +299,10 @@ TEST(SessionKill, AWorkerKilledWhileWeightsTravelIsSurvived) {
   options.plan.link.latency = net::Duration(20);
   options.log = [](const std::string&) {};
   const std::string victim = workers.addresses()[2];
+  // Killed once its session is open (a worker never reached would be a configuration error, not
+  // a loss), before its weights have all arrived.
   std::thread killer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(workers.wait_for_session(victim));
     workers.kill(victim);
   });
   std::unique_ptr<Session> session;
