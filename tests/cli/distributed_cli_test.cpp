@@ -290,7 +290,7 @@ void expect_killed_worker_named(std::vector<std::string> strategy, int victim,
     result = run_huddle(args, 60);
   });
   // Kill the worker once its session is running.
-  const std::string started = dying.wait_for_line("session", 30, /*from_stderr=*/true);
+  const std::string started = dying.wait_for_line("MB of weights", 30, /*from_stderr=*/true);
   const auto killed_at = std::chrono::steady_clock::now();
   dying.kill(SIGKILL);
   primary.join();
@@ -374,7 +374,7 @@ KillRun run_and_kill_one(const std::vector<std::string>& extra, const testing::T
     args.insert(args.end(), extra.begin(), extra.end());
     run.result = run_huddle(args, 120);
   });
-  const std::string started = workers[1]->wait_for_line("session", 60, /*from_stderr=*/true);
+  const std::string started = workers[1]->wait_for_line("MB of weights", 60, /*from_stderr=*/true);
   workers[1]->kill(SIGKILL);
   primary.join();
   EXPECT_FALSE(started.empty());
