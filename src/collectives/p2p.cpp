@@ -49,9 +49,7 @@ WireFormat effective_wire(const Tensor& tensor, WireFormat wire) {
 // A tensor as the rows the wire formats encode: [numel / last dim, last dim].
 std::pair<std::int64_t, std::int64_t> wire_rows(const Shape& shape) {
   const std::int64_t cols = shape.empty() ? 1 : shape.back();
-  std::int64_t numel = 1;
-  for (const std::int64_t d : shape) numel *= d;
-  return {cols == 0 ? 0 : numel / cols, cols};
+  return {cols == 0 ? 0 : shape_numel(shape) / cols, cols};
 }
 
 std::vector<std::byte> encode_header(const Tensor& t, WireFormat wire) {

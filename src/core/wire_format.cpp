@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -132,7 +133,15 @@ std::optional<WireFormat> parse_wire_format(std::string_view name) {
 }
 
 std::string_view wire_format_names() {
-  return "f32, f16, bf16, int8";
+  // "f32, f16, bf16, int8", from the table.
+  static const std::string names = [] {
+    std::string s;
+#define HUDDLE_WIRE_JOIN(e, name) s += s.empty() ? name : ", " name;
+    HUDDLE_WIRE_FORMATS(HUDDLE_WIRE_JOIN)
+#undef HUDDLE_WIRE_JOIN
+    return s;
+  }();
+  return names;
 }
 
 std::optional<WireFormat> parse_wire_option(std::string_view text) {
