@@ -42,7 +42,9 @@ struct ServeOptions {
   std::string strategy;
   std::string shares;
   std::string plan_file;
-  std::string wire;  // --wire
+  std::string cluster_file;        // --cluster: devices in --workers order, primary first
+  std::int64_t plan_tokens = 128;  // the prompt length planners plan for
+  std::string wire;                // --wire
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
@@ -120,6 +122,8 @@ void load(const ServeOptions& o, int threads, Loaded& out, std::function<void()>
   session_options.plan.strategy = o.strategy;
   session_options.plan.shares = parse_shares(o.shares);
   session_options.plan.plan_file = o.plan_file;
+  session_options.plan.cluster_file = o.cluster_file;
+  session_options.plan_tokens = o.plan_tokens;
   session_options.plan.wire = parse_wire_option(o.wire);
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
@@ -150,6 +154,8 @@ serve::ClusterFacts dashboard_facts(const Loaded& loaded, const std::string& mod
 void serve(const ServeOptions& o) {
   if (!o.plan_file.empty() && (!o.strategy.empty() || !o.shares.empty()))
     throw UsageError("give --plan or --strategy/--shares, not both");
+  if (!o.plan_file.empty() && !o.cluster_file.empty())
+    throw UsageError("give --plan or --cluster, not both");
   if (!o.workers.empty() && o.local_devices > 1)
     throw UsageError("give --workers or --local-devices, not both");
   if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
@@ -297,9 +303,18 @@ void add_serve_command(CLI::App& app) {
                   "Start N-1 workers on 127.0.0.1 and run on N devices")
       ->check(CLI::PositiveNumber)
       ->group(dist);
-  cmd->add_option(
-         "--strategy", o->strategy,
-         "megatron, sp, galaxy, pipeline, gpipe over --shares (default galaxy, even shares)")
+  cmd->add_option("--strategy", o->strategy,
+                  "megatron, sp, galaxy, pipeline, gpipe over --shares (default galaxy, even "
+                  "shares); galaxy, hepti, hpipe, uniform-slices, auto without --shares plan for "
+                  "--cluster, or profile the devices first")
+      ->group(dist);
+  cmd->add_option("--cluster", o->cluster_file,
+                  "Cluster file (devices in --workers order, this one first): plan for it with "
+                  "--strategy (default auto)")
+      ->group(dist);
+  cmd->add_option("--plan-tokens", o->plan_tokens,
+                  "Prompt length the planners plan for (default 128)")
+      ->check(CLI::PositiveNumber)
       ->group(dist);
   cmd->add_option("--shares", o->shares, "Relative device speeds, this one first (e.g. 5,3,1)")
       ->group(dist);

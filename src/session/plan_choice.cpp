@@ -74,6 +74,14 @@ Planned choose_unchecked(const PlanChoice& choice, const Model& model, std::int6
     return out;
   }
   if (!choice.providers.empty()) throw UsageError("--providers goes with --strategy assign");
+  const auto& fixed = strategy_names();
+  if ((!out.cluster || !choice.shares.empty()) && is_adaptive_planner(choice.strategy) &&
+      std::find(fixed.begin(), fixed.end(), choice.strategy) == fixed.end()) {
+    throw UsageError(fmt::format(
+        "--strategy {} plans from the devices' speeds: give --cluster, or workers without "
+        "--shares (they are profiled first)",
+        choice.strategy));
+  }
   if (!out.cluster || !choice.shares.empty()) {
     out.shares = choice.shares;
     out.plan = make_plan(
@@ -96,7 +104,8 @@ Planned choose_unchecked(const PlanChoice& choice, const Model& model, std::int6
 }  // namespace
 
 bool is_adaptive_planner(const std::string& name) {
-  return name == "galaxy" || name == "hepti" || name == "auto";
+  return name == "galaxy" || name == "hepti" || name == "hpipe" || name == "uniform-slices" ||
+         name == "auto";
 }
 
 bool plan_in_cluster(const Plan& plan, const ClusterSpec& cluster) {

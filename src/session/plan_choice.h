@@ -39,7 +39,9 @@ struct Planned {
   std::vector<double> shares;            // the fixed strategy's shares (plan device order)
 };
 
-// Planners whose plans are re-made online from re-estimated device speeds.
+// Planners that plan from the devices' speeds: with workers and neither --shares nor a cluster
+// file, the workers are profiled first; a session re-makes their plans from re-estimated speeds
+// (not pipelined ones yet: session.cpp).
 bool is_adaptive_planner(const std::string& name);
 
 // Whether every device of `plan` is one of `cluster`'s (a saved plan may name others).

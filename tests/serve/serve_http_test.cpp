@@ -351,6 +351,36 @@ TEST(ServeHttp, StrategiesAndSharesGiveTheOneDeviceText) {
   EXPECT_TRUE(testing::contains(bad.err, "--shares")) << bad.err;
 }
 
+// The planners run as in `huddle run`: hpipe for a cluster file, auto after profiling the local
+// workers; either plan gives the one-device text. A planner with --shares is refused by name.
+TEST(ServeHttp, PlannersGiveTheOneDeviceText) {
+  const json reference = run_reference("llama-tiny", "The quick brown fox", 8);
+  testing::TempDir dir;
+  json devices = json::array();
+  for (const auto& [name, gflops] : {std::pair{"L", 100.0}, {"M", 60.0}, {"S", 25.0}})
+    devices.push_back({{"name", name}, {"gflops", gflops}, {"memory_bytes", 2000000}});
+  const std::string cluster = (dir / "cluster.json").string();
+  std::ofstream(cluster) << json{{"devices", devices},
+                                 {"default_link", {{"bandwidth_bps", 1e9}, {"latency_s", 5e-4}}}}
+                                .dump();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--local-devices", "3", "--cluster", cluster, "--strategy", "hpipe", "--plan-tokens", "16"},
+       "planner hpipe chose hpipe"},
+      {{"--local-devices", "2", "--strategy", "auto"}, "profiled 2 devices"}};
+  for (const auto& [args, line] : cases) {
+    ServerProcess server(args, "llama-tiny");
+    EXPECT_FALSE(server.process().wait_for_line(line, 30, /*from_stderr=*/true).empty()) << line;
+    const auto [status, body] = server.complete(greedy("The quick brown fox", 8));
+    ASSERT_EQ(status, 200) << body;
+    EXPECT_EQ(body["choices"][0]["text"], reference["text"]) << line;
+  }
+  const auto bad = run_huddle({"serve", "--model", fixture_model("llama-tiny"), "--port", "0",
+                               "--local-devices", "2", "--strategy", "hpipe", "--shares", "3,1"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(testing::contains(bad.err, "--strategy hpipe plans from the devices' speeds"))
+      << bad.err;
+}
+
 // A worker started with --join while `huddle serve --admit` runs alone: the next completion runs
 // on both devices and gives the one-device text; a worker with the wrong key is refused and the
 // server goes on answering.
