@@ -363,12 +363,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option(
          "--strategy", options->strategy,
          "local, megatron, sp, galaxy, pipeline, gpipe (fixed, over --shares); assign (over "
-         "--providers); galaxy, hepti, "
-         "hpipe, uniform-slices, gpipe, auto plan for --cluster; ONNX CNNs: edgeflow (default), "
-         "rows-equal, rows-proportional, tiles, local; galaxy/hepti/auto without "
-         "--shares plan "
-         "for --cluster, or profile the workers first (default: galaxy with even shares with "
-         "workers, else local; auto with --cluster)")
+         "--providers); galaxy, hepti, hpipe, uniform-slices, auto without --shares plan for "
+         "--cluster, or profile the workers first; ONNX CNNs: edgeflow (default), rows-equal, "
+         "rows-proportional, tiles, local (default: galaxy with even shares with workers, else "
+         "local; auto with --cluster)")
       ->group(dist);
   cmd->add_option("--providers", options->providers,
                   "With --strategy assign: execution providers, e.g. cpuN,cpu1 (profiled first)")
