@@ -19,21 +19,9 @@
 namespace huddle::jinja {
 
 class Value;
+class Map;
 using List = std::vector<Value>;
 using KeywordArgs = std::vector<std::pair<std::string, Value>>;
-
-// A map with string keys in insertion order (Python dict).
-class Map {
- public:
-  const Value* find(const std::string& key) const;
-  void set(const std::string& key, Value value);  // replaces in place, else appends
-  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
-  std::size_t size() const { return items_.size(); }
-  bool is_namespace = false;  // made by namespace(): `set ns.attr = v` may assign to it
-
- private:
-  std::vector<std::pair<std::string, Value>> items_;
-};
 
 // A callable global (raise_exception, namespace, range, strftime_now).
 using Function = std::function<Value(const std::vector<Value>& args, const KeywordArgs& kwargs)>;
@@ -55,7 +43,7 @@ class Value {
   Value(std::shared_ptr<Map> map) : v_(std::move(map)) {}
   Value(Function f) : v_(std::make_shared<const Function>(std::move(f))) {}
 
-  static Value map(Map m) { return Value(std::make_shared<Map>(std::move(m))); }
+  static Value map(Map m);  // defined after Map
   // JSON to Value. nlohmann::json sorts object keys; ordered_json keeps them as written (as
   // Python's json.loads does), so parse with ordered_json where key order shows in the output.
   static Value from_json(const nlohmann::json& j);
@@ -101,6 +89,23 @@ class Value {
                std::shared_ptr<const List>, std::shared_ptr<Map>, std::shared_ptr<const Function>>
       v_;
 };
+
+// Defined after Value: a container of Values instantiated while Value is incomplete would fix
+// its traits (copy-assignable, constructible) as false for the whole translation unit (clang).
+// A map with string keys in insertion order (Python dict).
+class Map {
+ public:
+  const Value* find(const std::string& key) const;
+  void set(const std::string& key, Value value);  // replaces in place, else appends
+  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+  std::size_t size() const { return items_.size(); }
+  bool is_namespace = false;  // made by namespace(): `set ns.attr = v` may assign to it
+
+ private:
+  std::vector<std::pair<std::string, Value>> items_;
+};
+
+inline Value Value::map(Map m) { return Value(std::make_shared<Map>(std::move(m))); }
 
 // Python ==: numbers across int/float/bool, lists element-wise, maps as sets of pairs.
 bool equal(const Value& a, const Value& b);

@@ -27,13 +27,14 @@ namespace {
 
 constexpr const char* kLibraries[] = {"libopenblas.so.0", "libopenblas.so"};
 
-// Only when the user has not chosen, and only on x86 CPUs that can run the AVX-512 kernels.
+// Only when the user has not chosen, and only on the x86 CPUs Debian's OpenBLAS misdetects.
 const char* choose_coretype() {
 #if defined(__x86_64__)
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return nullptr;
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f")) return nullptr;
-  return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+  return openblas_coretype_for(X86Cpu{__builtin_cpu_is("amd") != 0,
+                                      __builtin_cpu_supports("avx512f") != 0,
+                                      __builtin_cpu_supports("avx512bf16") != 0});
 #else
   return nullptr;
 #endif
@@ -167,6 +168,11 @@ CBLAS_TRANSPOSE to_cblas(Trans t) {
 }
 
 }  // namespace
+
+const char* openblas_coretype_for(const X86Cpu& cpu) {
+  if (!cpu.amd || !cpu.avx512f) return nullptr;
+  return cpu.avx512bf16 ? "Cooperlake" : "SkylakeX";
+}
 
 const char* configure_blas_environment() {
   static const char* const chosen = [] {

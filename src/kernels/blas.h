@@ -13,8 +13,21 @@ namespace huddle::kernels {
 
 enum class Trans : std::uint8_t { No, Yes };
 
-// Chooses OpenBLAS's kernels for this CPU (see blas.cpp): on x86-64 CPUs with AVX-512 that
-// Debian's OpenBLAS does not recognise, sets OPENBLAS_CORETYPE unless the user has. Call it first
+// What an x86-64 CPU is, as far as OpenBLAS's kernel choice goes.
+struct X86Cpu {
+  bool amd = false;
+  bool avx512f = false;
+  bool avx512bf16 = false;
+};
+
+// The OPENBLAS_CORETYPE to set on `cpu`, or null to let OpenBLAS choose. Debian's OpenBLAS
+// (0.3.21) recognises Intel's AVX-512 cores but takes AMD's (Zen 4 and later) for AVX2-only Zen
+// cores and runs sgemm about 2x slower: those get the Intel core of the same instruction set
+// (Cooperlake with AVX-512 BF16, else SkylakeX). Every other CPU: null.
+const char* openblas_coretype_for(const X86Cpu& cpu);
+
+// Chooses OpenBLAS's kernels for this CPU (see blas.cpp): on x86-64 CPUs that Debian's OpenBLAS
+// misdetects (openblas_coretype_for), sets OPENBLAS_CORETYPE unless the user has. Call it first
 // thing in main(), before any thread exists or BLAS is used: setenv() races with getenv() on
 // other threads. Elsewhere, and where it is not called, OpenBLAS picks its kernels itself.
 // Idempotent; returns the value it set, or null.

@@ -43,8 +43,8 @@ inline void run_ranks(int n, const std::function<void(int)>& fn) {
 
 class TestCluster {
  public:
-  TestCluster(TransportKind kind, int n, Duration timeout = Duration(5000), LinkEmulation link = {})
-      : kind_(kind) {
+  TestCluster(TransportKind kind, int n, Duration timeout = Duration(5000),
+              LinkEmulation link = {}) {
     if (kind == TransportKind::kInproc) {
       InprocOptions o;
       o.timeout = timeout;
@@ -94,7 +94,6 @@ class TestCluster {
   }
 
  private:
-  TransportKind kind_;
   std::unique_ptr<InprocCluster> inproc_;
   std::vector<std::unique_ptr<TcpTransport>> tcp_;
 };

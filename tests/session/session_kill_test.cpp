@@ -55,11 +55,8 @@ const Model& model(const std::string& name) {
 // Three workers on 127.0.0.1 with one key; a killed one is replaced by restart().
 class Workers {
  public:
-  // `timeout_s`: the workers' peer timeout.
-  explicit Workers(double timeout_s = 5)
-      : key_file_(testing::make_key_file(dir_.path())),
-        key_(net::load_key_file(key_file_)),
-        timeout_s_(timeout_s) {
+  // The workers wait 5 s for a silent peer.
+  Workers() : key_file_(testing::make_key_file(dir_.path())), key_(net::load_key_file(key_file_)) {
     for (int i = 0; i < 3; ++i) start(i);
   }
   const std::vector<std::string>& addresses() const { return addresses_; }
@@ -104,7 +101,6 @@ class Workers {
   testing::TempDir dir_;
   std::filesystem::path key_file_;
   net::PresharedKey key_;
-  double timeout_s_;
   std::vector<std::unique_ptr<testing::BackgroundHuddle>> processes_;
   std::vector<std::string> addresses_;
 };
@@ -325,7 +321,7 @@ TEST(SessionKill, AWorkerKilledWhileWeightsTravelIsSurvived) {
 // A worker that stops answering (SIGSTOP: to the primary, a cut link looks the same) is given up
 // once the step has waited the peer timeout and the probe's handshake has too.
 TEST(SessionKill, AWorkerThatHangsIsGivenUpAfterTheTimeout) {
-  Workers workers(2);
+  Workers workers;
   const Reference ref = reference("llama-tiny");
   SessionOptions options;
   options.workers = workers.addresses();
