@@ -234,11 +234,11 @@ TEST(Server, FutureVersionHelloIsRefusedNamingBothVersions) {
   const PresharedKey key = PresharedKey::random();
   EchoServer es(key);
   wire::Hello h;
-  h.version = 7;
+  h.version = wire::kProtocolVersion + 1;
   const wire::HelloBytes hello = wire::encode(h);
-  expect_refused_then_serving(
-      es, key, {hello.begin(), hello.end()},
-      fmt::format("protocol version 7 not supported (this is {})", wire::kProtocolVersion));
+  expect_refused_then_serving(es, key, {hello.begin(), hello.end()},
+                              fmt::format("protocol version {} not supported (this is {})",
+                                          h.version, wire::kProtocolVersion));
 }
 
 TEST(Server, ClientSeesTheServersVersion) {

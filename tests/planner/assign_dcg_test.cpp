@@ -115,7 +115,7 @@ TEST(AssignDcg, AnOpNoProviderRunsIsAnError) {
     make_problem(m.graph(), parse_providers("cpuN:linear"), 8);
     FAIL() << "no error";
   } catch (const PlanError& e) {
-    EXPECT_NE(std::string(e.what()).find("op 'pos_embed' (embedding)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("op 'tok_embed' (embedding)"), std::string::npos)
         << e.what();
   }
 }

@@ -73,28 +73,32 @@ Graph bert_build(const ModelConfig& c, const HasTensor& /*has_tensor*/) {
   const ValueId ids = b.input("ids", DType::I32);
   const ValueId positions = b.input("positions", DType::I32);
   const ValueId types = b.input("token_types", DType::I32);
-  ValueId x =
-      b.embedding("tok_embed", ids,
-                  b.weight("embeddings.word_embeddings.weight", {c.vocab_size, H}), OpRole::Embed);
-  x = b.add("pos_add", x,
-            b.embedding("pos_embed", positions,
-                        b.weight("embeddings.position_embeddings.weight", {c.max_positions, H}),
-                        OpRole::Embed),
-            OpRole::Embed);
-  x = b.add("type_add", x,
-            b.embedding("type_embed", types,
-                        b.weight("embeddings.token_type_embeddings.weight", {c.type_vocab_size, H}),
-                        OpRole::Embed),
-            OpRole::Embed);
-  x = b.layer_norm("embed_norm", x, b.weight("embeddings.LayerNorm.weight", {H}),
-                   b.weight("embeddings.LayerNorm.bias", {H}), c.norm_eps, OpRole::Embed);
+  // Values are made one statement at a time, never two in one call's arguments (whose order
+  // of evaluation gcc and clang differ on): the graph's order must not depend on the compiler,
+  // since a worker receives its weights in that order.
+  auto weight_and_bias = [&](const std::string& name, Shape weight_shape, Shape bias_shape) {
+    const ValueId w = b.weight(name + ".weight", std::move(weight_shape));
+    return std::pair{w, b.weight(name + ".bias", std::move(bias_shape))};
+  };
+  const ValueId word_table = b.weight("embeddings.word_embeddings.weight", {c.vocab_size, H});
+  ValueId x = b.embedding("tok_embed", ids, word_table, OpRole::Embed);
+  const ValueId position_table =
+      b.weight("embeddings.position_embeddings.weight", {c.max_positions, H});
+  const ValueId places = b.embedding("pos_embed", positions, position_table, OpRole::Embed);
+  x = b.add("pos_add", x, places, OpRole::Embed);
+  const ValueId type_table =
+      b.weight("embeddings.token_type_embeddings.weight", {c.type_vocab_size, H});
+  const ValueId kinds = b.embedding("type_embed", types, type_table, OpRole::Embed);
+  x = b.add("type_add", x, kinds, OpRole::Embed);
+  const auto [embed_norm_w, embed_norm_b] = weight_and_bias("embeddings.LayerNorm", {H}, {H});
+  x = b.layer_norm("embed_norm", x, embed_norm_w, embed_norm_b, c.norm_eps, OpRole::Embed);
   for (int l = 0; l < c.layers; ++l) {
     const std::string p = fmt::format("encoder.layer.{}.", l);
     b.begin_block(l);
     auto proj = [&](const char* name, const std::string& w, std::int64_t out, std::int64_t in,
                     ValueId input, OpRole role) {
-      return b.linear(name, input, b.weight(p + w + ".weight", {out, in}),
-                      b.weight(p + w + ".bias", {out}), WeightLayout::OutIn, role);
+      const auto [weight, bias] = weight_and_bias(p + w, {out, in}, {out});
+      return b.linear(name, input, weight, bias, WeightLayout::OutIn, role);
     };
     const ValueId q = proj("q", "attention.self.query", H, H, x, OpRole::AttnQ);
     const ValueId k = proj("k", "attention.self.key", H, H, x, OpRole::AttnK);
@@ -103,17 +107,17 @@ Graph bert_build(const ModelConfig& c, const HasTensor& /*has_tensor*/) {
         b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/false);
     const ValueId o = proj("attn_out", "attention.output.dense", H, H, a, OpRole::AttnOut);
     x = b.add("attn_residual", x, o, OpRole::AttnResidual);
-    x = b.layer_norm("attn_norm", x, b.weight(p + "attention.output.LayerNorm.weight", {H}),
-                     b.weight(p + "attention.output.LayerNorm.bias", {H}), c.norm_eps,
-                     OpRole::AttnNorm);
+    const auto [attn_norm_w, attn_norm_b] =
+        weight_and_bias(p + "attention.output.LayerNorm", {H}, {H});
+    x = b.layer_norm("attn_norm", x, attn_norm_w, attn_norm_b, c.norm_eps, OpRole::AttnNorm);
     ValueId f = proj("mlp_up", "intermediate.dense", F, H, x, OpRole::MlpUp);
     f = b.activation("mlp_act",
                      c.activation == Activation::GeluErf ? OpKind::GeluErf : OpKind::GeluTanh, f,
                      OpRole::MlpAct);
     const ValueId d = proj("mlp_down", "output.dense", H, F, f, OpRole::MlpDown);
     x = b.add("mlp_residual", x, d, OpRole::MlpResidual);
-    x = b.layer_norm("mlp_norm", x, b.weight(p + "output.LayerNorm.weight", {H}),
-                     b.weight(p + "output.LayerNorm.bias", {H}), c.norm_eps, OpRole::MlpNorm);
+    const auto [mlp_norm_w, mlp_norm_b] = weight_and_bias(p + "output.LayerNorm", {H}, {H});
+    x = b.layer_norm("mlp_norm", x, mlp_norm_w, mlp_norm_b, c.norm_eps, OpRole::MlpNorm);
   }
   b.end_block();
   b.output(x);

@@ -65,16 +65,23 @@ Graph gpt2_build(const ModelConfig& c, const HasTensor& has_tensor) {
   GraphBuilder b;
   const ValueId ids = b.input("ids", DType::I32);
   const ValueId positions = b.input("positions", DType::I32);
+  // Values are made one statement at a time, never two in one call's arguments (whose order
+  // of evaluation gcc and clang differ on): the graph's order must not depend on the compiler,
+  // since a worker receives its weights in that order.
   const ValueId wte = b.weight("wte.weight", {V, H});
-  ValueId x = b.add("embed", b.embedding("tok_embed", ids, wte, OpRole::Embed),
-                    b.embedding("pos_embed", positions,
-                                b.weight("wpe.weight", {c.max_positions, H}), OpRole::Embed),
-                    OpRole::Embed);
+  const ValueId wpe = b.weight("wpe.weight", {c.max_positions, H});
+  const ValueId tokens = b.embedding("tok_embed", ids, wte, OpRole::Embed);
+  const ValueId places = b.embedding("pos_embed", positions, wpe, OpRole::Embed);
+  ValueId x = b.add("embed", tokens, places, OpRole::Embed);
+  auto weight_and_bias = [&](const std::string& name, Shape weight_shape, Shape bias_shape) {
+    const ValueId w = b.weight(name + ".weight", std::move(weight_shape));
+    return std::pair{w, b.weight(name + ".bias", std::move(bias_shape))};
+  };
   for (int l = 0; l < c.layers; ++l) {
     const std::string p = fmt::format("h.{}.", l);
     b.begin_block(l);
-    ValueId h = b.layer_norm("attn_norm", x, b.weight(p + "ln_1.weight", {H}),
-                             b.weight(p + "ln_1.bias", {H}), c.norm_eps, OpRole::AttnNorm);
+    const auto [ln1_w, ln1_b] = weight_and_bias(p + "ln_1", {H}, {H});
+    ValueId h = b.layer_norm("attn_norm", x, ln1_w, ln1_b, c.norm_eps, OpRole::AttnNorm);
     auto qkv = [&](const char* name, int part, OpRole role) {
       const ValueId w =
           b.weight_slice(p + "attn.c_attn.weight", {H, 3 * H}, 1, part * H, (part + 1) * H);
@@ -87,25 +94,23 @@ Graph gpt2_build(const ModelConfig& c, const HasTensor& has_tensor) {
     const ValueId v = qkv("v", 2, OpRole::AttnV);
     const ValueId a =
         b.attention("attn", q, k, v, c.heads, c.kv_heads, c.head_dim, /*causal=*/true);
-    const ValueId o =
-        b.linear("attn_out", a, b.weight(p + "attn.c_proj.weight", {H, H}),
-                 b.weight(p + "attn.c_proj.bias", {H}), WeightLayout::InOut, OpRole::AttnOut);
+    const auto [proj_w, proj_b] = weight_and_bias(p + "attn.c_proj", {H, H}, {H});
+    const ValueId o = b.linear("attn_out", a, proj_w, proj_b, WeightLayout::InOut, OpRole::AttnOut);
     x = b.add("attn_residual", x, o, OpRole::AttnResidual);
-    h = b.layer_norm("mlp_norm", x, b.weight(p + "ln_2.weight", {H}),
-                     b.weight(p + "ln_2.bias", {H}), c.norm_eps, OpRole::MlpNorm);
-    ValueId f = b.linear("mlp_up", h, b.weight(p + "mlp.c_fc.weight", {H, F}),
-                         b.weight(p + "mlp.c_fc.bias", {F}), WeightLayout::InOut, OpRole::MlpUp);
+    const auto [ln2_w, ln2_b] = weight_and_bias(p + "ln_2", {H}, {H});
+    h = b.layer_norm("mlp_norm", x, ln2_w, ln2_b, c.norm_eps, OpRole::MlpNorm);
+    const auto [fc_w, fc_b] = weight_and_bias(p + "mlp.c_fc", {H, F}, {F});
+    ValueId f = b.linear("mlp_up", h, fc_w, fc_b, WeightLayout::InOut, OpRole::MlpUp);
     f = b.activation("mlp_act",
                      c.activation == Activation::GeluErf ? OpKind::GeluErf : OpKind::GeluTanh, f,
                      OpRole::MlpAct);
-    const ValueId d =
-        b.linear("mlp_down", f, b.weight(p + "mlp.c_proj.weight", {F, H}),
-                 b.weight(p + "mlp.c_proj.bias", {H}), WeightLayout::InOut, OpRole::MlpDown);
+    const auto [down_w, down_b] = weight_and_bias(p + "mlp.c_proj", {F, H}, {H});
+    const ValueId d = b.linear("mlp_down", f, down_w, down_b, WeightLayout::InOut, OpRole::MlpDown);
     x = b.add("mlp_residual", x, d, OpRole::MlpResidual);
   }
   b.end_block();
-  x = b.layer_norm("final_norm", x, b.weight("ln_f.weight", {H}), b.weight("ln_f.bias", {H}),
-                   c.norm_eps, OpRole::FinalNorm);
+  const auto [lnf_w, lnf_b] = weight_and_bias("ln_f", {H}, {H});
+  x = b.layer_norm("final_norm", x, lnf_w, lnf_b, c.norm_eps, OpRole::FinalNorm);
   x = b.last_row("last", x);
   const bool tied = c.tie_word_embeddings || !has_tensor("lm_head.weight");
   const ValueId head = tied ? wte : b.weight("lm_head.weight", {V, H});
