@@ -11,6 +11,18 @@
 #include <string>
 #include <vector>
 
+// Under AddressSanitizer (its allocator, quarantine and shadow) the process without weights is
+// about 115 MB instead of 20, but the weights' share measured the same: F16 0.52x, widened 1.40x
+// F32's. ThreadSanitizer shadows every byte the program touches, mapped weights too (not
+// measured here): skipped there.
+#if defined(__SANITIZE_THREAD__)
+#define HUDDLE_MEMORY_TEST_SKIPPED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HUDDLE_MEMORY_TEST_SKIPPED 1
+#endif
+#endif
+
 namespace huddle {
 namespace {
 
@@ -33,8 +45,8 @@ PeakOfRun run_for_peak(const std::filesystem::path& model, std::vector<std::stri
 }
 
 TEST(ResidentMemory, SixteenBitWeightsHalveThePeak) {
-#ifdef HUDDLE_SANITIZER_BUILD
-  GTEST_SKIP() << "the sanitizers' allocators and shadow memory distort resident memory";
+#ifdef HUDDLE_MEMORY_TEST_SKIPPED
+  GTEST_SKIP() << "ThreadSanitizer's shadow memory distorts resident memory";
 #endif
   testing::TempDir dir;
   // 25.7 M parameters (103 MB in F32), all of them read by every run: the tied embedding is the
