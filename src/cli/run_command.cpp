@@ -4,6 +4,7 @@
 #include "cli/local_workers.h"
 #include "cli/onnx_run.h"
 #include "core/error.h"
+#include "core/process_memory.h"
 #include "io/npy.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -261,7 +262,9 @@ void run(const RunOptions& o) {
                         {"prefill_ms", result.prefill_ms},
                         {"decode_ms_per_token", result.decode_ms_per_token()},
                         {"threads", threads},
-                        {"weight_bytes", model.weight_bytes()}};
+                        {"weight_bytes", model.weight_bytes()},
+                        // This process's peak resident memory (VmHWM), weights included.
+                        {"peak_rss_bytes", peak_resident_bytes()}};
     if (!exposed_comm_ms.empty()) j["exposed_comm_ms"] = exposed_comm_ms;
     if (session.predicted_ms()) j["predicted_ms"] = *session.predicted_ms();
     if (!replans.empty()) j["replans"] = replans;

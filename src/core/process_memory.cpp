@@ -31,6 +31,22 @@ std::size_t resident_bytes() {
   return static_cast<std::size_t>(resident) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+std::size_t peak_resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  std::size_t kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long value = 0;
+    if (std::sscanf(line, "VmHWM: %lu kB", &value) == 1) {
+      kib = value;
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
 void release_free_memory() {
 #if defined(__GLIBC__) && !defined(HUDDLE_MALLOC_REPLACED)
   malloc_trim(0);
