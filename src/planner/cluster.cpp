@@ -117,6 +117,10 @@ ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string
       if (by.has("connection")) spec.connection_gflops = by.at("connection").positive();
     }
     if (d.has("cores")) spec.cores = d.at("cores").positive();
+    if (d.has("quota_share")) {
+      spec.quota_share = d.at("quota_share").positive();
+      if (spec.quota_share > 1) d.at("quota_share").fail("must be at most 1");
+    }
     if (d.has("op_curves")) {
       const Field curves = d.at("op_curves");
       spec.curves = OpCurves{read_curve(curves.at("gemm")), read_curve(curves.at("attention")),
@@ -180,6 +184,7 @@ nlohmann::json ClusterSpec::to_json() const {
                                {"mlp", d.mlp_gflops},
                                {"connection", d.connection_gflops}}}};
     if (d.cores > 0) device["cores"] = d.cores;
+    if (d.quota_share > 0) device["quota_share"] = d.quota_share;
     if (d.curves) {
       device["op_curves"] = {{"gemm", curve_json(d.curves->gemm)},
                              {"attention", curve_json(d.curves->attention)},

@@ -64,6 +64,9 @@ struct DeviceSpec {
   // moving data takes the same CPU as compute, so communication cannot hide behind compute.
   double cores = 0;
   bool overlaps_communication() const { return cores == 0 || cores >= 2; }
+  // The share of its threads' CPU time its CPU quota allowed when measured (1: no quota; 0:
+  // unknown). The online estimator scales the speed by the quota's share now over this one.
+  double quota_share = 0;
 
   double speed(BlockType block) const;  // GFLOP/s for `block`
   // Seconds for `ops` ops of class `op` totalling `flops` FLOPs in a block of type `block`: the

@@ -16,13 +16,20 @@ OnlineEstimator::OnlineEstimator(const CostModel& cost, ClusterSpec initial, dou
       initial_(initial),
       current_(std::move(initial)),
       smoothing_(smoothing),
-      factor_(static_cast<std::size_t>(current_.size()), 1.0) {
+      factor_(static_cast<std::size_t>(current_.size()), 1.0),
+      timed_(factor_),
+      first_share_(factor_.size(), 0.0),
+      share_(factor_.size(), 0.0) {
+  for (int i = 0; i < initial_.size(); ++i)
+    first_share_[static_cast<std::size_t>(i)] = initial_.device(i).quota_share;
   HUDDLE_CHECK(smoothing > 0 && smoothing <= 1);
 }
 
 void OnlineEstimator::observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
                               const std::vector<DeviceObservation>& devices, double min_compute_s) {
-  HUDDLE_CHECK(static_cast<int>(devices.size()) == plan.num_devices());
+  // The step's quotas first: current_ then holds the speeds the step ran at, less what timing
+  // will show, and factor_ x expected / measured is the device's speed over the initial one.
+  observe_resources(plan, devices);
   std::vector<DevicePrediction> predicted;
   cost_.simulate_step(plan, current_, tokens, context, &predicted);
   for (int d = 0; d < plan.num_devices(); ++d) {
@@ -30,33 +37,51 @@ void OnlineEstimator::observe(const Plan& plan, std::int64_t tokens, std::int64_
     const int index = current_.index_of(plan.devices[static_cast<std::size_t>(d)]);
     const double expected = predicted[static_cast<std::size_t>(d)].compute_s;
     const auto i = static_cast<std::size_t>(index);
-    if (expected > 0 && seen.compute_s >= min_compute_s) {
-      // Smoothed in log space: a device measured 2x slower twice ends at 2x, not 4x.
-      const double step_factor = factor_[i] * expected / seen.compute_s;
-      factor_[i] =
-          std::exp((1 - smoothing_) * std::log(factor_[i]) + smoothing_ * std::log(step_factor));
-      DeviceSpec updated = initial_.device(index);
-      updated.scale_speed(factor_[i]);
-      updated.memory_bytes = current_.device(index).memory_bytes;
-      current_.mutable_device(index) = updated;
+    const bool throttled = seen.cpu_share > 0 && seen.cpu_share < 1;
+    if (expected > 0 && seen.compute_s >= min_compute_s && !throttled) {
+      // Smoothed in log space: a device measured 2x slower twice ends at 2x, not 4x. Kept net of
+      // the CPU share, which update_speed applies.
+      const double step_timed = factor_[i] * expected / seen.compute_s / share_ratio(index);
+      timed_[i] =
+          std::exp((1 - smoothing_) * std::log(timed_[i]) + smoothing_ * std::log(step_timed));
+      update_speed(index);
     }
   }
-  observe_memory(plan, devices);
   ++steps_;
 }
 
-void OnlineEstimator::observe_memory(const Plan& plan,
-                                     const std::vector<DeviceObservation>& devices) {
+void OnlineEstimator::observe_resources(const Plan& plan,
+                                        const std::vector<DeviceObservation>& devices) {
   HUDDLE_CHECK(static_cast<int>(devices.size()) == plan.num_devices());
   for (int d = 0; d < plan.num_devices(); ++d) {
     const DeviceObservation& seen = devices[static_cast<std::size_t>(d)];
-    if (seen.free_memory_bytes <= 0) continue;  // not reported
     const int index = current_.index_of(plan.devices[static_cast<std::size_t>(d)]);
+    const auto i = static_cast<std::size_t>(index);
+    if (seen.cpu_share > 0 && seen.cpu_share != share_[i]) {
+      if (first_share_[i] == 0) first_share_[i] = seen.cpu_share;
+      share_[i] = seen.cpu_share;
+      update_speed(index);
+    }
+    if (seen.free_memory_bytes <= 0) continue;  // not reported
     const auto headroom = static_cast<std::int64_t>(
         kMemoryHeadroom * static_cast<double>(initial_.device(index).memory_bytes));
     current_.mutable_device(index).memory_bytes =
         std::max<std::int64_t>(0, seen.free_memory_bytes + seen.held_bytes - headroom);
   }
+}
+
+double OnlineEstimator::share_ratio(int index) const {
+  const auto i = static_cast<std::size_t>(index);
+  return first_share_[i] > 0 ? share_[i] / first_share_[i] : 1.0;
+}
+
+void OnlineEstimator::update_speed(int index) {
+  const auto i = static_cast<std::size_t>(index);
+  factor_[i] = timed_[i] * share_ratio(index);
+  DeviceSpec updated = initial_.device(index);
+  updated.scale_speed(factor_[i]);
+  updated.memory_bytes = current_.device(index).memory_bytes;
+  current_.mutable_device(index) = updated;
 }
 
 std::string memory_mode(const Plan& plan) {

@@ -20,6 +20,9 @@ struct DeviceObservation {
   double compute_s = 0;                // time in its compute ops
   std::int64_t free_memory_bytes = 0;  // 0: not reported
   std::int64_t held_bytes = 0;         // the model's bytes it holds now (weights)
+  // The share of its threads' CPU time its CPU quota allows, in (0, 1] (1: no quota); 0: not
+  // reported (runtime/session.h, StepReport::cpu_share).
+  double cpu_share = 0;
 };
 
 class OnlineEstimator {
@@ -37,13 +40,18 @@ class OnlineEstimator {
 
   // A step of `tokens` new rows with `context` positions after it, run under `plan`. A device's
   // speed is scaled by predicted / measured compute (smoothed); a device that computed for less
-  // than `min_compute_s` teaches nothing (timer noise). Its memory becomes what it holds plus
-  // what it reports free, less the headroom.
+  // than `min_compute_s` teaches nothing (timer noise), and neither does one held below its
+  // threads' CPU by a quota (cpu_share < 1), whose op times show bursts and stops rather than
+  // its speed. Then observe_resources().
   void observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
                const std::vector<DeviceObservation>& devices, double min_compute_s = 1e-4);
-  // Memory only, from a step too short (or too early) to time: free memory is news at every
-  // step, since it is what a mode switch must act on before the device runs out.
-  void observe_memory(const Plan& plan, const std::vector<DeviceObservation>& devices);
+  // What is news at every step, even one too short (or too early) to time:
+  // - memory: a device's becomes what it holds plus what it reports free, less the headroom
+  //   (a mode switch must act on it before the device runs out);
+  // - CPU quota: a device's speed is its timed speed scaled by its CPU share over the share it
+  //   was profiled at (DeviceSpec::quota_share; else the first reported): a quota cut from 0.6
+  //   to 0.1 core is a 6x slowdown from that step on, whatever its op times say.
+  void observe_resources(const Plan& plan, const std::vector<DeviceObservation>& devices);
 
   const ClusterSpec& cluster() const { return current_; }
   // Current speed over the initial one, by cluster index (1: as profiled).
@@ -55,7 +63,17 @@ class OnlineEstimator {
   ClusterSpec initial_;
   ClusterSpec current_;
   double smoothing_;
-  std::vector<double> factor_;
+  // Device `index`'s CPU share over its first (1 while not reported).
+  double share_ratio(int index) const;
+  // Re-derives device `index`'s speed in current_ from timed_ and share_ratio().
+  void update_speed(int index);
+
+  std::vector<double> factor_;  // timed_ x share_ / first_share_: the speed estimate
+  std::vector<double> timed_;   // from op times, smoothed (1: as profiled)
+  // The CPU share the speeds were measured at: the profile's (DeviceSpec::quota_share), else
+  // the first reported (0: neither yet).
+  std::vector<double> first_share_;
+  std::vector<double> share_;  // the latest CPU share (0: never reported)
   int steps_ = 0;
 };
 

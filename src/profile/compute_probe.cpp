@@ -5,6 +5,7 @@
 #include "core/tensor.h"
 #include "kernels/kernels.h"
 #include "kernels/packed_weight.h"
+#include "profile/cpu_quota.h"
 
 #include <nlohmann/json.hpp>
 
@@ -195,6 +196,7 @@ nlohmann::json ComputeProfile::to_json() const {
        {{"attention", attention_gflops}, {"mlp", mlp_gflops}, {"connection", connection_gflops}}},
       {"fit_error", fit_error},
       {"cpu_share", cpu_share},
+      {"quota_share", quota_share},
       {"samples", samples},
       {"seconds", seconds},
       {"threads", threads}};
@@ -219,6 +221,9 @@ ComputeProfile ComputeProfile::from_json(const nlohmann::json& j) {
   p.connection_gflops = b.at("connection").get<double>();
   p.fit_error = j.at("fit_error").get<double>();
   p.cpu_share = j.at("cpu_share").get<double>();
+  p.quota_share = j.value("quota_share", 0.0);
+  if (!(p.quota_share >= 0 && p.quota_share <= 1))
+    throw InputError("a compute profile's quota_share must be in [0, 1]");
   p.samples = j.at("samples").get<int>();
   p.seconds = j.at("seconds").get<double>();
   p.threads = j.at("threads").get<int>();
@@ -392,6 +397,7 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
     }
   }
   p.threads = kernels::num_threads();
+  p.quota_share = cpu_quota_share(p.threads);
   derive_block_speeds(s, p);
   p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return p;

@@ -47,6 +47,10 @@ struct ComputeProfile {
   // Fraction of wall time a thread of this process gets (a CPU quota, competing processes); on
   // one thread the curves are CPU-time throughput scaled by it.
   double cpu_share = 1;
+  // The share of its threads' CPU time the cgroup's CPU quota allows (profile/cpu_quota.h): 1
+  // without a quota; 0 unknown (a profile from before it was recorded). The online estimator
+  // scales the device's speed by the quota's share at each step over this one.
+  double quota_share = 0;
   int samples = 0;
   double seconds = 0;  // wall time the probe took
   int threads = 0;     // kernel threads it ran with

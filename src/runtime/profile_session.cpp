@@ -122,6 +122,7 @@ class Profiler {
       d.connection_gflops = m.compute.connection_gflops;
       d.curves = m.compute.curves;
       d.cores = m.compute.threads * m.compute.cpu_share;
+      d.quota_share = m.compute.quota_share;
       devices.push_back(d);
       nlohmann::json detail = m.compute.to_json();
       detail["name"] = d.name;

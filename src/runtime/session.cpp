@@ -2,6 +2,8 @@
 
 #include "collectives/p2p.h"
 #include "core/error.h"
+#include "kernels/kernels.h"
+#include "profile/cpu_quota.h"
 #include "profile/memory_probe.h"
 #include "runtime/trace.h"
 
@@ -29,8 +31,9 @@ struct WireReport {
   double wall_s;
   std::uint64_t bytes_sent;
   std::int64_t free_memory_bytes;
+  double cpu_share;
 };
-static_assert(sizeof(WireReport) == 32, "wire layout of a step report");
+static_assert(sizeof(WireReport) == 40, "wire layout of a step report");
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -116,9 +119,10 @@ StepReport StepMeter::take(double wall_s, std::uint64_t bytes_sent) {
   const auto now = std::chrono::steady_clock::now();
   if (now - memory_read_at_ >= std::chrono::milliseconds(100)) {
     free_memory_bytes_ = profile::available_memory_bytes();
+    cpu_share_ = profile::cpu_quota_share(kernels::num_threads());
     memory_read_at_ = now;
   }
-  StepReport r{compute_s_, wall_s, bytes_sent, free_memory_bytes_, std::move(ops_)};
+  StepReport r{compute_s_, wall_s, bytes_sent, free_memory_bytes_, cpu_share_, std::move(ops_)};
   compute_s_ = 0;
   ops_.clear();
   record_ops_ = false;
@@ -198,7 +202,7 @@ void PrimarySession::collect_reports(std::chrono::steady_clock::time_point start
   for (int r = 1; r < transport_.size(); ++r) {
     WireReport w{};
     transport_.recv_into(r, kStepReportTag, std::as_writable_bytes(std::span(&w, 1)));
-    reports_.push_back({w.compute_s, w.wall_s, w.bytes_sent, w.free_memory_bytes, {}});
+    reports_.push_back({w.compute_s, w.wall_s, w.bytes_sent, w.free_memory_bytes, w.cpu_share, {}});
     if (!op_spans) continue;
     const net::Message m = transport_.recv(r);
     if (m.tag != kStepSpansTag) {
@@ -258,7 +262,7 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
       executor.run({});
       const StepReport r =
           measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
-      const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
+      const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes, r.cpu_share};
       transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));
       continue;
     }
@@ -287,7 +291,7 @@ void follow_primary(net::Transport& transport, Executor& executor, StepMeter* me
     run_step(executor, step_slices(pipeline, static_cast<std::int64_t>(ids.size())), ids,
              header.all_rows != 0 ? OutputRows::All : OutputRows::Last);
     const StepReport r = measure(meter, seconds_since(start), transport.bytes_sent() - sent_before);
-    const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes};
+    const WireReport w{r.compute_s, r.wall_s, r.bytes_sent, r.free_memory_bytes, r.cpu_share};
     transport.send(0, kStepReportTag, std::as_bytes(std::span(&w, 1)));
     // Asked for: the step's op spans (none without a meter), after the report.
     if (header.op_spans != 0) transport.send(0, kStepSpansTag, spans.encode(r.ops));

@@ -49,11 +49,15 @@ struct StepReport {
   double wall_s = 0;                   // the whole step, communication included
   std::uint64_t bytes_sent = 0;        // on the mesh during the step
   std::int64_t free_memory_bytes = 0;  // what the device could still allocate (0: unknown)
-  std::vector<OpSpan> ops;             // the step op by op, when it was asked for (else empty)
+  // The share of its compute threads' CPU time the device's CPU quota allows, in (0, 1]:
+  // min(1, quota in cores / threads) (profile/cpu_quota.h); 1 without a quota, 0 unknown.
+  double cpu_share = 0;
+  std::vector<OpSpan> ops;  // the step op by op, when it was asked for (else empty)
 };
 
 // Measures a device's steps: install observer() on its executor; the session takes a report
-// after each step. Free memory is read from the system (profile/memory_probe.h).
+// after each step. Free memory and the CPU quota are read from the system
+// (profile/memory_probe.h, profile/cpu_quota.h).
 class StepMeter {
  public:
   // Adds the time of every compute op (not the data movement between devices, whose time is
@@ -61,9 +65,10 @@ class StepMeter {
   OpObserver observer(OpObserver inner = {});
   // A step starts: its ops' spans are recorded (from now) when `record_ops`.
   void begin_step(bool record_ops);
-  // The compute seconds since the last call, the system's free memory (read at most every
-  // 100 ms: a decode step is a few ms, the reading four file reads), what it is given, and the
-  // op spans recorded since begin_step (recording then stops until the next begin_step).
+  // The compute seconds since the last call, the system's free memory and CPU share (read at
+  // most every 100 ms: a decode step is a few ms, the readings a few file reads), what it is
+  // given, and the op spans recorded since begin_step (recording then stops until the next
+  // begin_step).
   StepReport take(double wall_s, std::uint64_t bytes_sent);
 
  private:
@@ -72,6 +77,7 @@ class StepMeter {
   std::chrono::steady_clock::time_point step_start_{};
   std::vector<OpSpan> ops_;
   std::int64_t free_memory_bytes_ = 0;
+  double cpu_share_ = 0;
   std::chrono::steady_clock::time_point memory_read_at_{};
 };
 

@@ -135,8 +135,9 @@ void Session::observe_step(std::int64_t tokens) {
   const std::vector<StepReport>& reports = cluster_->last_reports();
   for (std::size_t d = 0; d < reports.size() && d < bytes_sent_.size(); ++d)
     bytes_sent_[d] += reports[d].bytes_sent;
-  // Free memory is read at every step: a mode switch must act on it before a device runs out.
-  // Speeds are not: decode steps are too short to time; the first request warms caches up (page
+  // Free memory and CPU quotas are read at every step: a mode switch must act on memory before
+  // a device runs out, and a cut quota is news from the step it shows in. Speeds are not timed
+  // at every step: decode steps are too short to time; the first request warms caches up (page
   // faults, thread start-up) and would make every device look slow. The step simulator that
   // re-estimates speeds models neither pipelines nor 2D-tiled plans (yet).
   const Plan& plan = planned_.plan;
@@ -144,10 +145,11 @@ void Session::observe_step(std::int64_t tokens) {
   std::vector<DeviceObservation> seen;
   for (std::size_t d = 0; d < reports.size(); ++d) {
     seen.push_back({reports[d].compute_s, reports[d].free_memory_bytes,
-                    static_cast<std::int64_t>(cluster_->devices()[d].weight_bytes)});
+                    static_cast<std::int64_t>(cluster_->devices()[d].weight_bytes),
+                    reports[d].cpu_share});
   }
   if (tokens < 8 || completed_requests_ == 0 || plan.tiled_2d()) {
-    estimator_->observe_memory(plan, seen);
+    estimator_->observe_resources(plan, seen);
     return;
   }
   estimator_->observe(plan, tokens, cluster_->runner().position(), seen);

@@ -47,6 +47,7 @@ TEST(ClusterFile, RichFormAndAsymmetricLinks) {
   nlohmann::json j = minimal();
   j["devices"][1]["gflops_by_block"] = {{"attention", 15.0}, {"mlp", 25.0}};
   j["devices"][1]["measured_at"] = "2024-01-01";  // profiler extras are ignored
+  j["devices"][1]["quota_share"] = 0.6;
   j["links"].push_back({{"from", "M"}, {"to", "L"}, {"bandwidth_bps", 5e7}, {"latency_s", 0.001}});
   const ClusterSpec c = ClusterSpec::from_json(j, "cluster.json");
   EXPECT_EQ(c.device(1).speed(BlockType::Attention), 15.0);
@@ -58,6 +59,10 @@ TEST(ClusterFile, RichFormAndAsymmetricLinks) {
   const ClusterSpec back = ClusterSpec::from_json(c.to_json(), "again");
   EXPECT_EQ(back.link(1, 0).bandwidth_bps, 5e7);
   EXPECT_EQ(back.device(1).speed(BlockType::Mlp), 25.0);
+  EXPECT_EQ(back.device(1).quota_share, 0.6);
+  EXPECT_EQ(back.device(0).quota_share, 0.0);  // not given: unknown
+  j["devices"][1]["quota_share"] = 1.5;
+  expect_error(j, "quota_share");
 }
 
 TEST(ClusterFile, WrongOrMissingFields) {

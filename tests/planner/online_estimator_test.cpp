@@ -63,6 +63,51 @@ TEST_F(OnlineEstimatorTest, TooShortStepsTeachNothingAndMemoryFollowsReports) {
   EXPECT_EQ(estimate.cluster().device(0).memory_bytes, 4'000'000'000);
 }
 
+// A device under a CPU quota computes in bursts and stops: its op times say little. Its speed
+// follows its quota instead (its share of the CPU over the share it had when first seen), and op
+// times teach nothing while the quota holds it below its threads' CPU.
+TEST_F(OnlineEstimatorTest, ACutQuotaSlowsTheDeviceWhateverItsOpTimesSay) {
+  OnlineEstimator estimate(*cost_, cluster_, 1.0);
+  auto seen = observations({10, 10});
+  seen[0].cpu_share = 1;    // A: no quota
+  seen[1].cpu_share = 0.6;  // B: 0.6 of a core for its one thread, as profiled
+  estimate.observe(plan_, 16, 16, seen);
+  EXPECT_DOUBLE_EQ(estimate.speed_factor(1), 1.0);
+  // The quota is cut to 0.1 core; B's ops happen to run between its stops (timed at 3x its
+  // profiled speed), and a decode step (memory and quota only) shows the cut too.
+  seen = observations({10, 30});
+  seen[0].cpu_share = 1;
+  seen[1].cpu_share = 0.1;
+  estimate.observe_resources(plan_, seen);
+  EXPECT_NEAR(estimate.speed_factor(1), 0.1 / 0.6, 1e-12);
+  estimate.observe(plan_, 16, 16, seen);
+  EXPECT_NEAR(estimate.speed_factor(1), 0.1 / 0.6, 1e-12);
+  EXPECT_NEAR(estimate.cluster().device(1).speed(BlockType::Mlp), 10 * 0.1 / 0.6, 1e-9);
+  EXPECT_DOUBLE_EQ(estimate.speed_factor(0), 1.0);
+  // The quota returns past B's one thread: timed again, what it measures is its speed.
+  seen = observations({10, 5});
+  seen[0].cpu_share = 1;
+  seen[1].cpu_share = 1;
+  estimate.observe(plan_, 16, 16, seen);
+  EXPECT_NEAR(estimate.speed_factor(1), 0.5, 1e-9);
+  ReplanAdvice advice = advise_replan(*cost_, estimate, plan_, "galaxy", 16, 0.1);
+  EXPECT_TRUE(advice.reason.find("B computes at") != std::string::npos) << advice.reason;
+}
+
+// The share a device was profiled at is the reference: a quota cut between the profile and the
+// first step shows from that step on.
+TEST_F(OnlineEstimatorTest, TheQuotaIsComparedWithTheProfiles) {
+  ClusterSpec profiled = cluster_;
+  profiled.mutable_device(1).quota_share = 0.6;
+  OnlineEstimator estimate(*cost_, profiled, 1.0);
+  auto seen = observations({10, 10});
+  seen[0].cpu_share = 1;
+  seen[1].cpu_share = 0.1;
+  estimate.observe_resources(plan_, seen);
+  EXPECT_NEAR(estimate.speed_factor(1), 0.1 / 0.6, 1e-12);
+  EXPECT_DOUBLE_EQ(estimate.speed_factor(0), 1.0);
+}
+
 TEST_F(OnlineEstimatorTest, AdvisesReplanningOnlyPastTheThreshold) {
   OnlineEstimator estimate(*cost_, cluster_, 1.0);  // trust each step fully
   ReplanAdvice advice = advise_replan(*cost_, estimate, plan_, "galaxy", 16, 0.1);
@@ -109,7 +154,7 @@ TEST_F(OnlineEstimatorTest, MemoryShortageSwitchesHeptiModeAndBack) {
   // B's free memory shrinks to what the even 1d-tiled plan needs of it: below any
   // weight-stationary split (B would hold every MLP weight).
   seen[1].free_memory_bytes = tiled_need + tiled_need / 100;
-  estimate.observe_memory(ws_plan, seen);
+  estimate.observe_resources(ws_plan, seen);
   ReplanAdvice advice = advise_replan(*cost_, estimate, ws_plan, "hepti", 16, 0.1);
   EXPECT_TRUE(advice.replan) << advice.reason;
   EXPECT_TRUE(advice.memory) << advice.reason;
@@ -127,7 +172,7 @@ TEST_F(OnlineEstimatorTest, MemoryShortageSwitchesHeptiModeAndBack) {
 
   // Memory returns: back to weight-stationary, though the speeds did not change.
   seen[1].free_memory_bytes = 4'000'000'000;
-  estimate.observe_memory(*advice.plan, seen);
+  estimate.observe_resources(*advice.plan, seen);
   const ReplanAdvice back = advise_replan(*cost_, estimate, *advice.plan, "hepti", 16, 0.1);
   EXPECT_TRUE(back.replan) << back.reason;
   EXPECT_FALSE(back.memory);
