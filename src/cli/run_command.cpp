@@ -203,7 +203,8 @@ void run(const RunOptions& o) {
   session_options.plan_tokens = static_cast<std::int64_t>(prompt.size());
   session_options.trace = !o.trace.empty();
   session_options.recover = !o.no_recover;
-  session_options.online_replan = o.repeat > 1;
+  session_options.online_replan = true;
+  session_options.replan_threshold = o.replan_threshold;
   Session session(model, session_options);
 
   // The request `repeat` times in one session (a warm-up for benchmarks: the first run pays for
@@ -224,6 +225,8 @@ void run(const RunOptions& o) {
       replans.push_back(std::move(*decision));
     }
   }
+  for (const nlohmann::json& decision : session.replans_during_requests())
+    replans.push_back(decision);
   // One device from the start lists none (as before sessions); a cluster lists its devices.
   const bool distributed = session.plan().num_devices() > 1 || !session.recoveries().empty();
   const std::vector<DeviceReport> devices =
@@ -386,8 +389,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--save-plan", options->save_plan, "Write the plan used to this file")
       ->group(dist);
   cmd->add_option("--replan-threshold", options->replan_threshold,
-                  "With --repeat and a planner (galaxy, hepti, auto): re-plan between requests "
-                  "when the re-estimated cluster predicts a plan this much faster (default 0.1)")
+                  "With a planner (galaxy, hepti, auto): re-plan between requests (--repeat), or "
+                  "within one when a device's CPU quota changes, when the re-estimated cluster "
+                  "predicts a plan this much faster (default 0.1)")
       ->check(CLI::NonNegativeNumber)
       ->group(dist);
   cmd->add_flag("--no-recover", options->no_recover,

@@ -128,6 +128,8 @@ void load(const ServeOptions& o, int threads, Loaded& out, std::function<void()>
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
   session_options.recover = !o.no_recover;
+  // A planner's plan follows the devices' CPU quotas within requests (Session::switch_plan).
+  session_options.online_replan = true;
   session_options.on_recovery = [on_change](const SessionRecovery&) { on_change(); };
   out.session = std::make_unique<Session>(model, std::move(session_options));
 }

@@ -58,8 +58,10 @@ void OnlineEstimator::observe_resources(const Plan& plan,
     const int index = current_.index_of(plan.devices[static_cast<std::size_t>(d)]);
     const auto i = static_cast<std::size_t>(index);
     if (seen.cpu_share > 0 && seen.cpu_share != share_[i]) {
+      const double ratio_before = share_ratio(index);
       if (first_share_[i] == 0) first_share_[i] = seen.cpu_share;
       share_[i] = seen.cpu_share;
+      if (share_ratio(index) != ratio_before) ++quota_revision_;
       update_speed(index);
     }
     if (seen.free_memory_bytes <= 0) continue;  // not reported
@@ -72,7 +74,7 @@ void OnlineEstimator::observe_resources(const Plan& plan,
 
 double OnlineEstimator::share_ratio(int index) const {
   const auto i = static_cast<std::size_t>(index);
-  return first_share_[i] > 0 ? share_[i] / first_share_[i] : 1.0;
+  return first_share_[i] > 0 && share_[i] > 0 ? share_[i] / first_share_[i] : 1.0;
 }
 
 void OnlineEstimator::update_speed(int index) {

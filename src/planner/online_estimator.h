@@ -57,6 +57,9 @@ class OnlineEstimator {
   // Current speed over the initial one, by cluster index (1: as profiled).
   double speed_factor(int index) const { return factor_.at(static_cast<std::size_t>(index)); }
   int steps_observed() const { return steps_; }
+  // Counts the changes of a device's CPU share over its profiled one: news that a request
+  // in progress should not wait out (Session::switch_plan).
+  int quota_revision() const { return quota_revision_; }
 
  private:
   const CostModel& cost_;
@@ -75,6 +78,7 @@ class OnlineEstimator {
   std::vector<double> first_share_;
   std::vector<double> share_;  // the latest CPU share (0: never reported)
   int steps_ = 0;
+  int quota_revision_ = 0;
 };
 
 // How `plan` holds its MLP weights, in Hepti's terms: "weight-stationary" (every device all of

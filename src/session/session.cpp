@@ -104,6 +104,7 @@ void Session::start() {
       is_adaptive_planner(planned_.planner)) {
     estimator_.emplace(*cost_, *planned_.cluster);
   }
+  advised_quota_revision_ = 0;
 }
 
 StepRunner& Session::inner() {
@@ -164,20 +165,52 @@ std::optional<nlohmann::json> Session::after_request(std::int64_t prompt_tokens,
   log(fmt::format("after request {}: {}{}", completed_requests_, advice.reason,
                   advice.replan ? "; re-planning" : ""));
   if (!advice.replan) return std::nullopt;
-  nlohmann::json decision = {{"after_request", completed_requests_},
-                             {"reason", advice.reason},
-                             {"cause", advice.cause},
-                             {"mode_before", advice.mode_before},
-                             {"mode_after", advice.mode_after},
-                             {"predicted_ms_before", advice.current_s * 1e3},
-                             {"predicted_ms_after", advice.proposed_s * 1e3}};
+  nlohmann::json decision = decision_json(advice);
+  decision["after_request"] = completed_requests_;
+  start_advised(advice);
+  return decision;
+}
+
+nlohmann::json Session::decision_json(const ReplanAdvice& advice) {
+  return {{"reason", advice.reason},
+          {"cause", advice.cause},
+          {"mode_before", advice.mode_before},
+          {"mode_after", advice.mode_after},
+          {"predicted_ms_before", advice.current_s * 1e3},
+          {"predicted_ms_after", advice.proposed_s * 1e3}};
+}
+
+void Session::start_advised(const ReplanAdvice& advice) {
   cluster_->finish();
   planned_.plan = *advice.plan;
   OnlineEstimator kept = *estimator_;  // what was learned stays
+  const int revision = advised_quota_revision_;
   start();
   estimator_.reset();
   estimator_.emplace(std::move(kept));
-  return decision;
+  advised_quota_revision_ = revision;
+}
+
+bool Session::switch_plan() {
+  // Only a changed quota is news a request should not wait out; speeds timed from prefills are
+  // acted on between requests (after_request), and pipelined plans are not re-estimated yet.
+  if (!estimator_ || !cluster_ || planned_.plan.pipelined() ||
+      estimator_->quota_revision() == advised_quota_revision_) {
+    return false;
+  }
+  advised_quota_revision_ = estimator_->quota_revision();
+  const std::int64_t position = inner().position();
+  const ReplanAdvice advice = advise_replan(*cost_, *estimator_, planned_.plan, planned_.planner,
+                                            options_.plan_tokens, options_.replan_threshold);
+  log(fmt::format("request {} at position {}: {}{}", completed_requests_ + 1, position,
+                  advice.reason, advice.replan ? "; re-planning and re-feeding the request" : ""));
+  if (!advice.replan) return false;
+  nlohmann::json decision = decision_json(advice);
+  decision["during_request"] = completed_requests_ + 1;
+  decision["at_position"] = position;
+  replans_during_.push_back(std::move(decision));
+  start_advised(advice);
+  return true;
 }
 
 std::vector<std::string> Session::device_names() const {

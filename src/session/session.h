@@ -51,7 +51,10 @@ struct SessionOptions {
   std::int64_t context = 0;              // positions on this device alone (0: the model's)
   bool trace = false;                    // record per-op spans on every device
   bool recover = true;                   // go on without a lost worker (else the error ends it)
-  bool online_replan = false;  // re-estimate speeds from the steps; after_request() re-plans
+  // Re-estimate speeds from the steps: after_request() re-plans, and so does a request in
+  // progress when a device's CPU quota changes (switch_plan, by `replan_threshold`).
+  bool online_replan = false;
+  double replan_threshold = 0.1;
   std::function<void(const std::string&)> log;  // one line per event; default: stderr
   // Told of each recovery once the session runs on the devices left (on the runner's thread;
   // not for one while the session starts, before the constructor returns).
@@ -105,6 +108,11 @@ class Session final : private Rebuilder {
   std::optional<nlohmann::json> after_request(std::int64_t prompt_tokens, double threshold,
                                               bool last);
 
+  // The re-plans made within requests (switch_plan), as after_request() describes its own, with
+  // "during_request" (the request's number, from 1) and "at_position" instead of
+  // "after_request".
+  const std::vector<nlohmann::json>& replans_during_requests() const { return replans_during_; }
+
   // Ends the session. With tracing on, every device's spans (device 0 first), device 0's with a
   // "recovery" span per recovery.
   std::vector<std::vector<Span>> finish();
@@ -127,6 +135,13 @@ class Session final : private Rebuilder {
   StepRunner& active() override { return active_; }
   std::vector<std::string> rebuild(const TransportError& error) override;
   void recovered(const Recovery& recovery) override;
+  // Before a step within a request: when a device's CPU quota changed since the last look and
+  // the estimate then finds a plan faster by more than the threshold, starts it (the runner
+  // then re-feeds the request's tokens, as after a lost device) and returns true.
+  bool switch_plan() override;
+  // Starts `advice`'s plan, keeping what the estimator learned.
+  void start_advised(const ReplanAdvice& advice);
+  static nlohmann::json decision_json(const ReplanAdvice& advice);
 
   // Starts planned_ (a cluster, or this device alone).
   void start();
@@ -154,6 +169,8 @@ class Session final : private Rebuilder {
   std::unique_ptr<CostModel> cost_;
   std::optional<OnlineEstimator> estimator_;
   int completed_requests_ = 0;
+  int advised_quota_revision_ = 0;  // the estimate's quota_revision() switch_plan last acted on
+  std::vector<nlohmann::json> replans_during_;
   std::vector<std::uint64_t> bytes_sent_;
   // This device alone: the executor (over the lowered program of an assigned plan).
   std::optional<Program> assigned_;

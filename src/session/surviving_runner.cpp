@@ -46,17 +46,21 @@ Tensor SurvivingRunner::survive(const std::function<Tensor()>& step,
 
 Tensor SurvivingRunner::forward(std::span<const std::int32_t> ids, bool all_rows) {
   const std::vector<std::int32_t> step(ids.begin(), ids.end());
-  Tensor out = survive([&] { return rebuilder_.active().forward(step, all_rows); },
-                       [&] {
-                         // The new runner starts empty: every earlier token and this step's, in
-                         // one step; the rows this step asked for are the last ones.
-                         std::vector<std::int32_t> all = history_;
-                         all.insert(all.end(), step.begin(), step.end());
-                         Tensor rows = rebuilder_.active().forward(all, all_rows);
-                         if (!all_rows) return rows;
-                         const auto n = static_cast<std::int64_t>(history_.size());
-                         return rows.rows(n, n + static_cast<std::int64_t>(step.size()));
-                       });
+  const auto replay = [&] {
+    // The new runner starts empty: every earlier token and this step's, in one step; the rows
+    // this step asked for are the last ones.
+    std::vector<std::int32_t> all = history_;
+    all.insert(all.end(), step.begin(), step.end());
+    Tensor rows = rebuilder_.active().forward(all, all_rows);
+    if (!all_rows) return rows;
+    const auto n = static_cast<std::int64_t>(history_.size());
+    return rows.rows(n, n + static_cast<std::int64_t>(step.size()));
+  };
+  const bool switched = enabled_ && !history_.empty() && rebuilder_.switch_plan();
+  Tensor out = survive(switched ? std::function<Tensor()>(replay) : std::function<Tensor()>([&] {
+                         return rebuilder_.active().forward(step, all_rows);
+                       }),
+                       replay);
   history_.insert(history_.end(), step.begin(), step.end());
   return out;
 }

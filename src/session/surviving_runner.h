@@ -3,6 +3,8 @@
 // was cut) it asks its Rebuilder for a new runner on the devices left, feeds that runner the
 // remembered tokens and the failed step's in one step (re-prefill), and returns what the failed
 // step would have returned. Callers (generate(), the server's engine) never see the failure.
+// The same replay moves a request to another plan between two of its steps when the Rebuilder
+// says one is due (a device slowed down: Session::switch_plan).
 #pragma once
 
 #include "core/error.h"
@@ -38,6 +40,10 @@ class Rebuilder {
   virtual std::vector<std::string> rebuild(const TransportError& error) = 0;
   // Told of each finished recovery.
   virtual void recovered(const Recovery& recovery) = 0;
+  // Asked before each step after the first of a request: true when it has just made a new
+  // active runner (at position 0) on a better plan, which the step then replays the request
+  // into. By default never.
+  virtual bool switch_plan() { return false; }
 };
 
 class SurvivingRunner final : public StepRunner {

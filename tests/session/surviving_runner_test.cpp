@@ -51,7 +51,17 @@ class FakeRebuilder final : public Rebuilder {
     return {"device-" + std::to_string(++rebuilds)};
   }
   void recovered(const Recovery& r) override { recoveries.push_back(r); }
+  // A planned switch before the request's step `switch_at` (1-based; 0: never): a new runner.
+  bool switch_plan() override {
+    if (++asked != switch_at) return false;
+    runner_ = std::make_unique<FailingRunner>(model_, 0);
+    ++switches;
+    return true;
+  }
 
+  int switch_at = 0;
+  int asked = 0;
+  int switches = 0;
   int rebuilds = 0;
   std::vector<std::string> reasons;
   std::vector<Recovery> recoveries;
@@ -95,6 +105,28 @@ TEST(SurvivingRunner, AnyFailedStepIsReplayedAndGreedyIdsAreOneDevices) {
       EXPECT_EQ(runner.position(),
                 static_cast<std::int64_t>(ref.prompt.size() + ref.greedy.size() - 1));
     }
+  }
+}
+
+// A plan switched between two steps of a request (a device's quota cut): the new runner is fed
+// the request so far with the step, and generation goes on with one device's ids. The runner
+// asks before every step but a request's first.
+TEST(SurvivingRunner, APlanSwitchedWithinARequestGivesOneDevicesIds) {
+  const Model model = Model::load(testing::fixture_model("llama-tiny"));
+  const Reference ref = reference("llama-tiny");
+  GenerationOptions options;
+  options.n_predict = static_cast<int>(ref.greedy.size());
+  for (const int switch_at : {1, 2, 7}) {
+    FakeRebuilder rebuilder(model, 0);
+    rebuilder.switch_at = switch_at;
+    SurvivingRunner runner(rebuilder, true);
+    const GenerationResult result = generate(runner, ref.prompt, options);
+    EXPECT_EQ(result.generated, ref.greedy) << switch_at;
+    EXPECT_EQ(rebuilder.switches, 1);
+    EXPECT_EQ(rebuilder.asked, options.n_predict - 1);  // every decode step, not the prefill
+    EXPECT_TRUE(rebuilder.recoveries.empty());
+    EXPECT_EQ(runner.position(),
+              static_cast<std::int64_t>(ref.prompt.size() + ref.greedy.size() - 1));
   }
 }
 
