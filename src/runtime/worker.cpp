@@ -181,6 +181,12 @@ std::optional<Model> load_own_shard(const std::filesystem::path& dir, const Prog
   for (const Value& v : program.graph.values()) {
     if (v.kind == ValueKind::Weight) needed.insert(v.weight.tensor);
   }
+  for (const std::string& name : needed) {
+    if (!s.digests.contains(name)) {
+      throw TransportError(
+          fmt::format("session {}: the setup has no digest of tensor '{}'", s.session_id, name));
+    }
+  }
   LoadOptions load = s.load;
   load.only_tensors = needed;
   Model local = Model::load(dir, load);
@@ -195,12 +201,7 @@ std::optional<Model> load_own_shard(const std::filesystem::path& dir, const Prog
   for (const std::string& name : needed) {
     const auto mine = local.weights().find(name);
     if (mine == local.weights().end()) return differs(fmt::format("no tensor '{}'", name));
-    const auto theirs = s.digests.find(name);
-    if (theirs == s.digests.end()) {
-      throw TransportError(
-          fmt::format("session {}: the setup has no digest of tensor '{}'", s.session_id, name));
-    }
-    if (tensor_digest(mine->second) != theirs->second) {
+    if (tensor_digest(mine->second) != s.digests.at(name)) {
       return differs(fmt::format("tensor '{}'", name));
     }
   }
