@@ -125,8 +125,8 @@ void add_worker_command(CLI::App& app) {
   cmd->add_option("--key-file", a->key_file, "Pre-shared key file (64 hex characters, mode 0600)")
       ->required();
   cmd->add_option("--model", a->model_dir,
-                  "Local copy of the model (a directory, or an ONNX file): map weights instead of "
-                  "receiving them");
+                  "Local copy of the model (a directory, or an ONNX file): read the weights a "
+                  "session uses from it instead of receiving them");
   cmd->add_option("--timeout-s", a->timeout_s, "Seconds a silent peer is waited for")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "Compute threads (default: all cores)")

@@ -90,8 +90,9 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& options)
   m.graph_ = std::move(description.graph);
 
   const std::map<std::string, WeightUse> uses = weight_uses(m.graph_);
+  std::map<std::string, DType> kept_dtypes;  // every tensor the graph uses, read or not
   for (const Value& v : m.graph_.values()) {
-    if (v.kind != ValueKind::Weight || m.weights_.contains(v.weight.tensor)) continue;
+    if (v.kind != ValueKind::Weight || kept_dtypes.contains(v.weight.tensor)) continue;
     const auto it = stored_name.find(v.weight.tensor);
     if (it == stored_name.end()) {
       throw LoadError(fmt::format("{}: tensor '{}' is missing from the checkpoint ({} needs it)",
@@ -108,13 +109,15 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& options)
       throw LoadError(fmt::format("{}: tensor '{}' is I32, not a floating-point type",
                                   info.file.string(), it->second));
     }
+    kept_dtypes.emplace(v.weight.tensor, kept);
+    if (options.only_tensors && !options.only_tensors->contains(v.weight.tensor)) continue;
     m.weights_.emplace(v.weight.tensor, convert_weight(checkpoint.view(it->second), kept));
   }
   // The graph records each weight's kept dtype: the planners count its bytes from the graph.
   for (std::size_t i = 0; i < m.graph_.values().size(); ++i) {
     const Value& v = m.graph_.values()[i];
     if (v.kind == ValueKind::Weight)
-      m.graph_.set_weight_dtype(static_cast<ValueId>(i), m.weights_.at(v.weight.tensor).dtype());
+      m.graph_.set_weight_dtype(static_cast<ValueId>(i), kept_dtypes.at(v.weight.tensor));
   }
   return m;
 }

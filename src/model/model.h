@@ -36,9 +36,10 @@ class Model {
   const Architecture& architecture() const { return *architecture_; }
   const ModelConfig& config() const { return config_; }
   const Graph& graph() const { return graph_; }
+  // Every tensor the graph uses, or only those LoadOptions::only_tensors names.
   const WeightMap& weights() const { return weights_; }
   const LoadOptions& load_options() const { return options_; }
-  // Bytes of weight data the graph uses, in the dtypes kept.
+  // Bytes of weight data in weights(), in the dtypes kept.
   std::size_t weight_bytes() const;
   // Elements per block of the model's block-quantised weights (32), 1 when it has none: tensor
   // parallel plans cut their columns at multiples of it (Plan::aligned_to_blocks).

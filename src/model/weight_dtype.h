@@ -14,6 +14,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,12 @@ struct LoadOptions {
   // Dtype of the matrix weights: nullopt keeps each as stored; F32 widens; F16, BF16, Q8_0 and
   // Q4_0 convert (quantise) at load.
   std::optional<DType> weight_dtype;
+  // Canonical names of the tensors to read: nullopt reads every tensor the graph uses. The others
+  // are still checked against the checkpoint's header (present, shape) and their kept dtype is
+  // recorded in the graph, but their data is never touched (not paged in, not converted) and
+  // Model::weights() leaves them out; a name the graph does not use is ignored. A worker with its
+  // own copy of the model reads only its shard this way.
+  std::optional<std::set<std::string>> only_tensors = std::nullopt;
 };
 
 // Parses "f32", "f16", "bf16", "q8_0", "q4_0" (any case); nullopt otherwise.

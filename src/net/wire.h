@@ -17,7 +17,7 @@
 namespace huddle::net::wire {
 
 inline constexpr std::uint32_t kMagic = 0x4C445548;  // "HUDL" as little-endian bytes
-inline constexpr std::uint16_t kProtocolVersion = 7;
+inline constexpr std::uint16_t kProtocolVersion = 8;
 
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kKxPublicBytes = 32;  // crypto_kx_PUBLICKEYBYTES

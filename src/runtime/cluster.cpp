@@ -28,13 +28,16 @@ std::string payload_text(const net::Message& m) {
 
 Cluster::Cluster(const Model& model, const Plan& plan, ClusterOptions options)
     : model_(&model), plan_(plan), options_(std::move(options)) {
-  nlohmann::json fields = {{"config", model.config_text()}, {"tensors", model.tensor_names()}};
-  // A worker with its own copy of the model loads it as the primary did (the fingerprint covers
-  // the dtypes, so a copy loaded otherwise is not used).
+  // A worker with its own copy of the model loads its tensors as the primary did, and maps them
+  // when each one's digest is the primary's (the digests cover dtypes: a copy loaded otherwise
+  // is not used).
+  nlohmann::json fields = {{"config", model.config_text()},
+                           {"tensors", model.tensor_names()},
+                           {"digests", weight_digests(model.weights())}};
   if (const auto& dtype = model.load_options().weight_dtype) {
     fields["weight_dtype"] = std::string(dtype_name(*dtype));
   }
-  start(fields, model_fingerprint(model));
+  start(fields);
 }
 
 Cluster::Cluster(const onnx_import::OnnxModel& model, const Plan& plan, ClusterOptions options)
@@ -44,10 +47,10 @@ Cluster::Cluster(const onnx_import::OnnxModel& model, const Plan& plan, ClusterO
         "an imported CNN runs across devices with a row-split or operator-assignment plan");
   }
   model_file_ = onnx_import::read_onnx_file(model.path());
-  start({{"format", "onnx"}}, bytes_fingerprint(model_file_));
+  start({{"format", "onnx"}, {"fingerprint", bytes_fingerprint(model_file_)}});
 }
 
-void Cluster::start(const nlohmann::json& model_fields, const std::string& fingerprint) {
+void Cluster::start(const nlohmann::json& model_fields) {
   const int world = plan_.num_devices();
   if (static_cast<int>(options_.workers.size()) != world - 1) {
     throw UsageError(
@@ -68,7 +71,6 @@ void Cluster::start(const nlohmann::json& model_fields, const std::string& finge
                             {"endpoints", endpoints},
                             {"plan", plan_.to_json()},
                             {"timeout_ms", options_.timeout.count()},
-                            {"fingerprint", fingerprint},
                             {"trace", options_.trace}};
     setup.update(model_fields);
     const std::string text = setup.dump();

@@ -90,8 +90,9 @@ class Cluster {
   // within `wait` each ("" when none did); for error messages.
   std::string worker_failures(net::Duration wait);
 
-  // Steps 1-5 of the protocol (runtime/cluster_protocol.h); `model_fields` join the setup.
-  void start(const nlohmann::json& model_fields, const std::string& fingerprint);
+  // Steps 1-5 of the protocol (runtime/cluster_protocol.h); `model_fields` (the model's
+  // description and identity: "digests", or an ONNX file's "fingerprint") join the setup.
+  void start(const nlohmann::json& model_fields);
 
   const Model* model_ = nullptr;                  // a checkpoint model, or
   const onnx_import::OnnxModel* onnx_ = nullptr;  // an imported CNN

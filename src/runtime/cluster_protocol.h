@@ -1,17 +1,20 @@
 // The setup half of the session protocol between a primary and its workers (the step half is in
 // session.h). Over the control channel the primary opened (net::open_session):
 //   1. primary -> worker  kSetupTag: JSON {"rank", "world", "session_id", "endpoints": [...],
-//      "config": config.json text, "tensors": [canonical names], "plan": {...},
-//      "timeout_ms", "fingerprint", "trace"}
+//      "config": config.json text, "tensors": [canonical names], "digests": {canonical name:
+//      tensor_digest of the tensor as the primary loaded it (runtime/fingerprint.h)},
+//      optional "weight_dtype", "plan": {...}, "timeout_ms", "trace"}
 //   2. mesh: the primary opens a session link (net::open_link, rank 0) to every worker; each
 //      worker opens links to the workers of lower rank and takes those of higher rank: one
 //      persistent channel per pair. The control channel stays open, idle, until the end;
 //   3. worker -> primary kWeightsTag: JSON {"local": true} when it maps the weights from its own
-//      copy of the model (`huddle worker --model DIR`) and that copy's fingerprint equals the
-//      setup's, else {"local": false}; then primary -> worker: the program's weights, one tensor
+//      copy of the model (`huddle worker --model DIR`): it reads only the tensors its program
+//      uses, loaded with the setup's "weight_dtype", and each one's digest equals the setup's;
+//      else {"local": false}, and then primary -> worker: the program's weights, one tensor
 //      each (collectives::send_tensor), in the order of the program's weight values;
 //   4. worker -> primary kReadyTag: JSON {"weight_bytes", "rss_bytes"};
-//      (an imported CNN, setup "format": "onnx": the model file instead, kModelFileTag);
+//      (an imported CNN, setup "format": "onnx" and the file's "fingerprint" instead of
+//      "config", "tensors" and "digests": the model file instead, kModelFileTag);
 //   5. steps (session.h) until kEndTag; then the worker sends kTraceTag with its op spans when
 //      the setup asked for a trace.
 #pragma once

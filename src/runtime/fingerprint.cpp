@@ -21,32 +21,31 @@ std::string hex_digest(crypto_generichash_state& state) {
 
 }  // namespace
 
-std::string model_fingerprint(const Model& model) {
+std::string tensor_digest(const Tensor& tensor) {
   net::ensure_sodium();
   crypto_generichash_state state;
   crypto_generichash_init(&state, nullptr, 0, 32);
   auto feed = [&](const void* data, std::size_t bytes) {
     crypto_generichash_update(&state, static_cast<const unsigned char*>(data), bytes);
   };
-  feed(model.config_text().data(), model.config_text().size());
-  // Sorted, so the hash does not depend on hash-map order.
-  const std::map<std::string, Tensor> sorted(model.weights().begin(), model.weights().end());
-  for (const auto& [name, t] : sorted) {
-    feed(name.data(), name.size() + 1);
-    feed(t.shape().data(), t.shape().size() * sizeof(std::int64_t));
-    const auto dtype = static_cast<std::uint8_t>(t.dtype());  // Q8_0 weights differ from F32 ones
-    feed(&dtype, 1);
-    // Samples of the stored bytes: 256 at the start, the middle and the end.
-    const Tensor c = t.contiguous() ? t : t.clone();
-    const auto n = static_cast<std::int64_t>(c.nbytes());
-    for (const std::int64_t at : {std::int64_t{0}, n / 2, std::max<std::int64_t>(0, n - 256)}) {
-      const std::int64_t count = std::min<std::int64_t>(256, n - at);
-      if (count > 0) {
-        feed(static_cast<const std::byte*>(c.raw()) + at, static_cast<std::size_t>(count));
-      }
+  feed(tensor.shape().data(), tensor.shape().size() * sizeof(std::int64_t));
+  const auto dtype = static_cast<std::uint8_t>(tensor.dtype());  // Q8_0 weights differ from F32
+  feed(&dtype, 1);
+  const Tensor c = tensor.contiguous() ? tensor : tensor.clone();
+  const auto n = static_cast<std::int64_t>(c.nbytes());
+  for (const std::int64_t at : {std::int64_t{0}, n / 2, std::max<std::int64_t>(0, n - 256)}) {
+    const std::int64_t count = std::min<std::int64_t>(256, n - at);
+    if (count > 0) {
+      feed(static_cast<const std::byte*>(c.raw()) + at, static_cast<std::size_t>(count));
     }
   }
   return hex_digest(state);
+}
+
+std::map<std::string, std::string> weight_digests(const WeightMap& weights) {
+  std::map<std::string, std::string> digests;
+  for (const auto& [name, tensor] : weights) digests.emplace(name, tensor_digest(tensor));
+  return digests;
 }
 
 std::string bytes_fingerprint(std::string_view bytes) {

@@ -23,7 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include <exception>
+#include <map>
 #include <optional>
+#include <set>
 
 namespace huddle {
 namespace {
@@ -38,7 +40,8 @@ struct Setup {
   LoadOptions load;  // how the primary loaded the model ("weight_dtype")
   nlohmann::json plan;
   int timeout_ms = 0;
-  std::string fingerprint;
+  std::map<std::string, std::string> digests;  // canonical tensor name -> tensor_digest
+  std::string fingerprint;                     // an ONNX model file's bytes_fingerprint
   bool trace = false;
   bool onnx = false;  // "format": "onnx": an imported CNN, sent (or mapped) as its file
 };
@@ -65,10 +68,12 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
         s.load.weight_dtype = parse_weight_dtype(name);
         if (!s.load.weight_dtype) throw TransportError("unknown weight_dtype '" + name + "'");
       }
+      s.digests = j.at("digests").get<std::map<std::string, std::string>>();
+    } else {
+      s.fingerprint = j.at("fingerprint").get<std::string>();
     }
     s.plan = j.at("plan");
     s.timeout_ms = j.at("timeout_ms").get<int>();
-    s.fingerprint = j.at("fingerprint").get<std::string>();
     s.trace = j.at("trace").get<bool>();
     if (s.world < 2 || s.rank < 1 || s.rank >= s.world ||
         static_cast<int>(s.endpoints.size()) != s.world || s.session_id != open.session_id ||
@@ -166,6 +171,48 @@ void serve_onnx_session(const net::SecureChannel& control, const Setup& s,
   serve_program(*transport, program, std::move(weights), 1, plan, s, options);
 }
 
+// The tensors `program` reads, loaded from the worker's own copy of the model at `dir` as the
+// primary loaded its model (its weight dtype) and nothing else of the copy; nullopt (logged) when
+// one of them is absent from the copy or its digest is not the primary's: the worker then
+// receives its weights.
+std::optional<Model> load_own_shard(const std::filesystem::path& dir, const Program& program,
+                                    const Setup& s, const WorkerOptions& options) {
+  std::set<std::string> needed;
+  for (const Value& v : program.graph.values()) {
+    if (v.kind == ValueKind::Weight) needed.insert(v.weight.tensor);
+  }
+  for (const std::string& name : needed) {
+    if (!s.digests.contains(name)) {
+      throw TransportError(
+          fmt::format("session {}: the setup has no digest of tensor '{}'", s.session_id, name));
+    }
+  }
+  LoadOptions load = s.load;
+  load.only_tensors = needed;
+  Model local = Model::load(dir, load);
+  const auto differs = [&](const std::string& reason) {
+    if (options.log) {
+      options.log(fmt::format(
+          "session {}: local model {} differs from the primary's ({}); receiving weights",
+          s.session_id, dir.string(), reason));
+    }
+    return std::nullopt;
+  };
+  for (const std::string& name : needed) {
+    const auto mine = local.weights().find(name);
+    if (mine == local.weights().end()) return differs(fmt::format("no tensor '{}'", name));
+    if (tensor_digest(mine->second) != s.digests.at(name)) {
+      return differs(fmt::format("tensor '{}'", name));
+    }
+  }
+  if (options.log) {
+    options.log(fmt::format("session {}: read {} of the {} tensors of {} ({:.1f} MB as kept)",
+                            s.session_id, local.weights().size(), local.tensor_names().size(),
+                            dir.string(), static_cast<double>(local.weight_bytes()) / 1e6));
+  }
+  return local;
+}
+
 void serve_session(net::SecureChannel& control, const net::Message& setup,
                    std::unique_ptr<net::TcpTransport>& transport, const net::OpenRequest& open,
                    net::LinkAcceptor& acceptor, const WorkerOptions& options) {
@@ -193,17 +240,7 @@ void serve_session(net::SecureChannel& control, const net::Message& setup,
   // Map the weights from our own copy of the model when it is the primary's, else receive them.
   WeightMap weights;
   std::optional<Model> local;
-  if (options.model_dir) {
-    local = Model::load(*options.model_dir, s.load);
-    if (model_fingerprint(*local) != s.fingerprint) {
-      if (options.log) {
-        options.log(
-            fmt::format("session {}: local model {} differs from the primary's; receiving weights",
-                        s.session_id, options.model_dir->string()));
-      }
-      local.reset();
-    }
-  }
+  if (options.model_dir) local = load_own_shard(*options.model_dir, program, s, options);
   const std::string mode = nlohmann::json{{"local", local.has_value()}}.dump();
   transport->send(0, kWeightsTag, std::as_bytes(std::span(mode)));
   if (local) {

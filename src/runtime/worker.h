@@ -16,8 +16,8 @@ namespace huddle {
 struct WorkerOptions {
   net::PresharedKey key = net::PresharedKey::random();
   net::ChannelOptions channel;
-  // A local copy of the model: weights are mapped from it instead of received, when the
-  // primary's fingerprint matches.
+  // A local copy of the model: weights are mapped from it instead of received when every tensor
+  // a session's program uses is the primary's (per-tensor digests); only those tensors are read.
   std::optional<std::filesystem::path> model_dir;
   std::function<void(const std::string&)> log;  // one line per session event
   net::LinkEmulation link;  // delay on every mesh message this worker sends (testbed)

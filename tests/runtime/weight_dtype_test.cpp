@@ -18,10 +18,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <tuple>
 
 namespace huddle {
@@ -52,6 +54,32 @@ std::string stem_of(const std::string& model) {
 
 std::vector<std::int32_t> prompt_of(const std::string& model) {
   return testing::read_ids(testing::fixture(stem_of(model) + ".ids.json"));
+}
+
+// LoadOptions::only_tensors: only the named tensors are read (converted, in weights()); every
+// weight value of the graph still records its kept dtype, as a whole load does.
+TEST(WeightDtype, OnlyTheNamedTensorsAreRead) {
+  const std::filesystem::path dir = testing::fixture_model("llama-tiny");
+  const Model whole = Model::load(dir, {.weight_dtype = DType::Q8_0});
+  const std::set<std::string> some = {"model.layers.2.mlp.up_proj.weight",
+                                      "model.layers.1.mlp.down_proj.weight", "model.norm.weight",
+                                      "not.a.tensor.of.the.model"};
+  const Model part = Model::load(dir, {.weight_dtype = DType::Q8_0, .only_tensors = some});
+  ASSERT_EQ(part.weights().size(), 3u);
+  for (const auto& [name, t] : part.weights()) {
+    ASSERT_TRUE(some.contains(name)) << name;
+    const Tensor& w = whole.weights().at(name);
+    ASSERT_EQ(t.dtype(), w.dtype()) << name;
+    ASSERT_EQ(t.shape(), w.shape()) << name;
+    EXPECT_EQ(std::memcmp(t.raw(), w.raw(), w.nbytes()), 0) << name;
+  }
+  EXPECT_EQ(part.weights().at("model.layers.2.mlp.up_proj.weight").dtype(), DType::Q8_0);
+  EXPECT_LT(part.weight_bytes(), whole.weight_bytes());
+  EXPECT_EQ(part.tensor_names(), whole.tensor_names());
+  ASSERT_EQ(part.graph().values().size(), whole.graph().values().size());
+  for (std::size_t i = 0; i < whole.graph().values().size(); ++i) {
+    EXPECT_EQ(part.graph().values()[i].dtype, whole.graph().values()[i].dtype) << i;
+  }
 }
 
 TEST(WeightDtype, KeptDtypesAndFallbacks) {

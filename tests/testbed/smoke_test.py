@@ -201,7 +201,7 @@ def test_smoke(a):
             check(diff <= 1e-4 * scale, f"prompt logits {rs} match within 1e-4 x {scale:.3g} (max diff {diff:.3g})")
             check(not dj["devices"][1]["weights_mapped_locally"], "without --model the worker received its weights")
 
-        # up --model: the worker maps its slices from its own copy (the primary's fingerprint matches).
+        # up --model: the worker maps its slices from its own copy (each tensor's digest is the primary's).
         r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10", "--model", str(tmp)])
         check(r.returncode == 1 and "no model directory" in r.stderr, f"up --model refuses a non-model: {r.stderr.strip()}")
         check(run([a.testbed, "down", str(spec)]).returncode == 0, "down before up --model")
