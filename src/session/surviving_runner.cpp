@@ -56,11 +56,14 @@ Tensor SurvivingRunner::forward(std::span<const std::int32_t> ids, bool all_rows
     const auto n = static_cast<std::int64_t>(history_.size());
     return rows.rows(n, n + static_cast<std::int64_t>(step.size()));
   };
-  const bool switched = enabled_ && !history_.empty() && rebuilder_.switch_plan();
-  Tensor out = survive(switched ? std::function<Tensor()>(replay) : std::function<Tensor()>([&] {
-                         return rebuilder_.active().forward(step, all_rows);
-                       }),
-                       replay);
+  Tensor out = survive(
+      [&] {
+        // A planned switch starts a new runner (a device that goes meanwhile is recovered from
+        // like any other): the request so far is replayed into it.
+        if (enabled_ && !history_.empty() && rebuilder_.switch_plan()) return replay();
+        return rebuilder_.active().forward(step, all_rows);
+      },
+      replay);
   history_.insert(history_.end(), step.begin(), step.end());
   return out;
 }
