@@ -105,7 +105,9 @@ class Map {
   std::vector<std::pair<std::string, Value>> items_;
 };
 
-inline Value Value::map(Map m) { return Value(std::make_shared<Map>(std::move(m))); }
+inline Value Value::map(Map m) {
+  return Value(std::make_shared<Map>(std::move(m)));
+}
 
 // Python ==: numbers across int/float/bool, lists element-wise, maps as sets of pairs.
 bool equal(const Value& a, const Value& b);

@@ -149,6 +149,16 @@ class OwnCopyCli : public ::testing::TestWithParam<std::string> {
     if (GetParam().empty()) return {};
     return {"--weight-dtype", GetParam()};
   }
+  // Runs llama-tiny on one device, then split with a worker whose own copy (dir/copy) has
+  // `corrupt` damaged; checks the split run gives the one-device answer and returns it.
+  OwnCopyRun run_with_corrupt_copy(const testing::TempDir& dir, const std::string& corrupt) const {
+    copy_with_corrupt_tensor(dir / "copy", corrupt);
+    const std::filesystem::path copy = dir / "copy";
+    const OwnCopyRun one = run_own_copy(dir, "one", nullptr, dtype_args());
+    OwnCopyRun two = run_own_copy(dir, "two", &copy, dtype_args());
+    expect_one_device_answer(two, one);
+    return two;
+  }
 };
 
 // A tensor the worker's stage does not use is corrupted in its copy: the worker still maps its
@@ -158,16 +168,12 @@ TEST_P(OwnCopyCli, CorruptTensorOutsideTheShardIsNotReadAndTheCopyIsUsed) {
   testing::TempDir dir;
   const std::string corrupt = "model.layers.0.self_attn.q_proj.weight";
   ASSERT_FALSE(own_copy_worker_reads(corrupt));
-  copy_with_corrupt_tensor(dir / "copy", corrupt);
-  const std::filesystem::path copy = dir / "copy";
-  const OwnCopyRun one = run_own_copy(dir, "one", nullptr, dtype_args());
-  const OwnCopyRun two = run_own_copy(dir, "two", &copy, dtype_args());
-  expect_one_device_answer(two, one);
+  const OwnCopyRun two = run_with_corrupt_copy(dir, corrupt);
   ASSERT_TRUE(two.json["devices"].is_array());
   EXPECT_TRUE(two.json["devices"][1]["weights_mapped_locally"].get<bool>());
 
   // What it read: its stage's tensors, not the model's.
-  const auto spans = own_copy_tensor_spans(copy / "model.safetensors");
+  const auto spans = own_copy_tensor_spans(dir / "copy" / "model.safetensors");
   std::size_t stage_tensors = 0;
   for (const auto& [name, span] : spans) stage_tensors += own_copy_worker_reads(name) ? 1 : 0;
   ASSERT_LT(stage_tensors, spans.size());
@@ -183,11 +189,7 @@ TEST_P(OwnCopyCli, CorruptTensorInsideTheShardMeansTheWeightsAreReceived) {
   testing::TempDir dir;
   const std::string corrupt = "model.layers.2.mlp.up_proj.weight";
   ASSERT_TRUE(own_copy_worker_reads(corrupt));
-  copy_with_corrupt_tensor(dir / "copy", corrupt);
-  const std::filesystem::path copy = dir / "copy";
-  const OwnCopyRun one = run_own_copy(dir, "one", nullptr, dtype_args());
-  const OwnCopyRun two = run_own_copy(dir, "two", &copy, dtype_args());
-  expect_one_device_answer(two, one);
+  const OwnCopyRun two = run_with_corrupt_copy(dir, corrupt);
   ASSERT_TRUE(two.json["devices"].is_array());
   EXPECT_FALSE(two.json["devices"][1]["weights_mapped_locally"].get<bool>());
   EXPECT_TRUE(contains(two.differs_line, "(tensor '" + corrupt + "'); receiving weights"))
