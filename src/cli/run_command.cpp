@@ -220,8 +220,7 @@ void run(const RunOptions& o) {
     result = generate(session.runner(), prompt, run_options);
     prefill_runs.push_back(result.prefill_ms);
     generated_runs.push_back(result.generated);
-    if (auto decision =
-            session.after_request(session_options.plan_tokens, o.replan_threshold, last)) {
+    if (auto decision = session.after_request(session_options.plan_tokens, last)) {
       replans.push_back(std::move(*decision));
     }
   }

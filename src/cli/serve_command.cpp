@@ -44,6 +44,7 @@ struct ServeOptions {
   std::string plan_file;
   std::string cluster_file;        // --cluster: devices in --workers order, primary first
   std::int64_t plan_tokens = 128;  // the prompt length planners plan for
+  double replan_threshold = 0.1;   // a planner's plan is replaced by one predicted this much faster
   std::string wire;                // --wire
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -124,6 +125,7 @@ void load(const ServeOptions& o, int threads, Loaded& out, std::function<void()>
   session_options.plan.plan_file = o.plan_file;
   session_options.plan.cluster_file = o.cluster_file;
   session_options.plan_tokens = o.plan_tokens;
+  session_options.replan_threshold = o.replan_threshold;
   session_options.plan.wire = parse_wire_option(o.wire);
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
@@ -224,9 +226,10 @@ void serve(const ServeOptions& o) {
   // The dashboard shows the devices and plan the session runs on now.
   serve::Dashboard* shown = nullptr;
   std::int64_t shown_context = 0;
-  load(o, threads, loaded, [&] {
+  const auto refresh_dashboard = [&] {
     if (shown) shown->set_facts(dashboard_facts(loaded, server_options.model_id, shown_context));
-  });
+  };
+  load(o, threads, loaded, refresh_dashboard);
   StepRunner& runner = loaded.session->runner();
   serve::EngineOptions engine_options;
   engine_options.context = runner.max_positions();
@@ -255,6 +258,11 @@ void serve(const ServeOptions& o) {
       runner, [&session](double wall_s) { return session.step_reports(wall_s); }, dashboard.log(),
       [&session](bool on) { session.set_op_spans(on); });
   engine_options.observer = &dashboard.log();
+  // Between requests the session may re-plan on the speeds it timed (as `huddle run --repeat`
+  // does); a server does not know its next prompt, so it plans for --plan-tokens.
+  engine_options.after_request = [&session, &o, &refresh_dashboard] {
+    if (session.after_request(o.plan_tokens, /*last=*/false)) refresh_dashboard();
+  };
   shown_context = engine_options.context;
   shown = &dashboard;
   serve::Engine engine(logged, *loaded.tokenizer, engine_options);
@@ -317,6 +325,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--plan-tokens", o->plan_tokens,
                   "Prompt length the planners plan for (default 128)")
       ->check(CLI::PositiveNumber)
+      ->group(dist);
+  cmd->add_option("--replan-threshold", o->replan_threshold,
+                  "With a planner: re-plan between requests, or within one when a device's CPU "
+                  "quota changes, when the re-estimated cluster predicts a plan this much faster "
+                  "(default 0.1)")
+      ->check(CLI::NonNegativeNumber)
       ->group(dist);
   cmd->add_option("--shares", o->shares, "Relative device speeds, this one first (e.g. 5,3,1)")
       ->group(dist);

@@ -156,6 +156,14 @@ CompletionResult Engine::complete(const CompletionRequest& request, const TextSi
     failure_ = e.what();
     throw;
   }
+  if (options_.after_request) {
+    try {
+      options_.after_request();
+    } catch (const std::exception& e) {
+      std::lock_guard guard(failure_mutex_);
+      failure_ = e.what();
+    }
+  }
   last_used_ = std::chrono::steady_clock::now();
   result.finish_reason = saw_stop_id || matcher.stopped() ? "stop" : "length";
   observed.finish(result.cancelled ? "cancelled" : result.finish_reason);

@@ -38,6 +38,9 @@ struct EngineOptions {
   std::int32_t vocab_size = 0;              // token-id prompts are checked against it
   std::chrono::milliseconds keepalive{0};   // 0: no keep-alive
   RequestObserver* observer = nullptr;      // told of each request's turn (the dashboard's log)
+  // Called after each request that ran, before the next one has the model (the session's
+  // re-plan between requests). An exception from it makes the engine fail as a lost link does.
+  std::function<void()> after_request;
 };
 
 class Engine {

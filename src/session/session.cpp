@@ -156,12 +156,11 @@ void Session::observe_step(std::int64_t tokens) {
   estimator_->observe(plan, tokens, cluster_->runner().position(), seen);
 }
 
-std::optional<nlohmann::json> Session::after_request(std::int64_t prompt_tokens, double threshold,
-                                                     bool last) {
+std::optional<nlohmann::json> Session::after_request(std::int64_t prompt_tokens, bool last) {
   ++completed_requests_;
   if (!estimator_ || last || planned_.plan.pipelined()) return std::nullopt;
-  const ReplanAdvice advice =
-      advise_replan(*cost_, *estimator_, planned_.plan, planned_.planner, prompt_tokens, threshold);
+  const ReplanAdvice advice = advise_replan(*cost_, *estimator_, planned_.plan, planned_.planner,
+                                            prompt_tokens, options_.replan_threshold);
   log(fmt::format("after request {}: {}{}", completed_requests_, advice.reason,
                   advice.replan ? "; re-planning" : ""));
   if (!advice.replan) return std::nullopt;

@@ -103,10 +103,10 @@ class Session final : private Rebuilder {
   nlohmann::json recoveries_json() const;
 
   // After each request with online_replan and a planner's plan: asks the re-estimated cluster
-  // whether another plan is faster by more than `threshold` (0.1 = 10%) for `prompt_tokens`, and
-  // if so starts it. Returns the decision when it re-planned. Not after the last request.
-  std::optional<nlohmann::json> after_request(std::int64_t prompt_tokens, double threshold,
-                                              bool last);
+  // whether another plan is faster by more than SessionOptions::replan_threshold for
+  // `prompt_tokens`, and if so starts it. Returns the decision when it re-planned. Not after the
+  // last request.
+  std::optional<nlohmann::json> after_request(std::int64_t prompt_tokens, bool last);
 
   // The re-plans made within requests (switch_plan), as after_request() describes its own, with
   // "during_request" (the request's number, from 1) and "at_position" instead of

@@ -143,5 +143,38 @@ TEST(Engine, ConcurrentRequestsGetTheSequentialAnswers) {
   EXPECT_EQ(got, expected);
 }
 
+// The hook runs once after each request that ran, with the model's turn held; when it throws,
+// the engine answers every later request 503 with its reason, as after a lost link.
+TEST(Engine, AfterRequestRunsAfterEachRequestAndItsFailureMakesTheModelUnavailable) {
+  Fixture f;
+  EngineOptions o = f.options();
+  int calls = 0;
+  bool fail = false;
+  o.after_request = [&] {
+    ++calls;
+    if (fail) throw std::runtime_error("re-planning failed: worker gone");
+  };
+  Engine engine(f.executor, *f.tokenizer, o);
+  const std::string text = engine.complete(greedy({1, 2, 3}, 4), keep_going).text;
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(engine.complete(greedy({1, 2, 3}, 4), keep_going).text, text);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(engine.failure(), "");
+  EXPECT_THROW(engine.prompt_ids(greedy({1, 512}, 1)), RequestError);
+  EXPECT_EQ(calls, 2);  // a refused prompt never ran
+  fail = true;
+  EXPECT_EQ(engine.complete(greedy({1, 2, 3}, 4), keep_going).text, text);  // it had its answer
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(engine.failure(), "re-planning failed: worker gone");
+  try {
+    engine.complete(greedy({1, 2, 3}, 4), keep_going);
+    ADD_FAILURE() << "a request after the failed hook ran";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_TRUE(testing::contains(e.what(), "worker gone")) << e.what();
+  }
+  EXPECT_EQ(calls, 3);
+}
+
 }  // namespace
 }  // namespace huddle::serve

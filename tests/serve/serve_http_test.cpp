@@ -381,6 +381,33 @@ TEST(ServeHttp, PlannersGiveTheOneDeviceText) {
       << bad.err;
 }
 
+// Between requests the server re-plans on the speeds it timed, as `huddle run --repeat` does: the
+// cluster file claims the worker is 10x faster than the primary, and both are this machine (the
+// same set-up and threshold as ProfileCli.RunReplansWhenMeasuredSpeedsContradictTheClusterFile).
+// Every answer, before and after, is the one-device text.
+TEST(ServeHttp, AServerReplansBetweenRequestsOnTheSpeedsItTimed) {
+  const std::string prompt = "Once upon a time there was a little girl who lived in a village";
+  const json reference = run_reference("gpt2-tiny", prompt, 8);
+  testing::TempDir dir;
+  const json cluster = {{"devices",
+                         {{{"name", "P"}, {"gflops", 0.05}, {"memory_bytes", 4e9}},
+                          {{"name", "W"}, {"gflops", 0.5}, {"memory_bytes", 4e9}}}},
+                        {"default_link", {{"bandwidth_bps", 1e10}, {"latency_s", 1e-6}}}};
+  std::ofstream(dir / "c.json") << cluster.dump();
+  ServerProcess server({"--local-devices", "2", "--cluster", (dir / "c.json").string(),
+                        "--strategy", "galaxy", "--plan-tokens", "16", "--replan-threshold",
+                        "0.02"});
+  for (int request = 0; request < 6; ++request) {
+    const auto [status, body] = server.complete(greedy(prompt, 8));
+    ASSERT_EQ(status, 200) << body;
+    EXPECT_EQ(body["choices"][0]["text"], reference["text"]) << "request " << request;
+  }
+  EXPECT_FALSE(server.process().wait_for_line("; re-planning", 10, /*from_stderr=*/true).empty());
+  const auto [status, body] = server.complete(greedy(prompt, 8));
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(body["choices"][0]["text"], reference["text"]) << "after the re-plan";
+}
+
 // A worker started with --join while `huddle serve --admit` runs alone: the next completion runs
 // on both devices and gives the one-device text; a worker with the wrong key is refused and the
 // server goes on answering.
