@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -79,6 +81,70 @@ TEST(FitOpOverheads, NegativeCostsArePinnedToZeroAndUnusedDevicesCostNothing) {
   EXPECT_NEAR(fit[0], 0.001, 1e-9);
   EXPECT_EQ(fit[1], 0.0);
   EXPECT_EQ(fit[2], 0.0);
+}
+
+// Gaps of runs that place ops_on[r][d] ops on device d under per-op costs, a fixed cost per run
+// for every remote device used, and a constant every run pays.
+std::vector<double> synthetic_gaps(const std::vector<std::vector<double>>& ops_on,
+                                   const std::vector<double>& per_op,
+                                   const std::vector<double>& fixed, double constant) {
+  std::vector<double> gaps;
+  for (const auto& row : ops_on) {
+    double g = constant;
+    for (std::size_t d = 0; d < row.size(); ++d) {
+      g += row[d] * per_op[d] + (row[d] > 0 ? fixed[d] : 0.0);
+    }
+    gaps.push_back(g);
+  }
+  return gaps;
+}
+
+TEST(FitRunOverheads, RecoversEachRemotesFixedCostPerRun) {
+  // 40 ops; device 0 is the process, devices 1 and 2 remotes costing 5 ms and 2 ms per run that
+  // uses them; every run also pays 1 ms, which the per-op costs carry (40 ops each: 1/40 ms).
+  // The first run is local only, as a node run of cpu1 or cpuN is.
+  const std::vector<std::vector<double>> ops_on = {
+      {40, 0, 0}, {2, 38, 0}, {1, 0, 39}, {20, 20, 0}, {10, 5, 25}, {30, 0, 10}, {5, 35, 0}};
+  const std::vector<double> per_op = {0.0005, 0.0002, 0.0003}, fixed = {0, 0.005, 0.002};
+  const double constant = 0.001;
+  const assign::RunOverheads fit =
+      assign::fit_run_overheads(ops_on, synthetic_gaps(ops_on, per_op, fixed, constant));
+  ASSERT_EQ(fit.fixed.size(), 3u);
+  for (std::size_t d = 0; d < 3; ++d) {
+    EXPECT_NEAR(fit.per_op[d], per_op[d] + constant / 40, 1e-9) << d;
+    EXPECT_NEAR(fit.fixed[d], fixed[d], 1e-9) << d;
+  }
+  EXPECT_EQ(fit.identified, (std::vector<bool>{false, true, true}));
+  // The per-op fit alone cannot express a cost per run: its fit misses some runs by much more.
+  const std::vector<double> gaps = synthetic_gaps(ops_on, per_op, fixed, constant);
+  const std::vector<double> only_per_op = assign::fit_op_overheads(ops_on, gaps);
+  double worst = 0;
+  for (std::size_t r = 0; r < ops_on.size(); ++r) {
+    double predicted = 0;
+    for (std::size_t d = 0; d < 3; ++d) predicted += ops_on[r][d] * only_per_op[d];
+    worst = std::max(worst, std::abs(predicted - gaps[r]));
+  }
+  EXPECT_GT(worst, 0.001);
+}
+
+TEST(FitRunOverheads, ARemoteEveryRunUsesKeepsItsFixedCostInTheConstant) {
+  // Every run uses device 1: its 4 ms cannot be told from the constant. It gets 0, unidentified,
+  // and the per-op costs (which sum to the constant per run) still reproduce every gap. A
+  // negative fixed cost (runs through the remote came in faster) is pinned to 0.
+  const std::vector<std::vector<double>> ops_on = {{30, 10}, {10, 30}, {20, 20}, {1, 39}};
+  const std::vector<double> per_op = {0.0005, 0.0002}, fixed = {0, 0.004};
+  const std::vector<double> gaps = synthetic_gaps(ops_on, per_op, fixed, 0.0);
+  const assign::RunOverheads fit = assign::fit_run_overheads(ops_on, gaps);
+  EXPECT_EQ(fit.fixed[1], 0.0);
+  EXPECT_FALSE(fit.identified[1]);
+  for (std::size_t r = 0; r < ops_on.size(); ++r) {
+    EXPECT_NEAR(ops_on[r][0] * fit.per_op[0] + ops_on[r][1] * fit.per_op[1], gaps[r], 1e-9) << r;
+  }
+  const std::vector<std::vector<double>> mixed = {{40, 0}, {10, 30}, {20, 20}, {40, 0}};
+  const assign::RunOverheads faster =
+      assign::fit_run_overheads(mixed, synthetic_gaps(mixed, per_op, {0, -0.004}, 0.0));
+  EXPECT_TRUE(faster.identified[1]);
+  EXPECT_EQ(faster.fixed[1], 0.0);
 }
 
 TEST(OpTiming, TheExecutorReadsTheProcessCpuClockOnlyWhenAsked) {
