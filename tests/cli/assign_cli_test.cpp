@@ -148,6 +148,18 @@ TEST(AssignCli, BadProviderListsAreErrors) {
   }
 }
 
+// `assign --json`'s fitted costs over cpuN and the worker at `address`: the constant overhead and
+// each device's fixed cost per run. The worker's is identified: the cpuN node run is in process.
+void expect_device_costs(const nlohmann::json& j, const std::string& address) {
+  EXPECT_GE(j["overhead_ms"].get<double>(), 0.0);
+  ASSERT_EQ(j["devices"].size(), 2u);
+  EXPECT_EQ(j["devices"][0]["name"], "primary");
+  EXPECT_EQ(j["devices"][0]["fixed_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["devices"][1]["name"], address);
+  EXPECT_GE(j["devices"][1]["fixed_ms"].get<double>(), 0.0);
+  EXPECT_TRUE(j["devices"][1]["fixed_identified"].get<bool>());
+}
+
 TEST(AssignCli, RemoteProviderIsAWorker) {
   testing::TempDir dir;
   const auto key = testing::make_key_file(dir.path());
@@ -180,6 +192,7 @@ TEST(AssignCli, RemoteProviderIsAWorker) {
   EXPECT_EQ(j["dcg"]["da_edges"], 4);
   EXPECT_EQ(j["node_runs"], 2);
   EXPECT_LE(j["profiling_runs"].get<int>(), 4);
+  expect_device_costs(j, address);
   EXPECT_EQ(j["baselines"].size(), 4u);
   for (const auto& b : j["baselines"]) {
     EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9);
@@ -293,6 +306,7 @@ TEST(AssignCli, CnnRemoteProviderIsAWorker) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["node_runs"], 2);
   EXPECT_GT(j["dcg"]["da_edges"].get<int>(), 2);
+  expect_device_costs(j, address);
   ASSERT_EQ(j["baselines"].size(), 4u);
   for (const auto& b : j["baselines"]) {
     EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9);
