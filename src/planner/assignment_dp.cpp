@@ -239,7 +239,7 @@ DpResult optimal_assignment(const Dcg& dcg, const Costs& costs, bool* exact) {
       allowed[at(pr)] = at(d) >= dropped.size() || !dropped[at(d)];
     }
     if (stranded_op(dcg, allowed) >= 0) return std::nullopt;
-    std::optional<DpResult> r = frontier_dp(dcg, costs, 1 << 16, allowed);
+    std::optional<DpResult> r = frontier_dp(dcg, costs, kMaxFrontierStates, allowed);
     if (r) return r;
     all_exact = false;
     return assembly_line_dp(dcg, costs, allowed);

@@ -56,12 +56,14 @@ struct DpResult {
 // uses included). PlanError when an op has no allowed capable provider.
 DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs, const ProviderMask& allowed = {});
 
-// Exact optimum over any DAG: a DP over the topological order whose state is the provider of
-// every live tensor (produced, still to be read). On a chain the state is the previous op's
-// provider and this is the assembly-line DP. nullopt when some step has more than `max_states`
-// states (P^live), where assembly_line_dp is the fallback.
+inline constexpr std::size_t kMaxFrontierStates = 1 << 16;
+
+// Exact optimum over any DAG (fixed costs aside, as above): a DP over the topological order whose
+// state is the provider of every live tensor (produced, still to be read). On a chain the state
+// is the previous op's provider and this is the assembly-line DP. nullopt when some step has
+// more than `max_states` states (P^live), where assembly_line_dp is the fallback.
 std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs,
-                                    std::size_t max_states = 1 << 16,
+                                    std::size_t max_states = kMaxFrontierStates,
                                     const ProviderMask& allowed = {});
 
 // Devices with a fixed cost up to which optimal_assignment tries every subset of them.
