@@ -44,7 +44,7 @@ std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provi
     if (!o.baseline_plans_dir.empty()) {
       const std::filesystem::path path =
           std::filesystem::path(o.baseline_plans_dir) / fmt::format("baseline-{}.json", i);
-      assign::assignment_plan(r.plan.model, graph, providers, b.assignment).save(path);
+      assign::trimmed_assignment_plan(r.plan.model, graph, providers, b.assignment).save(path);
       entry["plan"] = path.string();
     }
     baselines.push_back(std::move(entry));

@@ -317,7 +317,7 @@ AssignOutcome assign_with(const Graph& graph, const PlanModel& model,
     const double predicted = assignment_cost(dcg, costs, b.assignment);
     out.baselines.emplace_back(std::move(b), predicted);
   }
-  out.plan = assignment_plan(model, graph, providers, out.optimal.assignment);
+  out.plan = trimmed_assignment_plan(model, graph, providers, out.optimal.assignment);
   return out;
 }
 

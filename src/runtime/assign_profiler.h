@@ -125,7 +125,7 @@ struct AssignOutcome {
   DpResult optimal;
   bool exact = true;  // the frontier DP (exact) found it; else the assembly-line DP
   std::vector<std::pair<Baseline, double>> baselines;  // with predicted seconds
-  Plan plan;                                           // runs `optimal`
+  Plan plan;  // runs `optimal` (trimmed_assignment_plan: no remote when it uses none)
 };
 
 // Profiles the given runs of a DCG: their costs, each run's measurement appended to `measured`.
