@@ -3,6 +3,7 @@
 // throttling) against hand-made samples.
 #include "core/error.h"
 #include "model/model.h"
+#include "planner/profiling_paths.h"
 #include "runtime/assign_profiler.h"
 #include "runtime/executor.h"
 #include "runtime/trace.h"
@@ -145,6 +146,70 @@ TEST(FitRunOverheads, ARemoteEveryRunUsesKeepsItsFixedCostInTheConstant) {
       assign::fit_run_overheads(mixed, synthetic_gaps(mixed, per_op, {0, -0.004}, 0.0));
   EXPECT_TRUE(faster.identified[1]);
   EXPECT_EQ(faster.fixed[1], 0.0);
+}
+
+// Synthetic forwards of gpt2-tiny's profiling runs over cpuN and a remote: every op takes
+// `local_s` in process and `remote_s` on the remote, each value crossing devices is received in
+// 10 us, and a forward's wall time is the sum of its ops and receives plus `fixed_s` when it
+// uses the remote and 0.2 ms every forward pays.
+std::vector<std::vector<assign::Forward>> synthetic_forwards(
+    const Graph& graph, const assign::Dcg& dcg, const std::vector<assign::Assignment>& runs,
+    double local_s, double remote_s, double fixed_s) {
+  const assign::AssignProblem& p = dcg.problem();
+  std::vector<std::vector<assign::Forward>> out;
+  for (const assign::Assignment& run : runs) {
+    auto device = [&](int op) { return p.provider_device[assign::at(run[assign::at(op)])]; };
+    assign::Forward f;
+    f.devices.resize(2);
+    bool remote = false;
+    for (int op = 0; op < p.num_ops(); ++op) {
+      const double t = device(op) == 0 ? local_s : remote_s;
+      f.devices[assign::at(device(op))].push_back({graph.ops()[assign::at(op)].name, t, -1});
+      f.wall_s += t;
+      remote = remote || device(op) != 0;
+    }
+    std::vector<std::pair<int, int>> received;  // (producer, receiving device)
+    for (const assign::TensorEdge& e : p.edges) {
+      const int to = e.to == assign::kEnd ? 0 : device(e.to);
+      if (to == device(e.from) ||
+          std::find(received.begin(), received.end(), std::pair{e.from, to}) != received.end())
+        continue;
+      received.emplace_back(e.from, to);
+      const std::string value = graph.value(graph.ops()[assign::at(e.from)].output).name;
+      f.devices[assign::at(to)].push_back({value + "@recv", 10e-6, -1});
+      f.wall_s += 10e-6;
+    }
+    f.wall_s += 0.2e-3 + (remote ? fixed_s : 0.0);
+    out.push_back({f, f, f});
+  }
+  return out;
+}
+
+TEST(FitRunOverheads, TheProfilerChargesARemotesFixedCostAndTheDpWeighsIt) {
+  // The remote runs each op 50 us faster: 2 ms over gpt2-tiny's 40 ops it can run. A 5 ms
+  // fixed cost per run outweighs that (every op stays in process), a 1 ms one does not.
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  const std::vector<assign::Provider> providers = assign::parse_providers("cpuN,remote:h:7001");
+  const assign::Dcg dcg(assign::make_problem(model.graph(), providers, 16));
+  const std::vector<assign::Assignment> runs = assign::profiling_paths(dcg).all();
+  for (const double fixed_s : {5e-3, 1e-3}) {
+    std::vector<assign::MeasuredRun> measured;
+    const assign::Costs costs = assign::costs_from_forwards(
+        model.graph(), dcg, providers, runs,
+        synthetic_forwards(model.graph(), dcg, runs, 100e-6, 50e-6, fixed_s), &measured);
+    ASSERT_EQ(costs.device_fixed.size(), 2u);
+    EXPECT_NEAR(costs.device_fixed[1], fixed_s, 0.1e-3) << fixed_s;
+    for (const assign::MeasuredRun& m : measured) {
+      EXPECT_NEAR(m.predicted_s, m.measured_s, 0.1e-3) << fixed_s;
+    }
+    const assign::DpResult best = assign::optimal_assignment(dcg, costs);
+    const auto on_remote = std::count(best.assignment.begin(), best.assignment.end(), 1);
+    if (fixed_s > 2e-3) {
+      EXPECT_EQ(on_remote, 0);
+    } else {
+      EXPECT_EQ(on_remote, 40);
+    }
+  }
 }
 
 TEST(OpTiming, TheExecutorReadsTheProcessCpuClockOnlyWhenAsked) {
