@@ -44,10 +44,19 @@ std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provi
     if (!o.baseline_plans_dir.empty()) {
       const std::filesystem::path path =
           std::filesystem::path(o.baseline_plans_dir) / fmt::format("baseline-{}.json", i);
-      assign::assignment_plan(r.plan.model, graph, providers, b.assignment).save(path);
+      assign::trimmed_assignment_plan(r.plan.model, graph, providers, b.assignment).save(path);
       entry["plan"] = path.string();
     }
     baselines.push_back(std::move(entry));
+  }
+  // Each device's fitted fixed cost per run that uses it (the primary's is in the overhead).
+  const std::vector<std::string> addresses = assign::remote_addresses(providers);
+  nlohmann::json devices = nlohmann::json::array();
+  for (std::size_t d = 0; d <= addresses.size(); ++d) {
+    const bool identified = d < r.fixed_identified.size() && r.fixed_identified[d];
+    devices.push_back({{"name", d == 0 ? "primary" : addresses[d - 1]},
+                       {"fixed_ms", r.costs.fixed(static_cast<int>(d)) * 1e3},
+                       {"fixed_identified", identified}});
   }
   if (o.json) {
     nlohmann::json j = {
@@ -62,7 +71,9 @@ std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provi
          {{"predicted_ms", r.optimal.cost * 1e3},
           {"exact", r.exact},
           {"ops_per_provider", per_provider}}},
-        {"baselines", baselines}};
+        {"baselines", baselines},
+        {"overhead_ms", r.costs.overhead * 1e3},
+        {"devices", devices}};
     if (!cnn) j["prompt_len"] = o.prompt_len;
     return j.dump(1) + "\n";
   }
@@ -75,6 +86,14 @@ std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provi
   for (std::size_t i = 0; i < r.profiled.size(); ++i) {
     text += fmt::format("  run {}: measured {:.3f} ms, predicted {:.3f} ms\n", i,
                         r.profiled[i].measured_s * 1e3, r.profiled[i].predicted_s * 1e3);
+  }
+  text += fmt::format("overhead: {:.3f} ms per run\n", r.costs.overhead * 1e3);
+  for (std::size_t d = 1; d <= addresses.size(); ++d) {
+    text += fmt::format("device {}: fixed {:.3f} ms per run that uses it{}\n", addresses[d - 1],
+                        r.costs.fixed(static_cast<int>(d)) * 1e3,
+                        devices[d]["fixed_identified"].get<bool>()
+                            ? ""
+                            : " (every profiling run used it: left in the overhead)");
   }
   text +=
       fmt::format("optimal: predicted {:.3f} ms ({}), ops per provider {}\n", r.optimal.cost * 1e3,

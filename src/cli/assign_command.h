@@ -12,7 +12,10 @@
 //     --json prints one object {"model", "providers", "prompt_len", "dcg": {"nodes", "edges",
 //     "da_edges"}, "profiling_runs", "node_runs", "edge_runs", "runs": [{"measured_ms",
 //     "predicted_ms"}], "optimal": {"predicted_ms", "exact", "ops_per_provider"},
-//     "baselines": [{"name", "predicted_ms", "plan"}]}. -o writes the plan for `huddle run --plan`;
+//     "baselines": [{"name", "predicted_ms", "plan"}], "overhead_ms", "devices": [{"name",
+//     "fixed_ms", "fixed_identified"}]} (a device's fixed cost: what a run pays once for using
+//     it; not identified when every profiling run used it). -o writes the plan for `huddle run
+//     --plan`;
 //     --baseline-plans DIR writes each baseline's plan as DIR/baseline-<i>.json (its "plan").
 //   huddle assign --model MODEL.onnx --providers cpuN,cpu1 ...: an imported CNN, profiled on one
 //     run of its inputs (deterministic values of their shapes) per sample; the same output

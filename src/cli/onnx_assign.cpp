@@ -97,7 +97,10 @@ DistributedRun run_onnx_assigned(const onnx_import::OnnxModel& model,
     return result;
   }
   if (!o.workers.empty()) {
-    throw UsageError(fmt::format("{}: the plan has no remote provider; drop --workers", source));
+    // A profiled plan that uses no remote runs in process (assign::trimmed_assignment_plan).
+    if (!o.plan_file.empty())
+      throw UsageError(fmt::format("{}: the plan has no remote provider; drop --workers", source));
+    std::fprintf(stderr, "huddle: assign: no op on a remote; running in process\n");
   }
   Executor executor(program.graph, model.weights(), 0);
   TraceRecorder recorder;

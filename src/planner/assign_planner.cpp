@@ -29,6 +29,23 @@ Plan assignment_plan(const PlanModel& model, const Graph& graph,
   return plan;
 }
 
+Plan trimmed_assignment_plan(const PlanModel& model, const Graph& graph,
+                            const std::vector<Provider>& providers, const Assignment& assignment) {
+  const auto on_remote = [&](int p) { return providers[static_cast<std::size_t>(p)].device != 0; };
+  if (std::any_of(assignment.begin(), assignment.end(), on_remote))
+    return assignment_plan(model, graph, providers, assignment);
+  std::vector<Provider> local;
+  std::vector<int> index(providers.size(), -1);  // old provider -> its index in `local`
+  for (std::size_t p = 0; p < providers.size(); ++p) {
+    if (providers[p].device != 0) continue;
+    index[p] = static_cast<int>(local.size());
+    local.push_back(providers[p]);
+  }
+  Assignment renumbered;
+  for (int p : assignment) renumbered.push_back(index[static_cast<std::size_t>(p)]);
+  return assignment_plan(model, graph, local, renumbered);
+}
+
 std::vector<Baseline> baselines(const Dcg& dcg, const std::vector<Provider>& providers) {
   std::vector<Baseline> out;
   const int n = static_cast<int>(providers.size());

@@ -22,6 +22,14 @@ Plan assignment_plan(const ModelConfig& config, const Graph& graph,
 Plan assignment_plan(const PlanModel& model, const Graph& graph,
                      const std::vector<Provider>& providers, const Assignment& assignment);
 
+// The plan `huddle assign` writes for `assignment` (the optimal one, and each baseline's):
+// assignment_plan, without the remote providers when no op is on a remote device. Such a plan runs
+// in process, as the profiling runs that priced it did, not as a session with workers it gives
+// nothing to (whose cost the prediction leaves out). With some op on a remote every remote stays: a
+// session's workers follow the provider list.
+Plan trimmed_assignment_plan(const PlanModel& model, const Graph& graph,
+                             const std::vector<Provider>& providers, const Assignment& assignment);
+
 struct Baseline {
   std::string name;  // "cpuN only", "remote:h:7001 > cpuN > cpu1"
   Assignment assignment;

@@ -3,6 +3,8 @@
 #include "core/error.h"
 #include "planner/constants.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -30,6 +32,50 @@ double end_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) {
   return sum;
 }
 
+// The fixed costs of the devices `a` places at least one op on.
+double fixed_costs(const Dcg& dcg, const Costs& costs, const Assignment& a) {
+  const std::vector<int>& device = dcg.problem().provider_device;
+  std::vector<bool> used;
+  double sum = 0;
+  for (int pr : a) {
+    const int d = device[at(pr)];
+    if (at(d) >= used.size()) used.resize(at(d) + 1, false);
+    if (!used[at(d)]) sum += costs.fixed(d);
+    used[at(d)] = true;
+  }
+  return sum;
+}
+
+bool allows(const ProviderMask& allowed, int provider) {
+  return allowed.empty() || allowed[at(provider)];
+}
+
+// Node of (op, provider) when the DP may use it, else -1.
+int usable_node(const Dcg& dcg, const ProviderMask& allowed, int op, int provider) {
+  return allows(allowed, provider) ? dcg.node(op, provider) : -1;
+}
+
+// The first op no allowed provider can run, -1 when there is none.
+int stranded_op(const Dcg& dcg, const ProviderMask& allowed) {
+  const AssignProblem& p = dcg.problem();
+  HUDDLE_CHECK(allowed.empty() || allowed.size() == at(p.num_providers()));
+  for (int op = 0; op < p.num_ops(); ++op) {
+    bool any = false;
+    for (int pr = 0; pr < p.num_providers() && !any; ++pr) {
+      any = usable_node(dcg, allowed, op, pr) >= 0;
+    }
+    if (!any) return op;
+  }
+  return -1;
+}
+
+void check_feasible(const Dcg& dcg, const ProviderMask& allowed) {
+  const int op = stranded_op(dcg, allowed);
+  if (op >= 0) {
+    throw PlanError(fmt::format("op '{}' has no allowed provider", dcg.problem().op_names[at(op)]));
+  }
+}
+
 }  // namespace
 
 double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) {
@@ -43,18 +89,19 @@ double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) 
       sum += edge_cost(dcg, costs, t, a[at(p.edges[at(t)].from)], a[at(op)]);
     }
   }
-  return sum + end_cost(dcg, costs, a) + costs.overhead;
+  return sum + end_cost(dcg, costs, a) + costs.overhead + fixed_costs(dcg, costs, a);
 }
 
-DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs) {
+DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs, const ProviderMask& allowed) {
   const AssignProblem& p = dcg.problem();
   const int n = p.num_ops(), providers = p.num_providers();
   if (n == 0) return {{}, costs.overhead};
+  check_feasible(dcg, allowed);
   // f[q] and the path to (j-1, q) (providers of ops 0..j-1), per line q.
   std::vector<double> f(at(providers), kInf);
   std::vector<Assignment> path(at(providers));
   for (int q = 0; q < providers; ++q) {
-    if (dcg.node(0, q) < 0) continue;
+    if (usable_node(dcg, allowed, 0, q) < 0) continue;
     f[at(q)] = node_cost(dcg, costs, 0, q);
     path[at(q)] = {q};
   }
@@ -62,7 +109,7 @@ DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs) {
     std::vector<double> g(at(providers), kInf);
     std::vector<Assignment> next(at(providers));
     for (int pr = 0; pr < providers; ++pr) {
-      if (dcg.node(j, pr) < 0) continue;
+      if (usable_node(dcg, allowed, j, pr) < 0) continue;
       for (int q = 0; q < providers; ++q) {
         if (f[at(q)] == kInf) continue;
         double t = 0;  // T[j][pr | path to (j-1, q)]
@@ -86,13 +133,16 @@ DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs) {
     const double v = f[at(q)] + end_cost(dcg, costs, path[at(q)]) + costs.overhead;
     if (v < best.cost) best = {path[at(q)], v};
   }
+  best.cost += fixed_costs(dcg, costs, best.assignment);
   return best;
 }
 
-std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::size_t max_states) {
+std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::size_t max_states,
+                                    const ProviderMask& allowed) {
   const AssignProblem& p = dcg.problem();
   const int n = p.num_ops(), providers = p.num_providers();
   if (n == 0) return DpResult{{}, costs.overhead};
+  check_feasible(dcg, allowed);
   // last_read[i]: the last op reading op i's output (n for a model output, -1 if none).
   std::vector<int> last_read(at(n), -1);
   for (const TensorEdge& e : p.edges) {
@@ -125,7 +175,7 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
         return static_cast<int>(states[s][at(static_cast<int>(it - live.begin()))]);
       };
       for (int pr = 0; pr < providers; ++pr) {
-        if (dcg.node(j, pr) < 0) continue;
+        if (usable_node(dcg, allowed, j, pr) < 0) continue;
         double v = entries[s].cost + node_cost(dcg, costs, j, pr);
         for (int e : dcg.in_edges(j)) {
           v += edge_cost(dcg, costs, e, provider_of(p.edges[at(e)].from), pr);
@@ -173,13 +223,68 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
     a[at(j)] = e.provider;
     s = e.prev;
   }
+  best_cost += fixed_costs(dcg, costs, a);
   return DpResult{std::move(a), best_cost};
 }
 
 DpResult optimal_assignment(const Dcg& dcg, const Costs& costs, bool* exact) {
-  std::optional<DpResult> r = frontier_dp(dcg, costs);
-  if (exact) *exact = r.has_value();
-  return r ? std::move(*r) : assembly_line_dp(dcg, costs);
+  const AssignProblem& p = dcg.problem();
+  bool all_exact = true;
+  // The restricted DP over the providers of devices not in `dropped`; nullopt when some op has
+  // no provider left.
+  auto restricted = [&](const std::vector<bool>& dropped) -> std::optional<DpResult> {
+    ProviderMask allowed(at(p.num_providers()));
+    for (int pr = 0; pr < p.num_providers(); ++pr) {
+      const int d = p.provider_device[at(pr)];
+      allowed[at(pr)] = at(d) >= dropped.size() || !dropped[at(d)];
+    }
+    if (stranded_op(dcg, allowed) >= 0) return std::nullopt;
+    std::optional<DpResult> r = frontier_dp(dcg, costs, kMaxFrontierStates, allowed);
+    if (r) return r;
+    all_exact = false;
+    return assembly_line_dp(dcg, costs, allowed);
+  };
+  std::vector<int> priced;  // devices with a fixed cost
+  int num_devices = 0;
+  for (int d : p.provider_device) num_devices = std::max(num_devices, d + 1);
+  for (int d = 0; d < num_devices; ++d) {
+    if (costs.fixed(d) > 0) priced.push_back(d);
+  }
+  std::vector<bool> dropped(at(num_devices), false);
+  std::optional<DpResult> best = restricted(dropped);  // every device allowed: always feasible
+  HUDDLE_CHECK(best.has_value());
+  if (priced.size() <= static_cast<std::size_t>(kMaxFixedCostDevices)) {
+    for (std::uint32_t subset = 1; subset < (1u << priced.size()); ++subset) {
+      for (std::size_t i = 0; i < priced.size(); ++i)
+        dropped[at(priced[i])] = ((subset >> i) & 1u) != 0;
+      std::optional<DpResult> r = restricted(dropped);
+      if (r && r->cost < best->cost) best = std::move(r);
+    }
+  } else {
+    all_exact = false;
+    // Greedy descent from every device allowed: each step drops the device whose removal gives
+    // the cheapest result, while that is cheaper than the current one (`best`).
+    for (bool improved = true; improved;) {
+      int drop = -1;
+      for (int d : priced) {
+        if (dropped[at(d)]) continue;
+        dropped[at(d)] = true;
+        std::optional<DpResult> r = restricted(dropped);
+        dropped[at(d)] = false;
+        if (r && r->cost < best->cost) {
+          best = std::move(r);
+          drop = d;
+        }
+      }
+      improved = drop >= 0;
+      if (improved) dropped[at(drop)] = true;
+    }
+    for (int d : priced) dropped[at(d)] = true;  // the other end: none of them
+    std::optional<DpResult> none = restricted(dropped);
+    if (none && none->cost < best->cost) best = std::move(none);
+  }
+  if (exact) *exact = all_exact;
+  return std::move(*best);
 }
 
 Assignment priority_assignment(const Dcg& dcg, const std::vector<int>& order) {

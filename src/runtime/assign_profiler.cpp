@@ -113,59 +113,6 @@ std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size
   return out;
 }
 
-std::vector<double> fit_op_overheads(const std::vector<std::vector<double>>& ops_on,
-                                     std::span<const double> gaps) {
-  HUDDLE_CHECK(ops_on.size() == gaps.size());
-  const std::size_t devices = ops_on.empty() ? 0 : ops_on[0].size();
-  std::vector<double> x(devices, 0.0);
-  std::vector<bool> free(devices, false);
-  for (std::size_t d = 0; d < devices; ++d) {
-    for (const auto& row : ops_on) free[d] = free[d] || row[d] > 0;
-  }
-  // Least squares on the free devices; a negative cost pins its device to 0 and the rest refit
-  // (an active-set NNLS). The system is one unknown per device, a handful: its normal equations
-  // are solved here rather than through LAPACK, which nothing else in Huddle needs.
-  for (std::size_t round = 0; round <= devices; ++round) {
-    std::vector<std::size_t> cols;
-    for (std::size_t d = 0; d < devices; ++d) {
-      if (free[d]) cols.push_back(d);
-    }
-    const std::size_t k = cols.size();
-    if (k == 0) break;
-    std::vector<std::vector<double>> m(k, std::vector<double>(k + 1, 0.0));  // [AtA | Atb]
-    for (std::size_t r = 0; r < gaps.size(); ++r) {
-      for (std::size_t i = 0; i < k; ++i) {
-        for (std::size_t j = 0; j < k; ++j) m[i][j] += ops_on[r][cols[i]] * ops_on[r][cols[j]];
-        m[i][k] += ops_on[r][cols[i]] * gaps[r];
-      }
-    }
-    for (std::size_t i = 0; i < k; ++i) {  // Gauss-Jordan with partial pivoting
-      std::size_t pivot = i;
-      for (std::size_t j = i + 1; j < k; ++j) {
-        if (std::abs(m[j][i]) > std::abs(m[pivot][i])) pivot = j;
-      }
-      std::swap(m[i], m[pivot]);
-      if (std::abs(m[i][i]) < 1e-12) continue;  // collinear: this device's cost stays 0
-      for (std::size_t j = 0; j < k; ++j) {
-        if (j == i) continue;
-        const double f = m[j][i] / m[i][i];
-        for (std::size_t c = i; c <= k; ++c) m[j][c] -= f * m[i][c];
-      }
-    }
-    std::size_t most_negative = k;
-    for (std::size_t i = 0; i < k; ++i) {
-      x[cols[i]] = std::abs(m[i][i]) < 1e-12 ? 0.0 : m[i][k] / m[i][i];
-      if (x[cols[i]] < 0 && (most_negative == k || x[cols[i]] < x[cols[most_negative]]))
-        most_negative = i;
-    }
-    if (most_negative == k) break;
-    free[cols[most_negative]] = false;
-    x[cols[most_negative]] = 0;
-  }
-  for (double& v : x) v = std::max(0.0, v);
-  return x;
-}
-
 Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provider>& providers,
                    const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
                    int repeats, std::vector<MeasuredRun>* measured, const net::PresharedKey* key) {
@@ -316,21 +263,24 @@ Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
     costs.da.push_back(extra.empty() ? 0.0 : median(extra));
   }
   // The executor's own time (dispatch, allocation, freeing, the glue between ops) is paid per
-  // op, on the op's device, at that device's speed: fitted per device to the runs' gaps
-  // (fit_op_overheads) and added to the node costs of that device's providers; what the fit
-  // leaves is the constant overhead.
+  // op, on the op's device, at that device's speed, and using a remote at all costs a run the
+  // session's messages, the worker's wake-up and the output's return: fitted to the runs' gaps
+  // (fit_run_overheads), the per-op costs added to the node costs of that device's providers,
+  // the fixed costs paid by plans that use the device; what the fit leaves is the constant
+  // overhead.
   const std::size_t num_devices = remote_addresses(providers).size() + 1;
-  std::vector<std::vector<double>> ops_on(runs.size(), std::vector<double>(num_devices, 0.0));
+  const std::vector<std::vector<double>> ops_on =
+      ops_per_device(runs, dcg.problem().provider_device, num_devices);
   std::vector<double> gaps;
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    for (const int p : runs[r]) ops_on[r][at(providers[at(p)].device)] += 1;
     gaps.push_back(run_wall[r] - assignment_cost(dcg, costs, runs[r]));
   }
-  const std::vector<double> per_op = fit_op_overheads(ops_on, gaps);
+  const RunOverheads fit = fit_run_overheads(ops_on, gaps);
   for (std::size_t n = 0; n < dcg.nodes().size(); ++n) {
     const DcgNode& node = dcg.nodes()[n];
-    if (node.op >= 0) costs.node[n] += per_op[at(providers[at(node.provider)].device)];
+    if (node.op >= 0) costs.node[n] += fit.per_op[at(providers[at(node.provider)].device)];
   }
+  costs.device_fixed = fit.fixed;
   std::vector<double> residuals;
   for (std::size_t r = 0; r < runs.size(); ++r) {
     residuals.push_back(run_wall[r] - assignment_cost(dcg, costs, runs[r]));
@@ -355,13 +305,19 @@ AssignOutcome assign_with(const Graph& graph, const PlanModel& model,
   out.da_edges = static_cast<std::size_t>(dcg.num_da());
   out.node_runs = runs.node_runs.size();
   out.edge_runs = runs.edge_runs.size();
-  const Costs costs = profile(dcg, runs.all(), &out.profiled);
+  const std::vector<Assignment> all_runs = runs.all();
+  const Costs costs = profile(dcg, all_runs, &out.profiled);
+  std::size_t num_devices = 1;
+  for (const int d : dcg.problem().provider_device) num_devices = std::max(num_devices, at(d) + 1);
+  out.fixed_identified =
+      fixed_cost_identifiable(ops_per_device(all_runs, dcg.problem().provider_device, num_devices));
+  out.costs = costs;
   out.optimal = optimal_assignment(dcg, costs, &out.exact);
   for (Baseline& b : baselines(dcg, providers)) {
     const double predicted = assignment_cost(dcg, costs, b.assignment);
     out.baselines.emplace_back(std::move(b), predicted);
   }
-  out.plan = assignment_plan(model, graph, providers, out.optimal.assignment);
+  out.plan = trimmed_assignment_plan(model, graph, providers, out.optimal.assignment);
   return out;
 }
 

@@ -19,8 +19,9 @@
 // beyond waiting for the ops it followed: the receive's time less the times of the ops between
 // the receiver's last own op and the producer (all on other devices; the programs follow one op
 // order), the median over its receives. The executor's own time per op is fitted per device to
-// the runs' wall times (fit_op_overheads) and added to the node costs; Costs::overhead is what
-// the fit leaves, the median over the runs.
+// the runs' wall times, and with it each remote device's fixed cost per run that uses it
+// (fit_run_overheads): the per-op costs are added to the node costs, the fixed costs are
+// Costs::device_fixed, and Costs::overhead is what the fit leaves, the median over the runs.
 #pragma once
 
 #include "model/model.h"
@@ -30,6 +31,7 @@
 #include "planner/profiling_paths.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
+#include "runtime/run_overhead_fit.h"
 
 #include <cstdint>
 #include <functional>
@@ -55,13 +57,6 @@ struct OpSample {
 // cpu_s x (sum of wall_s / sum of cpu_s over that provider's samples with a CPU time), which keeps
 // the provider's total; one without a CPU time costs its wall time. Providers in [0, providers).
 std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size_t providers);
-
-// The executor's own time per op on each device, in seconds: ops_on[r][d] ops of run r ran on
-// device d, and run r measured gaps[r] seconds beyond its ops and transfers. Least squares over
-// the runs with every cost >= 0 (a device whose cost would be negative gets 0 and the others are
-// refitted); a device no run used, or one the runs cannot tell apart from another, gets 0.
-std::vector<double> fit_op_overheads(const std::vector<std::vector<double>>& ops_on,
-                                     std::span<const double> gaps);
 
 struct MeasuredRun {
   Assignment assignment;
@@ -125,10 +120,12 @@ struct AssignOutcome {
   std::size_t dcg_nodes = 0, dcg_edges = 0, da_edges = 0;
   std::size_t node_runs = 0, edge_runs = 0;  // profiling runs made: node_runs + edge_runs
   std::vector<MeasuredRun> profiled;         // the profiling runs, measured and predicted
+  Costs costs;                               // the profiled costs the DP used
+  std::vector<bool> fixed_identified;        // by device: fixed_cost_identifiable over the runs
   DpResult optimal;
   bool exact = true;  // the frontier DP (exact) found it; else the assembly-line DP
   std::vector<std::pair<Baseline, double>> baselines;  // with predicted seconds
-  Plan plan;                                           // runs `optimal`
+  Plan plan;  // runs `optimal` (trimmed_assignment_plan: no remote when it uses none)
 };
 
 // Profiles the given runs of a DCG: their costs, each run's measurement appended to `measured`.

@@ -148,6 +148,18 @@ TEST(AssignCli, BadProviderListsAreErrors) {
   }
 }
 
+// `assign --json`'s fitted costs over cpuN and the worker at `address`: the constant overhead and
+// each device's fixed cost per run. The worker's is identified: the cpuN node run is in process.
+void expect_device_costs(const nlohmann::json& j, const std::string& address) {
+  EXPECT_GE(j["overhead_ms"].get<double>(), 0.0);
+  ASSERT_EQ(j["devices"].size(), 2u);
+  EXPECT_EQ(j["devices"][0]["name"], "primary");
+  EXPECT_EQ(j["devices"][0]["fixed_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["devices"][1]["name"], address);
+  EXPECT_GE(j["devices"][1]["fixed_ms"].get<double>(), 0.0);
+  EXPECT_TRUE(j["devices"][1]["fixed_identified"].get<bool>());
+}
+
 TEST(AssignCli, RemoteProviderIsAWorker) {
   testing::TempDir dir;
   const auto key = testing::make_key_file(dir.path());
@@ -180,6 +192,7 @@ TEST(AssignCli, RemoteProviderIsAWorker) {
   EXPECT_EQ(j["dcg"]["da_edges"], 4);
   EXPECT_EQ(j["node_runs"], 2);
   EXPECT_LE(j["profiling_runs"].get<int>(), 4);
+  expect_device_costs(j, address);
   EXPECT_EQ(j["baselines"].size(), 4u);
   for (const auto& b : j["baselines"]) {
     EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9);
@@ -293,22 +306,39 @@ TEST(AssignCli, CnnRemoteProviderIsAWorker) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["node_runs"], 2);
   EXPECT_GT(j["dcg"]["da_edges"].get<int>(), 2);
+  expect_device_costs(j, address);
   ASSERT_EQ(j["baselines"].size(), 4u);
   for (const auto& b : j["baselines"]) {
     EXPECT_LE(j["optimal"]["predicted_ms"].get<double>(), b["predicted_ms"].get<double>() + 1e-9);
   }
-  // The profiled plan, and one with every other op on the remote but the image's reader.
+  // The profiled plan lists the worker only if it gives it an op (else it runs in process, as
+  // its profiling runs priced it); one with every other op on the remote but the image's reader.
   nlohmann::json plan = read_json(dir / "a.json");
+  const int remote_ops = j["optimal"]["ops_per_provider"]["remote:" + address].get<int>();
+  EXPECT_EQ(plan["devices"].size(), remote_ops > 0 ? 2u : 1u);
+  plan["assignment"]["providers"] = {"cpuN", "remote:" + address};
+  plan["devices"] = {{{"name", "primary"}}, {{"name", address}}};
+  plan["token_shares"] = {1, 1};
   int i = 0;
   for (auto& [name, provider] : plan["assignment"]["ops"].items()) provider = i++ % 2;
   plan["assignment"]["ops"][kVggImageReader] = 0;
   write_json(dir / "alternating.json", plan);
   for (const std::string name : {"a.json", "alternating.json"}) {
-    const auto run =
-        run_huddle({"run", "--model", model, "--input", input, "--plan", dir / name, "--workers",
-                    address, "--key-file", key, "--dump-outputs", dir / (name + ".out"), "--json"});
+    const bool remote = name == "alternating.json" || remote_ops > 0;
+    std::vector<std::string> args = {"run",
+                                     "--model",
+                                     model,
+                                     "--input",
+                                     input,
+                                     "--plan",
+                                     dir / name,
+                                     "--dump-outputs",
+                                     dir / (name + ".out"),
+                                     "--json"};
+    if (remote) args.insert(args.end(), {"--workers", address, "--key-file", key});
+    const auto run = run_huddle(args);
     ASSERT_EQ(run.exit_code, 0) << name << ": " << run.err;
-    EXPECT_EQ(nlohmann::json::parse(run.out)["devices"].size(), 2u);
+    EXPECT_EQ(nlohmann::json::parse(run.out)["devices"].size(), remote ? 2u : 1u);
     expect_vgg_outputs(dir / (name + ".out"), dir / "one");
   }
   // The plan's remote device without the key.

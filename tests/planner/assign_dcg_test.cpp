@@ -1,8 +1,9 @@
 // The DCG of the fixture models and provider lists: node, edge and DA-edge counts against hand
-// counts, capability rules, and provider-list errors.
+// counts, capability rules, and provider-list errors; the plan `huddle assign` writes.
 #include "core/error.h"
 #include "model/model.h"
 #include "plan/assign_providers.h"
+#include "planner/assign_planner.h"
 #include "planner/dcg.h"
 #include "test_util.h"
 
@@ -88,6 +89,27 @@ TEST(AssignDcg, ProviderLists) {
   EXPECT_EQ(p[2].kind, ProviderKind::Cpu1);
   EXPECT_EQ(p[2].device, 0);
   EXPECT_EQ(remote_addresses(p), std::vector<std::string>{"h:7001"});
+}
+
+TEST(AssignDcg, TheChosenPlanListsRemotesOnlyWhenItUsesOne) {
+  // gpt2-tiny over cpuN, a remote and cpu1: an assignment with no op on the remote is written
+  // without it (one device, cpuN and cpu1 renumbered); one remote op keeps the provider list.
+  const Model m = Model::load(huddle::testing::fixture_model("gpt2-tiny"));
+  const std::vector<Provider> providers = parse_providers("cpuN,remote:h:7001,cpu1");
+  const PlanModel facts = PlanModel::of(m.config());
+  Assignment a(m.graph().ops().size(), 2);
+  a[0] = 0;
+  const Plan local = trimmed_assignment_plan(facts, m.graph(), providers, a);
+  EXPECT_EQ(local.num_devices(), 1);
+  ASSERT_TRUE(local.assignment.has_value());
+  EXPECT_EQ(local.assignment->providers, (std::vector<std::string>{"cpuN", "cpu1"}));
+  EXPECT_EQ(local.assignment->ops.at(m.graph().ops()[0].name), 0);
+  EXPECT_EQ(local.assignment->ops.at(m.graph().ops()[1].name), 1);
+  a[1] = 1;
+  const Plan remote = trimmed_assignment_plan(facts, m.graph(), providers, a);
+  EXPECT_EQ(remote.num_devices(), 2);
+  EXPECT_EQ(remote.assignment->providers, provider_specs(providers));
+  EXPECT_EQ(remote.assignment->ops.at(m.graph().ops()[1].name), 1);
 }
 
 TEST(AssignDcg, BadProviderListsAreNamed) {

@@ -4,6 +4,8 @@
 //   DAGs (joins, branches, residuals): frontier DP == brute force (exact); the assembly-line DP
 //                                      is a heuristic there: its result is a feasible assignment
 //                                      whose reported cost is its true cost, >= the optimum.
+//   fixed device costs:                optimal_assignment (the DP over subsets of the devices
+//                                      with a fixed cost) == brute force.
 #include "assign_test_util.h"
 #include "planner/assignment_dp.h"
 
@@ -135,6 +137,121 @@ TEST(AssignDp, FrontierGivesUpPastItsStateLimit) {
   bool exact = true;
   (void)optimal_assignment(dcg, costs, &exact);
   EXPECT_TRUE(exact);  // the default limit is far above 3^live here
+}
+
+// A chain of 3 ops over a local provider (device 0, 3 s an op) and a remote (device 1, 1 s an
+// op; every crossing 0.1 s): without a fixed cost every op goes to the remote; with it only
+// where it pays for itself.
+struct LocalOrRemote {
+  Dcg dcg = make();
+  Costs costs;
+
+  LocalOrRemote() {
+    costs.node.assign(dcg.nodes().size(), 0.0);
+    for (int op = 0; op < 3; ++op) {
+      costs.node[at(dcg.node(op, 0))] = 3;
+      costs.node[at(dcg.node(op, 1))] = 1;
+    }
+    costs.da.assign(at(dcg.num_da()), 0.1);
+  }
+  static Dcg make() {
+    AssignProblem p;
+    p.op_names = {"a", "b", "c"};
+    p.capable = {{true, true}, {true, true}, {true, true}};
+    p.provider_device = {0, 1};
+    p.edges = {
+        {0, 1, DType::F32, 4, "x"}, {1, 2, DType::F32, 4, "y"}, {2, kEnd, DType::F32, 4, "z"}};
+    return Dcg(p);
+  }
+};
+
+TEST(AssignDp, ALargeFixedCostOfARemoteKeepsEveryOpLocal) {
+  LocalOrRemote m;
+  DpResult r = optimal_assignment(m.dcg, m.costs);
+  EXPECT_EQ(r.assignment, (Assignment{1, 1, 1}));
+  EXPECT_NEAR(r.cost, 3.1, 1e-12);  // 3 ops + the output's return
+  m.costs.device_fixed = {0, 4};    // still cheaper than 9 s in process
+  r = optimal_assignment(m.dcg, m.costs);
+  EXPECT_EQ(r.assignment, (Assignment{1, 1, 1}));
+  EXPECT_NEAR(r.cost, 7.1, 1e-12);
+  m.costs.device_fixed = {0, 10};
+  bool exact = false;
+  r = optimal_assignment(m.dcg, m.costs, &exact);
+  EXPECT_TRUE(exact);
+  EXPECT_EQ(r.assignment, (Assignment{0, 0, 0}));
+  EXPECT_NEAR(r.cost, 9, 1e-12);
+  EXPECT_NEAR(assignment_cost(m.dcg, m.costs, {1, 1, 1}), 13.1, 1e-12);  // paid once, not per op
+  // The DPs alone ignore the fixed cost while choosing, and report it in the cost.
+  const std::optional<DpResult> blind = frontier_dp(m.dcg, m.costs);
+  ASSERT_TRUE(blind.has_value());
+  EXPECT_EQ(blind->assignment, (Assignment{1, 1, 1}));
+  EXPECT_NEAR(blind->cost, 13.1, 1e-12);
+  EXPECT_NEAR(assembly_line_dp(m.dcg, m.costs).cost, 13.1, 1e-12);
+}
+
+TEST(AssignDp, FixedDeviceCostsOptimalEqualsBruteForce) {
+  // 2-3 providers over 1-2 remote devices ({0,1}, {0,1,2}, {0,0,1}, {0,1,1}), each remote with a
+  // fixed cost of up to about half an all-local run's time (sometimes none).
+  std::mt19937 rng(21);
+  const std::vector<std::vector<int>> layouts = {{0, 1}, {0, 1, 2}, {0, 0, 1}, {0, 1, 1}};
+  int changed = 0;  // trials where the fixed costs change the optimum
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::vector<int>& devices = layouts[at(trial % 4)];
+    RandomShape s;
+    s.ops = 2 + trial % 8;
+    s.providers = static_cast<int>(devices.size());
+    s.chain = trial % 3 == 0;
+    s.sizes = 1 + trial % 3;
+    AssignProblem p = testing::random_problem(s, rng);
+    p.provider_device = devices;
+    const Dcg dcg(p);
+    Costs costs = testing::random_costs(dcg, rng);
+    std::uniform_real_distribution<double> u(0, 1);
+    const int num_devices = devices.back() + 1;
+    costs.device_fixed.assign(at(num_devices), 0.0);
+    for (int d = 1; d < num_devices; ++d) {
+      if (u(rng) < 0.8) costs.device_fixed[at(d)] = u(rng) * 3.0 * s.ops;
+    }
+    const Brute brute = brute_force(dcg, costs);
+    bool exact = false;
+    const DpResult best = optimal_assignment(dcg, costs, &exact);
+    EXPECT_TRUE(exact);
+    expect_capable(dcg, best.assignment);
+    EXPECT_NEAR(best.cost, brute.cost, 1e-9) << "trial " << trial;
+    EXPECT_NEAR(assignment_cost(dcg, costs, best.assignment), best.cost, 1e-9);
+    const std::optional<DpResult> blind = frontier_dp(dcg, costs);
+    ASSERT_TRUE(blind.has_value());
+    if (blind->cost > brute.cost + 1e-9) ++changed;
+  }
+  // The fixed costs matter on a fair share of these problems (the DP that ignores them is worse).
+  EXPECT_GT(changed, 40);
+}
+
+TEST(AssignDp, PastTheSubsetLimitAGreedyDescentDropsCostlyDevices) {
+  // 1 local provider and kMaxFixedCostDevices + 1 remotes, each its own device with a fixed
+  // cost; a chain every provider can run. The greedy descent is not exact, but its result is
+  // never worse than using every device, nor than everything in process.
+  std::mt19937 rng(8);
+  for (int trial = 0; trial < 20; ++trial) {
+    RandomShape s;
+    s.ops = 6;
+    s.providers = kMaxFixedCostDevices + 2;
+    s.incapable = 0;
+    AssignProblem p = testing::random_problem(s, rng);
+    for (int pr = 0; pr < s.providers; ++pr) p.provider_device[at(pr)] = pr;
+    const Dcg dcg(p);
+    Costs costs = testing::random_costs(dcg, rng);
+    std::uniform_real_distribution<double> u(0, 20);
+    costs.device_fixed.assign(at(s.providers), 0.0);
+    for (int d = 1; d < s.providers; ++d) costs.device_fixed[at(d)] = u(rng);
+    bool exact = true;
+    const DpResult best = optimal_assignment(dcg, costs, &exact);
+    EXPECT_FALSE(exact);
+    expect_capable(dcg, best.assignment);
+    EXPECT_NEAR(assignment_cost(dcg, costs, best.assignment), best.cost, 1e-9);
+    EXPECT_LE(best.cost, frontier_dp(dcg, costs)->cost + 1e-9);
+    EXPECT_LE(best.cost, assignment_cost(dcg, costs, Assignment(at(s.ops), 0)) + 1e-9);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // throttling) against hand-made samples.
 #include "core/error.h"
 #include "model/model.h"
+#include "planner/profiling_paths.h"
 #include "runtime/assign_profiler.h"
 #include "runtime/executor.h"
 #include "runtime/trace.h"
@@ -11,6 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -79,6 +82,134 @@ TEST(FitOpOverheads, NegativeCostsArePinnedToZeroAndUnusedDevicesCostNothing) {
   EXPECT_NEAR(fit[0], 0.001, 1e-9);
   EXPECT_EQ(fit[1], 0.0);
   EXPECT_EQ(fit[2], 0.0);
+}
+
+// Gaps of runs that place ops_on[r][d] ops on device d under per-op costs, a fixed cost per run
+// for every remote device used, and a constant every run pays.
+std::vector<double> synthetic_gaps(const std::vector<std::vector<double>>& ops_on,
+                                   const std::vector<double>& per_op,
+                                   const std::vector<double>& fixed, double constant) {
+  std::vector<double> gaps;
+  for (const auto& row : ops_on) {
+    double g = constant;
+    for (std::size_t d = 0; d < row.size(); ++d) {
+      g += row[d] * per_op[d] + (row[d] > 0 ? fixed[d] : 0.0);
+    }
+    gaps.push_back(g);
+  }
+  return gaps;
+}
+
+TEST(FitRunOverheads, RecoversEachRemotesFixedCostPerRun) {
+  // 40 ops; device 0 is the process, devices 1 and 2 remotes costing 5 ms and 2 ms per run that
+  // uses them; every run also pays 1 ms, which the per-op costs carry (40 ops each: 1/40 ms).
+  // The first run is local only, as a node run of cpu1 or cpuN is.
+  const std::vector<std::vector<double>> ops_on = {
+      {40, 0, 0}, {2, 38, 0}, {1, 0, 39}, {20, 20, 0}, {10, 5, 25}, {30, 0, 10}, {5, 35, 0}};
+  const std::vector<double> per_op = {0.0005, 0.0002, 0.0003}, fixed = {0, 0.005, 0.002};
+  const double constant = 0.001;
+  const assign::RunOverheads fit =
+      assign::fit_run_overheads(ops_on, synthetic_gaps(ops_on, per_op, fixed, constant));
+  ASSERT_EQ(fit.fixed.size(), 3u);
+  for (std::size_t d = 0; d < 3; ++d) {
+    EXPECT_NEAR(fit.per_op[d], per_op[d] + constant / 40, 1e-9) << d;
+    EXPECT_NEAR(fit.fixed[d], fixed[d], 1e-9) << d;
+  }
+  EXPECT_EQ(fit.identified, (std::vector<bool>{false, true, true}));
+  // The per-op fit alone cannot express a cost per run: its fit misses some runs by much more.
+  const std::vector<double> gaps = synthetic_gaps(ops_on, per_op, fixed, constant);
+  const std::vector<double> only_per_op = assign::fit_op_overheads(ops_on, gaps);
+  double worst = 0;
+  for (std::size_t r = 0; r < ops_on.size(); ++r) {
+    double predicted = 0;
+    for (std::size_t d = 0; d < 3; ++d) predicted += ops_on[r][d] * only_per_op[d];
+    worst = std::max(worst, std::abs(predicted - gaps[r]));
+  }
+  EXPECT_GT(worst, 0.001);
+}
+
+TEST(FitRunOverheads, ARemoteEveryRunUsesKeepsItsFixedCostInTheConstant) {
+  // Every run uses device 1: its 4 ms cannot be told from the constant. It gets 0, unidentified,
+  // and the per-op costs (which sum to the constant per run) still reproduce every gap. A
+  // negative fixed cost (runs through the remote came in faster) is pinned to 0.
+  const std::vector<std::vector<double>> ops_on = {{30, 10}, {10, 30}, {20, 20}, {1, 39}};
+  const std::vector<double> per_op = {0.0005, 0.0002}, fixed = {0, 0.004};
+  const std::vector<double> gaps = synthetic_gaps(ops_on, per_op, fixed, 0.0);
+  const assign::RunOverheads fit = assign::fit_run_overheads(ops_on, gaps);
+  EXPECT_EQ(fit.fixed[1], 0.0);
+  EXPECT_FALSE(fit.identified[1]);
+  for (std::size_t r = 0; r < ops_on.size(); ++r) {
+    EXPECT_NEAR(ops_on[r][0] * fit.per_op[0] + ops_on[r][1] * fit.per_op[1], gaps[r], 1e-9) << r;
+  }
+  const std::vector<std::vector<double>> mixed = {{40, 0}, {10, 30}, {20, 20}, {40, 0}};
+  const assign::RunOverheads faster =
+      assign::fit_run_overheads(mixed, synthetic_gaps(mixed, per_op, {0, -0.004}, 0.0));
+  EXPECT_TRUE(faster.identified[1]);
+  EXPECT_EQ(faster.fixed[1], 0.0);
+}
+
+// Synthetic forwards of gpt2-tiny's profiling runs over cpuN and a remote: every op takes
+// `local_s` in process and `remote_s` on the remote, each value crossing devices is received in
+// 10 us, and a forward's wall time is the sum of its ops and receives plus `fixed_s` when it
+// uses the remote and 0.2 ms every forward pays.
+std::vector<std::vector<assign::Forward>> synthetic_forwards(
+    const Graph& graph, const assign::Dcg& dcg, const std::vector<assign::Assignment>& runs,
+    double local_s, double remote_s, double fixed_s) {
+  const assign::AssignProblem& p = dcg.problem();
+  std::vector<std::vector<assign::Forward>> out;
+  for (const assign::Assignment& run : runs) {
+    auto device = [&](int op) { return p.provider_device[assign::at(run[assign::at(op)])]; };
+    assign::Forward f;
+    f.devices.resize(2);
+    bool remote = false;
+    for (int op = 0; op < p.num_ops(); ++op) {
+      const double t = device(op) == 0 ? local_s : remote_s;
+      f.devices[assign::at(device(op))].push_back({graph.ops()[assign::at(op)].name, t, -1});
+      f.wall_s += t;
+      remote = remote || device(op) != 0;
+    }
+    std::vector<std::pair<int, int>> received;  // (producer, receiving device)
+    for (const assign::TensorEdge& e : p.edges) {
+      const int to = e.to == assign::kEnd ? 0 : device(e.to);
+      if (to == device(e.from) ||
+          std::find(received.begin(), received.end(), std::pair{e.from, to}) != received.end())
+        continue;
+      received.emplace_back(e.from, to);
+      const std::string value = graph.value(graph.ops()[assign::at(e.from)].output).name;
+      f.devices[assign::at(to)].push_back({value + "@recv", 10e-6, -1});
+      f.wall_s += 10e-6;
+    }
+    f.wall_s += 0.2e-3 + (remote ? fixed_s : 0.0);
+    out.push_back({f, f, f});
+  }
+  return out;
+}
+
+TEST(FitRunOverheads, TheProfilerChargesARemotesFixedCostAndTheDpWeighsIt) {
+  // The remote runs each op 50 us faster: 2 ms over gpt2-tiny's 40 ops it can run. A 5 ms
+  // fixed cost per run outweighs that (every op stays in process), a 1 ms one does not.
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  const std::vector<assign::Provider> providers = assign::parse_providers("cpuN,remote:h:7001");
+  const assign::Dcg dcg(assign::make_problem(model.graph(), providers, 16));
+  const std::vector<assign::Assignment> runs = assign::profiling_paths(dcg).all();
+  for (const double fixed_s : {5e-3, 1e-3}) {
+    std::vector<assign::MeasuredRun> measured;
+    const assign::Costs costs = assign::costs_from_forwards(
+        model.graph(), dcg, providers, runs,
+        synthetic_forwards(model.graph(), dcg, runs, 100e-6, 50e-6, fixed_s), &measured);
+    ASSERT_EQ(costs.device_fixed.size(), 2u);
+    EXPECT_NEAR(costs.device_fixed[1], fixed_s, 0.1e-3) << fixed_s;
+    for (const assign::MeasuredRun& m : measured) {
+      EXPECT_NEAR(m.predicted_s, m.measured_s, 0.1e-3) << fixed_s;
+    }
+    const assign::DpResult best = assign::optimal_assignment(dcg, costs);
+    const auto on_remote = std::count(best.assignment.begin(), best.assignment.end(), 1);
+    if (fixed_s > 2e-3) {
+      EXPECT_EQ(on_remote, 0);
+    } else {
+      EXPECT_EQ(on_remote, 40);
+    }
+  }
 }
 
 TEST(OpTiming, TheExecutorReadsTheProcessCpuClockOnlyWhenAsked) {
