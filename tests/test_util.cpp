@@ -249,4 +249,28 @@ std::vector<std::int32_t> row_argmax(const Tensor& t) {
   return out;
 }
 
+double mean_kl(const Tensor& ref, const Tensor& other) {
+  HUDDLE_CHECK(ref.shape() == other.shape() && ref.shape().size() == 2, "{} vs {}",
+               shape_str(ref.shape()), shape_str(other.shape()));
+  const std::vector<float> p = ref.to_vector(), q = other.to_vector();
+  const auto cols = static_cast<std::size_t>(ref.dim(1));
+  const auto rows = static_cast<std::size_t>(ref.dim(0));
+  // log_softmax of one row, float64.
+  auto log_softmax = [cols](const float* row) {
+    const double top = *std::max_element(row, row + cols);
+    double sum = 0;
+    for (std::size_t c = 0; c < cols; ++c) sum += std::exp(row[c] - top);
+    std::vector<double> out(cols);
+    for (std::size_t c = 0; c < cols; ++c) out[c] = row[c] - top - std::log(sum);
+    return out;
+  };
+  double total = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::vector<double> lp = log_softmax(p.data() + r * cols);
+    const std::vector<double> lq = log_softmax(q.data() + r * cols);
+    for (std::size_t c = 0; c < cols; ++c) total += std::exp(lp[c]) * (lp[c] - lq[c]);
+  }
+  return rows > 0 ? total / static_cast<double>(rows) : 0.0;
+}
+
 }  // namespace huddle::testing

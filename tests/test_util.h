@@ -91,5 +91,7 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
 double relative_error(const Tensor& a, const Tensor& b);
 // Row-wise argmax of a [R, C] tensor.
 std::vector<std::int32_t> row_argmax(const Tensor& t);
+// Mean over the rows of [R, C] logits of KL(softmax(ref) || softmax(other)), in nats (float64).
+double mean_kl(const Tensor& ref, const Tensor& other);
 
 }  // namespace huddle::testing

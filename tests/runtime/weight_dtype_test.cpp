@@ -5,11 +5,10 @@
 // hold (widened), so 16-bit weights differ only by float32 reassociation (the golden tests'
 // 1e-4). Q8_0/Q4_0 also round each activation row to int8 blocks (kernels/lowp.h), which moves
 // these chaotic tiny random models' logits by a few percent (docs/kernels.md: measured bounds).
-// Agreement of top-1 ids with F32 is measured on a smoother model (weights of std 0.02).
+// Agreement of top-1 ids with F32 is measured on a trained model (llama-trained).
 #include "core/quant.h"
 #include "io/npy.h"
 #include "model/model.h"
-#include "model/synth.h"
 #include "runtime/executor.h"
 #include "test_util.h"
 
@@ -22,14 +21,10 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
-#include <tuple>
 
 namespace huddle {
 namespace {
-
-using testing::TempDir;
 
 // The model's weights widened to F32: the values a 16-bit or quantised model multiplies by.
 WeightMap widened(const Model& model) {
@@ -154,69 +149,66 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen2-tiny", DType::Q8_0, 5e-2}),
     case_name);
 
-// A smooth Llama (weights of std 0.02, synth) at 512 positions: top-1 agreement with F32.
-TEST(WeightDtype, TopOneAgreementOver512Positions) {
-  const Architecture& arch = *find_architecture("llama");
-  ModelConfig c = find_preset(arch, "llama-1b");
-  c.vocab_size = 512;
-  c.hidden = 256;
-  c.layers = 2;
-  c.heads = 8;
-  c.kv_heads = 4;
-  c.head_dim = 32;
-  c.ffn = 512;
-  c.max_positions = 512;
-  TempDir dir;
-  write_synthetic_model(arch, c, dir.path(), {});
-  std::mt19937 rng(5);
-  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(c.vocab_size) - 1);
-  std::vector<std::int32_t> ids(512);
-  for (auto& id : ids) id = token(rng);
+// A Llama trained on English text (tests/fixtures/make_trained_fixture.py: byte-level, Debian's
+// licence texts, 512 held-out bytes as input): quantised logits against F32 over 512 positions.
+// Random weights give nearly flat distributions where rounding flips any argmax; this model's
+// held-out loss is 1.90 nats/byte and its top-1 leads the runner-up by 1.47 (median).
+//
+// Measured on the committed fixture (the weights, and the activations in int8 blocks, as llama.cpp
+// rounds them): Q8_0 agrees on 502 of 512 positions (98.0%), logits error 4.0% of max|logit|, mean
+// KL 0.0013 nats; every flip is at a position whose F32 top-2 gap is below 3% of max|logit|, 8 of
+// the 10 below 1.3%. Weights alone (activations kept F32) agree on 507. Q4_0: 425 (83.0%), error
+// 37%, KL 0.15. The bounds below leave a little headroom for other CPUs' summation orders.
+TEST(WeightDtype, TrainedModelTopOneAgreementOver512Positions) {
+  const std::filesystem::path dir = testing::fixture_model("llama-trained");
+  const std::vector<std::int32_t> ids =
+      testing::read_ids(testing::fixture("references/llama-trained.512.ids.json"));
+  ASSERT_EQ(ids.size(), 512u);
+  const Model f32 = Model::load(dir);
+  const Tensor ref = logits(f32.graph(), f32.weights(), f32.config().max_positions, ids);
+  // The F32 run is the float64 reference's (its first 64 rows), as for every fixture.
+  const Tensor golden = io::read_npy(testing::fixture("references/llama-trained.64.npy"));
+  ASSERT_EQ(golden.dim(0), 64);
+  EXPECT_LE(testing::relative_error(ref.rows(0, 64), golden), 1e-4);
 
-  const Model f32 = Model::load(dir.path());
-  const Tensor ref = logits(f32.graph(), f32.weights(), c.max_positions, ids);
   const std::vector<std::int32_t> top = testing::row_argmax(ref);
-  // Measured (seed 5): Q8_0 96.3% of all positions, 100% of the 264 decisive ones, logits error
-  // 1.9%; Q4_0 66.4% and 87.1%, error 24%. Random weights leave many near-ties (top-1 within 5% of
-  // the largest logit of the runner-up), where any rounding flips the argmax.
-  for (const auto& [dtype, min_agreement, min_decisive, max_error] :
-       {std::tuple{DType::Q8_0, 0.95, 0.99, 0.03}, std::tuple{DType::Q4_0, 0.60, 0.80, 0.30}}) {
-    const Model q = Model::load(dir.path(), {.weight_dtype = dtype});
-    const Tensor out = logits(q.graph(), q.weights(), c.max_positions, ids);
+  const std::vector<float> r = ref.to_vector();
+  const auto vocab = static_cast<std::size_t>(ref.dim(1));
+  double max_logit = 0;
+  for (float v : r) max_logit = std::max(max_logit, std::fabs(static_cast<double>(v)));
+  struct Bound {
+    DType dtype;
+    double min_agreement, max_error, max_kl;
+    double max_flipped_gap;  // largest F32 top-1 lead (x max|logit|) an argmax may lose
+  };
+  for (const Bound& b :
+       {Bound{DType::Q8_0, 0.975, 0.05, 0.002, 0.05}, Bound{DType::Q4_0, 0.80, 0.45, 0.2, 1.0}}) {
+    const Model q = Model::load(dir, {.weight_dtype = b.dtype});
+    const Tensor out = logits(q.graph(), q.weights(), q.config().max_positions, ids);
     const std::vector<std::int32_t> qtop = testing::row_argmax(out);
     std::size_t same = 0;
-    for (std::size_t i = 0; i < top.size(); ++i) same += top[i] == qtop[i] ? 1 : 0;
+    double largest_flipped_gap = 0;
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      if (top[i] == qtop[i]) {
+        ++same;
+        continue;
+      }
+      const float* row = r.data() + i * vocab;
+      const double gap = (row[top[i]] - row[qtop[i]]) / max_logit;
+      largest_flipped_gap = std::max(largest_flipped_gap, gap);
+    }
     const double agreement = static_cast<double>(same) / static_cast<double>(top.size());
     const double error = testing::relative_error(out, ref);
-    // Positions whose F32 top-1 leads the runner-up by more than 5% of the largest logit.
-    const std::vector<float> r = ref.to_vector(), o = out.to_vector();
-    double max_logit = 0.0;
-    for (float v : r) max_logit = std::max(max_logit, std::fabs(static_cast<double>(v)));
-    std::size_t decisive = 0, decisive_same = 0;
-    const auto vocab = static_cast<std::size_t>(c.vocab_size);
-    for (std::size_t i = 0; i < top.size(); ++i) {
-      double second = -1e30;
-      for (std::size_t v = 0; v < vocab; ++v) {
-        if (static_cast<std::int32_t>(v) != top[i]) {
-          second = std::max(second, static_cast<double>(r[i * vocab + v]));
-        }
-      }
-      if (r[i * vocab + static_cast<std::size_t>(top[i])] - second > 0.05 * max_logit) {
-        ++decisive;
-        decisive_same += top[i] == qtop[i] ? 1 : 0;
-      }
-    }
-    std::printf("%s: decisive positions %zu, agreement there %zu\n",
-                std::string(dtype_name(dtype)).c_str(), decisive, decisive_same);
-    (void)o;
-    const double decisive_agreement =
-        decisive > 0 ? static_cast<double>(decisive_same) / static_cast<double>(decisive) : 0.0;
-    EXPECT_GE(decisive, top.size() / 4) << dtype_name(dtype);
-    EXPECT_GE(decisive_agreement, min_decisive) << dtype_name(dtype);
-    std::printf("%s: top-1 agreement %.4f over %zu positions, logits relative error %.4f\n",
-                std::string(dtype_name(dtype)).c_str(), agreement, top.size(), error);
-    EXPECT_GE(agreement, min_agreement) << dtype_name(dtype);
-    EXPECT_LE(error, max_error) << dtype_name(dtype);
+    const double kl = testing::mean_kl(ref, out);
+    const std::string name(dtype_name(b.dtype));
+    std::printf(
+        "%s: top-1 agreement %.4f over %zu positions, logits error %.4f of max|logit|, "
+        "mean KL %.5f nats, largest F32 lead lost %.4f of max|logit|\n",
+        name.c_str(), agreement, top.size(), error, kl, largest_flipped_gap);
+    EXPECT_GE(agreement, b.min_agreement) << name;
+    EXPECT_LE(error, b.max_error) << name;
+    EXPECT_LE(kl, b.max_kl) << name;
+    EXPECT_LE(largest_flipped_gap, b.max_flipped_gap) << name;
   }
 }
 
