@@ -11,7 +11,7 @@ while loading, which aborts on a vocabulary of type "none" (GGML_ASSERT "Tokeniz
 initialized" in llama-vocab.cpp); llama.cpp itself loads such files.
 
 Usage: peer_check.py HUDDLE_BINARY FIXTURES_DIR. Exit 77 (skipped) when node or the npm install
-(`cd bench/llamacpp && npm ci`) is missing, 1 on a mismatch.
+(`scripts/node-deps`) is missing, 1 on a mismatch.
 """
 import json
 import os
@@ -29,7 +29,7 @@ def main():
         print("SKIP: node is not installed (llama.cpp runs through node-llama-cpp)")
         return 77
     if not os.path.isdir(os.path.join(HERE, "node_modules", "node-llama-cpp")):
-        print(f"SKIP: node-llama-cpp is not installed; run `npm ci` in {HERE}")
+        print(f"SKIP: node-llama-cpp is not installed; run scripts/node-deps")
         return 77
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
