@@ -192,7 +192,9 @@ GgufTensorInfo read_tensor_info(Cursor& c, std::size_t index) {
     numel = checked_mul(numel, n, c.origin(), what + "'s element count");
   }
   const auto type = c.read<std::uint32_t>(what);
-  const std::optional<DType> dtype = ggml_dtype(type);
+  // A k-quant is read as Q8_0 (kquant.h); its blocks are the stored ones.
+  t.kquant = ggml_kquant(type);
+  const std::optional<DType> dtype = t.kquant ? DType::Q8_0 : ggml_dtype(type);
   if (!dtype) {
     const std::optional<std::string_view> name = ggml_type_name(type);
     if (name) {
@@ -202,13 +204,16 @@ GgufTensorInfo read_tensor_info(Cursor& c, std::size_t index) {
     throw LoadError(fmt::format("{}: {} has unknown type id {}", c.origin(), what, type));
   }
   t.dtype = *dtype;
-  if (!dtype_fits(t.dtype, ne[0])) {
-    throw LoadError(fmt::format("{}: {} is {} with rows of {} elements, not whole blocks of {}",
-                                c.origin(), what, dtype_name(t.dtype), ne[0],
-                                dtype_block_elems(t.dtype)));
+  const std::int64_t block = t.kquant ? kKQuantBlock : dtype_block_elems(t.dtype);
+  const std::uint64_t block_bytes =
+      t.kquant ? kquant_block_bytes(*t.kquant) : dtype_block_bytes(t.dtype);
+  if (ne[0] % block != 0) {
+    throw LoadError(
+        fmt::format("{}: {} is {} with rows of {} elements, not whole blocks of {}", c.origin(),
+                    what, t.kquant ? kquant_name(*t.kquant) : dtype_name(t.dtype), ne[0], block));
   }
-  t.nbytes = checked_mul(numel / static_cast<std::uint64_t>(dtype_block_elems(t.dtype)),
-                         dtype_block_bytes(t.dtype), c.origin(), what + "'s byte size");
+  t.nbytes = checked_mul(numel / static_cast<std::uint64_t>(block), block_bytes, c.origin(),
+                         what + "'s byte size");
   t.offset = c.read<std::uint64_t>(what);  // relative until the data section is known
   t.shape.assign(ne.rbegin(), ne.rend());
   return t;
@@ -320,6 +325,17 @@ std::optional<std::string_view> ggml_type_name(std::uint32_t id) {
     return #name;
     HUDDLE_GGML_TYPES(HUDDLE_GGML_TYPE_NAME)
 #undef HUDDLE_GGML_TYPE_NAME
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<KQuant> ggml_kquant(std::uint32_t id) {
+  switch (id) {
+    case 12:
+      return KQuant::Q4_K;
+    case 14:
+      return KQuant::Q6_K;
     default:
       return std::nullopt;
   }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/kquant.h"
 #include "core/tensor.h"
 
 #include <cstddef>
@@ -85,7 +86,8 @@ struct GgufValue {
 };
 
 // ggml tensor types, by id. X(enum name, id): every type a llama.cpp file may hold, so that a
-// refused one is named. Huddle reads F32, F16, BF16, Q8_0 and Q4_0 (ggml_dtype).
+// refused one is named. Huddle reads F32, F16, BF16, Q8_0 and Q4_0 (ggml_dtype), and Q4_K and
+// Q6_K (ggml_kquant) as Q8_0.
 // One type per line: clang-format folds this list differently on each run.
 // clang-format off
 #define HUDDLE_GGML_TYPES(X) \
@@ -127,12 +129,17 @@ struct GgufValue {
 std::optional<std::string_view> ggml_type_name(std::uint32_t id);
 // The Huddle dtype of a ggml type id, or nullopt when Huddle does not read it.
 std::optional<DType> ggml_dtype(std::uint32_t id);
+// The k-quant of a ggml type id (Q4_K, Q6_K), or nullopt.
+std::optional<KQuant> ggml_kquant(std::uint32_t id);
 // The ggml type id of a Huddle dtype (F32, F16, BF16, Q8_0, Q4_0); nullopt for the others.
 std::optional<std::uint32_t> ggml_type_id(DType dtype);
 
 struct GgufTensorInfo {
   std::string name;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  // the dtype GgufFile::view returns
+  // Stored as this k-quant (ggml Q4_K or Q6_K) and read as Q8_0 (`dtype`); offset and nbytes are
+  // the stored blocks'.
+  std::optional<KQuant> kquant;
   Shape shape;               // outermost first (ne reversed): [rows, cols] for a matrix
   std::uint64_t offset = 0;  // absolute: from the start of the file
   std::uint64_t nbytes = 0;

@@ -108,9 +108,10 @@ class GgufWeightSource final : public io::WeightSource {
     }
     Tensor out = Tensor::empty(t.dtype, t.shape);
     const auto* src = static_cast<const std::byte*>(v.raw());
-    permute_rope_rows({src, t.nbytes}, {static_cast<std::byte*>(out.raw()), t.nbytes}, rows,
-                      static_cast<std::size_t>(t.nbytes / static_cast<std::uint64_t>(rows)), heads,
-                      /*to_gguf=*/false);
+    // The view's bytes: a k-quant's view is Q8_0, not its stored blocks (t.nbytes).
+    const std::size_t nbytes = dtype_bytes(v.dtype(), v.numel());
+    permute_rope_rows({src, nbytes}, {static_cast<std::byte*>(out.raw()), nbytes}, rows,
+                      nbytes / static_cast<std::size_t>(rows), heads, /*to_gguf=*/false);
     return out;
   }
 

@@ -2,6 +2,7 @@
 // tensor or field at fault; none may crash or allocate what the file only claims.
 #include "io/gguf.h"
 
+#include "core/quant.h"
 #include "io/gguf_test_bytes.h"
 #include "io/io_test_util.h"
 
@@ -118,7 +119,7 @@ TEST_F(GgufHostile, TruncatedData) {
 
 TEST_F(GgufHostile, UnknownAndUnsupportedTensorTypes) {
   expect_refused(one_tensor(99), {"tensor 't'", "unknown type id 99"});
-  expect_refused(one_tensor(12), {"tensor 't' has type Q4_K, which Huddle does not read"});
+  expect_refused(one_tensor(13), {"tensor 't' has type Q5_K, which Huddle does not read"});
   expect_refused(one_tensor(3), {"type Q4_1"});
 }
 
@@ -129,6 +130,21 @@ TEST_F(GgufHostile, BadShapes) {
                  {"tensor 't'", "overflows"});
   expect_refused(one_tensor(0, 0, 256, {1ull << 63}), {"tensor 't'", "not a valid size"});
   expect_refused(one_tensor(8, 0, 256, {33, 2}), {"tensor 't'", "Q8_0", "not whole blocks"});
+  // k-quants are read in super-blocks of 256 (core/kquant.h).
+  expect_refused(one_tensor(12),
+                 {"tensor 't' is Q4_K with rows of 32 elements", "not whole blocks of 256"});
+  expect_refused(one_tensor(14, 0, 256, {128, 4}), {"tensor 't' is Q6_K with rows of 128"});
+}
+
+TEST_F(GgufHostile, KQuantsAreSizedByTheirBlocksAndReadAsQ8_0) {
+  // Two rows of one Q4_K super-block (144 bytes each): 288 bytes, so 256 are too few.
+  expect_refused(one_tensor(12, 0, 256, {256, 2}), {"tensor 't'", "288 bytes", "past the end"});
+  write_file(path_, one_tensor(12, 0, 288, {256, 2}));
+  const GgufFile f = GgufFile::open(path_);
+  const Tensor t = f.view("t");  // all-zero blocks: scales 0, so every value 0
+  EXPECT_EQ(t.dtype(), DType::Q8_0);
+  EXPECT_EQ(t.shape(), (Shape{2, 256}));
+  for (float v : dequantize(t).to_vector()) EXPECT_EQ(v, 0.0f);
 }
 
 TEST_F(GgufHostile, OverlappingTensors) {

@@ -1,0 +1,40 @@
+// llama.cpp's k-quant blocks, read: GGUF files quantised Q4_K_M / Q4_K_S hold their matrices as
+// Q4_K and some (the output head, attention values, part of the MLP's down projections) as Q6_K.
+// Huddle reads them and keeps their values as Q8_0 (widened to f32 row by row, then quantised with
+// Q8_0's reference rounding): its kernels are Q8_0's and Q4_0's, and Q8_0 loses little of a 4- or
+// 6-bit value (docs/weights.md, "k-quants").
+//
+// A row of n elements (n a multiple of 256) is n/256 super-blocks, ggml's layouts (ggml-common.h):
+//   Q4_K (144 bytes): { f16 d; f16 dmin; uint8 scales[12]; uint8 qs[128]; }
+//     8 sub-blocks of 32, each with a 6-bit scale s_j and a 6-bit min m_j packed in `scales`
+//     (j < 4: s_j = scales[j] & 63, m_j = scales[j+4] & 63; j >= 4: the low 4 bits in
+//     scales[j+4] (s_j low nibble, m_j high), the high 2 bits in the top of scales[j-4] (s_j)
+//     and scales[j] (m_j)); qs holds 4-bit q: sub-blocks 2i and 2i+1 share bytes 32i..32i+31,
+//     low nibble and high nibble. x = d*s_j * q - dmin*m_j.
+//   Q6_K (210 bytes): { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; f16 d; }
+//     16 sub-blocks of 16 with signed 8-bit scales; 6-bit q = 4 low bits from ql, 2 high bits from
+//     qh, minus 32: in each half of 128 elements h (ql += 64h, qh += 32h), element 32k + l
+//     (k = 0..3, l = 0..31) takes ql[l + 32*(k&1)] (low nibble for k < 2, high for k >= 2) and bits
+//     2k..2k+1 of qh[l]. x = d * scales[e/16] * q.
+// Every product here is exact in f32 (an f16 scale times 6-bit and 8-bit integers), so the values
+// are llama.cpp's bit for bit whatever the order of operations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace huddle {
+
+enum class KQuant { Q4_K, Q6_K };
+
+inline constexpr std::int64_t kKQuantBlock = 256;  // elements per super-block
+
+std::size_t kquant_block_bytes(KQuant type);  // 144 (Q4_K), 210 (Q6_K)
+std::string_view kquant_name(KQuant type);
+
+// kquant_block_bytes(type) * n/256 bytes -> out[n], n a multiple of 256.
+void dequantize_kquant_row(KQuant type, std::span<const std::byte> blocks, std::span<float> out);
+
+}  // namespace huddle

@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""Huddle reads GGUF k-quants (Q4_K, Q6_K) exactly, and llama.cpp reads the same file.
+
+Written from ggml's block layouts (ggml-common.h; docs/gguf.md), sharing no code with Huddle:
+1. A random Llama with rows of 256 (`huddle synth`, llama-tiny's tokenizer) is written as an F32
+   GGUF by `huddle quantize --type f32`.
+2. numpy rewrites it as a Q4_K_M-like file: every matrix Q4_K, the output head and the attention
+   values Q6_K (a simple quantiser of its own: any valid blocks do), and a second file where
+   those matrices are Q8_0 blocks (ggml's reference rounding) of numpy's own dequantisation of
+   the k-quant blocks.
+3. Huddle keeps a k-quant as Q8_0 of its values (core/kquant.h), so `huddle run` on the two files
+   must give the same logits bit for bit and the same greedy ids: any difference is a wrong
+   k-quant value.
+4. With node-llama-cpp installed (scripts/node-deps), llama.cpp decodes the k-quant file too; its
+   ids are printed beside Huddle's, and must agree on the first 4 tokens (llama.cpp multiplies
+   the k-quant blocks by 8-bit activations of 256 elements, Huddle Q8_0 blocks by activations of
+   32, so late near-ties may flip).
+5. A Q4_K tensor whose rows are not whole super-blocks of 256 is refused, naming the tensor.
+
+Usage: gguf_kquant_check.py HUDDLE_BINARY FIXTURES_DIR. Exit 0 on success, 1 on a mismatch.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_numpy_reference as ref  # noqa: E402  (its Q8_0 reference quantiser)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEER = os.path.join(HERE, "..", "..", "bench", "llamacpp")
+GGML_F32, GGML_Q8_0, GGML_Q4_K, GGML_Q6_K = 0, 8, 12, 14
+BLOCK_BYTES = {GGML_F32: None, GGML_Q8_0: 34, GGML_Q4_K: 144, GGML_Q6_K: 210}
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 512,
+    "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128,
+    "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False,
+    "bos_token_id": 509, "eos_token_id": 510, "torch_dtype": "float32",
+}
+
+
+# --- GGUF, raw -----------------------------------------------------------------------------------
+
+def split_gguf(data):
+    """(kv section bytes, kv count, [(name, ne, type, offset)], data start, alignment)."""
+    pos = 4 + 4
+    n_tensors, n_kv = struct.unpack_from("<QQ", data, pos)
+    pos += 16
+    kv_start = pos
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def skip_string(p):
+        return p + 8 + struct.unpack_from("<Q", data, p)[0]
+
+    def skip_value(t, p):
+        if t in sizes:
+            return p + sizes[t]
+        if t == 8:
+            return skip_string(p)
+        assert t == 9, t
+        et, n = struct.unpack_from("<IQ", data, p)
+        p += 12
+        for _ in range(n):
+            p = skip_value(et, p)
+        return p
+
+    for _ in range(n_kv):
+        pos = skip_string(pos)
+        t = struct.unpack_from("<I", data, pos)[0]
+        pos = skip_value(t, pos + 4)
+    kv = data[kv_start:pos]
+    infos = []
+    for _ in range(n_tensors):
+        n = struct.unpack_from("<Q", data, pos)[0]
+        name = data[pos + 8:pos + 8 + n].decode()
+        pos += 8 + n
+        dims = struct.unpack_from("<I", data, pos)[0]
+        ne = list(struct.unpack_from(f"<{dims}Q", data, pos + 4))
+        pos += 4 + 8 * dims
+        t, off = struct.unpack_from("<IQ", data, pos)
+        pos += 12
+        infos.append((name, ne, t, off))
+    align = 32  # huddle quantize writes no general.alignment
+    return kv, n_kv, infos, (pos + align - 1) // align * align, align
+
+
+def write_gguf(path, kv, n_kv, tensors, align=32):
+    """tensors: [(name, ne, ggml type, bytes)] in order."""
+    head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), n_kv) + kv)
+    offset = 0
+    for name, ne, t, blob in tensors:
+        raw = name.encode()
+        head += struct.pack("<Q", len(raw)) + raw + struct.pack(f"<I{len(ne)}Q", len(ne), *ne)
+        head += struct.pack("<IQ", t, offset)
+        offset += (len(blob) + align - 1) // align * align
+    head += b"\0" * (-len(head) % align)
+    with open(path, "wb") as f:
+        f.write(head)
+        for _, _, _, blob in tensors:
+            f.write(blob + b"\0" * (-len(blob) % align))
+
+
+# --- k-quants (ggml-common.h layouts) -------------------------------------------------------------
+
+def f16(x):
+    return np.asarray(x, dtype=np.float32).astype(np.float16)
+
+
+def quantize_q4_k(x):
+    """[n] f32 (n % 256 == 0) -> Q4_K bytes: sub-block min/max on 15 steps, 6-bit scales."""
+    sub = x.reshape(-1, 8, 32).astype(np.float32)
+    lo = np.minimum(sub.min(-1), 0)
+    scale = (sub.max(-1) - lo) / 15
+    offset = -lo
+    d = f16(scale.max(-1) / 63).astype(np.float32)
+    dmin = f16(offset.max(-1) / 63).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d[:, None] > 0, np.rint(scale / d[:, None]), 0).clip(0, 63).astype(np.uint8)
+        mn = np.where(dmin[:, None] > 0, np.rint(offset / dmin[:, None]), 0).clip(0, 63)
+        mn = mn.astype(np.uint8)
+        step = d[:, None] * sc
+        q = np.where(step[..., None] > 0,
+                     np.rint((sub + (dmin[:, None] * mn)[..., None]) / step[..., None]), 0)
+    q = q.clip(0, 15).astype(np.uint8)
+    scales = np.zeros((len(sub), 12), np.uint8)
+    scales[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    scales[:, 4:8] = (mn[:, 0:4] & 63) | ((mn[:, 4:8] >> 4) << 6)
+    scales[:, 8:12] = (sc[:, 4:8] & 15) | ((mn[:, 4:8] & 15) << 4)
+    qs = (q[:, 0::2, :] | (q[:, 1::2, :] << 4)).reshape(len(sub), 128)
+    out = np.zeros(len(sub), dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
+                                    ("qs", "u1", 128)])
+    out["d"], out["dmin"], out["s"], out["qs"] = f16(d), f16(dmin), scales, qs
+    return out.tobytes()
+
+
+def dequantize_q4_k(blob, n):
+    b = np.frombuffer(blob, dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
+                                   ("qs", "u1", 128)])
+    assert len(b) * 256 == n
+    s = b["s"].astype(np.int64)
+    sc = np.concatenate([s[:, 0:4] & 63, (s[:, 8:12] & 15) | ((s[:, 0:4] >> 6) << 4)], axis=1)
+    mn = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)], axis=1)
+    qs = b["qs"].reshape(-1, 4, 32).astype(np.int64)
+    q = np.stack([qs & 15, qs >> 4], axis=2).reshape(-1, 8, 32)  # sub-block 2i low, 2i+1 high
+    d = b["d"].astype(np.float64)[:, None, None]
+    dmin = b["dmin"].astype(np.float64)[:, None, None]
+    # Every product is exact in f32, so float64 then one rounding is ggml's f32 arithmetic.
+    return (d * sc[..., None] * q - dmin * mn[..., None]).astype(np.float32).reshape(n)
+
+
+def quantize_q6_k(x):
+    """[n] f32 -> Q6_K bytes: 16 sub-blocks of 16, signed 8-bit scales, q in -32..31."""
+    sub = x.reshape(-1, 16, 16).astype(np.float32)
+    scale = np.abs(sub).max(-1) / 31
+    d = f16(scale.max(-1) / 127).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d[:, None] > 0, np.rint(scale / d[:, None]), 0).clip(-128, 127)
+        sc = sc.astype(np.int8)
+        step = d[:, None] * sc
+        q = np.where(step[..., None] != 0, np.rint(sub / step[..., None]), 0)
+    L = (q.clip(-32, 31) + 32).astype(np.uint8).reshape(-1, 2, 4, 32)  # [block, half, k, l]
+    ql = np.concatenate([(L[:, :, 0] & 15) | ((L[:, :, 2] & 15) << 4),
+                         (L[:, :, 1] & 15) | ((L[:, :, 3] & 15) << 4)], axis=2)
+    qh = (L[:, :, 0] >> 4) | ((L[:, :, 1] >> 4) << 2) | ((L[:, :, 2] >> 4) << 4) | (
+        (L[:, :, 3] >> 4) << 6)
+    out = np.zeros(len(sub), dtype=[("ql", "u1", 128), ("qh", "u1", 64), ("s", "i1", 16),
+                                    ("d", "<f2")])
+    out["ql"], out["qh"], out["s"], out["d"] = ql.reshape(-1, 128), qh.reshape(-1, 64), sc, f16(d)
+    return out.tobytes()
+
+
+def dequantize_q6_k(blob, n):
+    b = np.frombuffer(blob, dtype=[("ql", "u1", 128), ("qh", "u1", 64), ("s", "i1", 16),
+                                   ("d", "<f2")])
+    assert len(b) * 256 == n
+    ql = b["ql"].reshape(-1, 2, 2, 32).astype(np.int64)  # [block, half, ql[0:32] | ql[32:64], l]
+    qh = b["qh"].reshape(-1, 2, 32).astype(np.int64)
+    low = np.stack([ql[:, :, 0] & 15, ql[:, :, 1] & 15, ql[:, :, 0] >> 4, ql[:, :, 1] >> 4], 2)
+    high = np.stack([(qh >> (2 * k)) & 3 for k in range(4)], axis=2)
+    q = ((low | (high << 4)) - 32).reshape(-1, 256)
+    scale = np.repeat(b["s"].astype(np.float64), 16, axis=1)
+    return (b["d"].astype(np.float64)[:, None] * scale * q).astype(np.float32).reshape(n)
+
+
+KQUANT = {GGML_Q4_K: (quantize_q4_k, dequantize_q4_k),
+          GGML_Q6_K: (quantize_q6_k, dequantize_q6_k)}
+
+
+def kquant_type(name):
+    """Q4_K_M's choice for this model: Q6_K for the head and the attention values."""
+    return GGML_Q6_K if name == "output.weight" or name.endswith("attn_v.weight") else GGML_Q4_K
+
+
+# --- the check ------------------------------------------------------------------------------------
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def huddle_run(huddle, gguf, ids, out_npy):
+    r = run([huddle, "run", "--model", gguf, "--ids", ids, "--n-predict", "8", "--ignore-eos",
+             "--threads", "1", "--dump-logits", out_npy, "--json"])
+    if r.returncode != 0:
+        raise SystemExit(f"huddle run {gguf} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.splitlines()[0])["generated"]
+
+
+def main():
+    huddle, fixtures = sys.argv[1], sys.argv[2]
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "model")
+        os.makedirs(model)
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(CONFIG, f)
+        subprocess.run([huddle, "synth", "--arch", "llama", "--config",
+                        os.path.join(tmp, "config.json"), "-o", model, "--seed", "7"],
+                       check=True, capture_output=True)
+        tiny = os.path.join(fixtures, "models", "llama-tiny")
+        for name in os.listdir(tiny):
+            if name.startswith("tokenizer") or name == "special_tokens_map.json":
+                shutil.copy(os.path.join(tiny, name), model)
+        f32 = os.path.join(tmp, "f32.gguf")
+        subprocess.run([huddle, "quantize", "--type", "f32", model, f32], check=True,
+                       capture_output=True)
+
+        data = open(f32, "rb").read()
+        kv, n_kv, infos, start, _ = split_gguf(data)
+        kquant, reference, counts = [], [], {}
+        for name, ne, t, off in infos:
+            assert t == GGML_F32, (name, t)
+            n = int(np.prod(ne))
+            blob = data[start + off:start + off + 4 * n]
+            if len(ne) == 2 and ne[0] % 256 == 0:
+                k = kquant_type(name)
+                quantize, dequantize = KQUANT[k]
+                kblob = quantize(np.frombuffer(blob, "<f4"))
+                kquant.append((name, ne, k, kblob))
+                reference.append((name, ne, GGML_Q8_0, ref.q8_0_bytes(dequantize(kblob, n))))
+                counts[k] = counts.get(k, 0) + 1
+            else:
+                kquant.append((name, ne, t, blob))
+                reference.append((name, ne, t, blob))
+        print(f"k-quant file: {counts.get(GGML_Q4_K, 0)} Q4_K and {counts.get(GGML_Q6_K, 0)} "
+              f"Q6_K matrices; the rest F32")
+        assert counts.get(GGML_Q4_K) and counts.get(GGML_Q6_K)
+        kfile, rfile = os.path.join(tmp, "q4_k_m.gguf"), os.path.join(tmp, "reference.gguf")
+        write_gguf(kfile, kv, n_kv, kquant)
+        write_gguf(rfile, kv, n_kv, reference)
+
+        prompt = json.load(open(os.path.join(fixtures, "references",
+                                             "llama-tiny.generate.json")))["prompt"]
+        ids = ",".join(map(str, prompt))
+        ours = huddle_run(huddle, kfile, ids, os.path.join(tmp, "k.npy"))
+        expected = huddle_run(huddle, rfile, ids, os.path.join(tmp, "r.npy"))
+        a, b = np.load(os.path.join(tmp, "k.npy")), np.load(os.path.join(tmp, "r.npy"))
+        same = a.shape == b.shape and np.array_equal(a, b)
+        print(f"Huddle on the k-quant file vs on Q8_0 of numpy's values: logits "
+              f"{'identical' if same else 'DIFFER'} {a.shape}, greedy ids {ours} vs {expected}")
+        failures += 0 if same and ours == expected else 1
+
+        if shutil.which("node") and os.path.isdir(os.path.join(PEER, "node_modules",
+                                                                "node-llama-cpp")):
+            peer = run(["node", os.path.join(PEER, "greedy.mjs"), "--model", kfile, "--ids", ids,
+                        "-n", "8", "--threads", "1"], cwd=PEER)
+            if peer.returncode != 0:
+                print(f"llama.cpp failed on the k-quant file:\n{peer.stderr[-3000:]}")
+                failures += 1
+            else:
+                theirs = json.loads(peer.stdout.strip().splitlines()[-1])["generated"]
+                agree = sum(x == y for x, y in zip(ours, theirs))
+                print(f"llama.cpp on the k-quant file: {theirs} ({agree}/8 equal to Huddle's)")
+                failures += 0 if ours[:4] == theirs[:4] else 1
+        else:
+            print("llama.cpp: node-llama-cpp not installed (scripts/node-deps); not compared")
+
+        # A Q4_K tensor whose rows are not whole super-blocks: refused by name.
+        bad = [(n, ([128, ne[1] * 2] if n == "blk.0.attn_q.weight" else ne), t, blob)
+               for n, ne, t, blob in kquant]
+        bfile = os.path.join(tmp, "bad.gguf")
+        write_gguf(bfile, kv, n_kv, bad)
+        r = run([huddle, "run", "--model", bfile, "--ids", "1", "--n-predict", "1"])
+        named = "blk.0.attn_q.weight" in r.stderr and "Q4_K with rows of 128" in r.stderr
+        print(f"rows of 128 as Q4_K: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        failures += 0 if r.returncode == 1 and named else 1
+    print("ok" if failures == 0 else f"{failures} FAILED")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
