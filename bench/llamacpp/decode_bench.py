@@ -14,7 +14,7 @@ one thread: the project's measure, several devices against llama.cpp on one.
 Prints median and min..max per cell, the machine and the commands; a benchmark, not a test.
 
 Usage: decode_bench.py --huddle build/huddle [--arch llama --preset llama-1b]
-       [--work /tmp/huddle-llamacpp] [--types f16,q8_0,q4_0]
+       [--work /tmp/huddle-llamacpp] [--types f16,q8_0,q4_0[,q4_k_m]]
        [--threads 1,2] [--prompt 32] [-n 32] [--repeats 3] [--devices 2 --strategy megatron --pin]
 """
 import argparse
@@ -105,7 +105,15 @@ def main():
     rows = []
     for t in a.types.split(","):
         gguf = os.path.join(a.work, f"{a.preset}.{t}.gguf")
-        if not os.path.exists(gguf):
+        if not os.path.exists(gguf) and t == "q4_k_m":
+            # llama.cpp's usual download: Q4_K matrices, Q6_K head and attention values, written
+            # by the k-quant check's numpy quantiser from an F32 file (Huddle reads them as Q8_0).
+            f32 = os.path.join(a.work, f"{a.preset}.f32.gguf")
+            if not os.path.exists(f32):
+                run([a.huddle, "quantize", "--type", "f32", src, f32])
+            run(["/usr/bin/python3", os.path.join(HERE, "..", "..", "tests", "cli",
+                                                  "gguf_kquant_check.py"), "--rewrite", f32, gguf])
+        elif not os.path.exists(gguf):
             run([a.huddle, "quantize", "--type", t, src, gguf])
         for threads in map(int, a.threads.split(",")):
             h_dec, h_pre, l_dec, l_pre = [], [], [], []

@@ -18,6 +18,8 @@ Written from ggml's block layouts (ggml-common.h; docs/gguf.md), sharing no code
 5. A Q4_K tensor whose rows are not whole super-blocks of 256 is refused, naming the tensor.
 
 Usage: gguf_kquant_check.py HUDDLE_BINARY FIXTURES_DIR. Exit 0 on success, 1 on a mismatch.
+       gguf_kquant_check.py --rewrite F32.gguf OUT.gguf: only write OUT as the Q4_K_M-like copy
+       of an F32 GGUF (bench/llamacpp/decode_bench.py --types q4_k_m uses it).
 """
 import json
 import os
@@ -197,6 +199,34 @@ def kquant_type(name):
     return GGML_Q6_K if name == "output.weight" or name.endswith("attn_v.weight") else GGML_Q4_K
 
 
+def rewrite(f32_path, kquant_path, reference_path=None):
+    """Writes the F32 GGUF's matrices with rows of 256 as k-quants (kquant_type) to kquant_path,
+    and, given reference_path, the same file with those matrices as Q8_0 of numpy's decoding of
+    the k-quant blocks. Returns (kv bytes, kv count, the k-quant file's tensors, counts by type)."""
+    data = open(f32_path, "rb").read()
+    kv, n_kv, infos, start, _ = split_gguf(data)
+    kquant, reference, counts = [], [], {}
+    for name, ne, t, off in infos:
+        assert t == GGML_F32, (name, t)
+        n = int(np.prod(ne))
+        blob = data[start + off:start + off + 4 * n]
+        if len(ne) == 2 and ne[0] % 256 == 0:
+            k = kquant_type(name)
+            quantize, dequantize = KQUANT[k]
+            kblob = quantize(np.frombuffer(blob, "<f4"))
+            kquant.append((name, ne, k, kblob))
+            if reference_path:
+                reference.append((name, ne, GGML_Q8_0, ref.q8_0_bytes(dequantize(kblob, n))))
+            counts[k] = counts.get(k, 0) + 1
+        else:
+            kquant.append((name, ne, t, blob))
+            reference.append((name, ne, t, blob))
+    write_gguf(kquant_path, kv, n_kv, kquant)
+    if reference_path:
+        write_gguf(reference_path, kv, n_kv, reference)
+    return kv, n_kv, kquant, counts
+
+
 # --- the check ------------------------------------------------------------------------------------
 
 def run(cmd, **kw):
@@ -212,6 +242,9 @@ def huddle_run(huddle, gguf, ids, out_npy):
 
 
 def main():
+    if sys.argv[1] == "--rewrite":
+        rewrite(sys.argv[2], sys.argv[3])
+        return 0
     huddle, fixtures = sys.argv[1], sys.argv[2]
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -230,29 +263,11 @@ def main():
         subprocess.run([huddle, "quantize", "--type", "f32", model, f32], check=True,
                        capture_output=True)
 
-        data = open(f32, "rb").read()
-        kv, n_kv, infos, start, _ = split_gguf(data)
-        kquant, reference, counts = [], [], {}
-        for name, ne, t, off in infos:
-            assert t == GGML_F32, (name, t)
-            n = int(np.prod(ne))
-            blob = data[start + off:start + off + 4 * n]
-            if len(ne) == 2 and ne[0] % 256 == 0:
-                k = kquant_type(name)
-                quantize, dequantize = KQUANT[k]
-                kblob = quantize(np.frombuffer(blob, "<f4"))
-                kquant.append((name, ne, k, kblob))
-                reference.append((name, ne, GGML_Q8_0, ref.q8_0_bytes(dequantize(kblob, n))))
-                counts[k] = counts.get(k, 0) + 1
-            else:
-                kquant.append((name, ne, t, blob))
-                reference.append((name, ne, t, blob))
+        kfile, rfile = os.path.join(tmp, "q4_k_m.gguf"), os.path.join(tmp, "reference.gguf")
+        kv, n_kv, kquant, counts = rewrite(f32, kfile, rfile)
         print(f"k-quant file: {counts.get(GGML_Q4_K, 0)} Q4_K and {counts.get(GGML_Q6_K, 0)} "
               f"Q6_K matrices; the rest F32")
         assert counts.get(GGML_Q4_K) and counts.get(GGML_Q6_K)
-        kfile, rfile = os.path.join(tmp, "q4_k_m.gguf"), os.path.join(tmp, "reference.gguf")
-        write_gguf(kfile, kv, n_kv, kquant)
-        write_gguf(rfile, kv, n_kv, reference)
 
         prompt = json.load(open(os.path.join(fixtures, "references",
                                              "llama-tiny.generate.json")))["prompt"]
