@@ -159,7 +159,11 @@ Tensor GgufFile::view(std::string_view name) const {
   const GgufTensorInfo* t = find_tensor(name);
   if (t == nullptr) throw LoadError(fmt::format("{}: no tensor named '{}'", path().string(), name));
   const std::span<const std::byte> b = bytes(*t);
-  if (t->kquant) return kquant_as_q8_0(*t->kquant, t->shape, b);
+  if (t->kquant) {
+    Tensor converted = kquant_as_q8_0(*t->kquant, t->shape, b);
+    release_mapped_pages(b.data(), b.size());  // the blocks are not read again here
+    return converted;
+  }
   // Block types start with an f16 scale; scalar types need their element size.
   const std::size_t align = dtype_is_quantized(t->dtype) ? 2 : dtype_size(t->dtype);
   if (reinterpret_cast<std::uintptr_t>(b.data()) % align == 0) {

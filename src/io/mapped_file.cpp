@@ -136,4 +136,12 @@ void release_mapped_pages(const void* p, std::size_t n) noexcept {
   }
 }
 
+bool in_mapped_file(const void* p) noexcept {
+  const std::lock_guard lock(mappings_mutex());
+  for (const MappedFile* m : live_mappings()) {
+    if (m->contains(p)) return true;
+  }
+  return false;
+}
+
 }  // namespace huddle::io

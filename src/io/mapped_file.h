@@ -62,4 +62,7 @@ class MappedFile {
 // from a peer) is left alone. For weights an executor has copied into a form of its own.
 void release_mapped_pages(const void* p, std::size_t n) noexcept;
 
+// Whether `p` lies in a live MappedFile (a view of a file, not memory of the process's own).
+bool in_mapped_file(const void* p) noexcept;
+
 }  // namespace huddle::io

@@ -1,8 +1,10 @@
 #include "model/model.h"
 
 #include "core/error.h"
+#include "io/mapped_file.h"
 #include "io/strict_json.h"
 #include "model/model_source.h"
+#include "model/weight_spill.h"
 
 #include <map>
 
@@ -90,6 +92,10 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& options)
   m.graph_ = std::move(description.graph);
 
   const std::map<std::string, WeightUse> uses = weight_uses(m.graph_);
+  // Converted 16-bit and quantised weights of at least this size are spilled
+  // (model/weight_spill.h); norm scales and biases stay in memory.
+  constexpr std::size_t kSpillBytes = 1 << 20;
+  WeightSpill spill;
   std::map<std::string, DType> kept_dtypes;  // every tensor the graph uses, read or not
   for (const Value& v : m.graph_.values()) {
     if (v.kind != ValueKind::Weight || kept_dtypes.contains(v.weight.tensor)) continue;
@@ -111,8 +117,19 @@ Model Model::load(const std::filesystem::path& path, const LoadOptions& options)
     }
     kept_dtypes.emplace(v.weight.tensor, kept);
     if (options.only_tensors && !options.only_tensors->contains(v.weight.tensor)) continue;
-    m.weights_.emplace(v.weight.tensor, convert_weight(checkpoint.view(it->second), kept));
+    const Tensor stored = checkpoint.view(it->second);
+    Tensor weight = convert_weight(stored, kept);
+    // Converted from a mapped checkpoint: those pages are not read again here.
+    if (weight.raw() != stored.raw()) io::release_mapped_pages(stored.raw(), stored.nbytes());
+    // A converted (owned) matrix that executors pack goes to the spill file and comes back as a
+    // view of it. F32 matrices are read in place by BLAS, so they are resident either way.
+    if (kept != DType::F32 && weight.nbytes() >= kSpillBytes && !io::in_mapped_file(weight.raw()) &&
+        spill.add(v.weight.tensor, weight)) {
+      continue;
+    }
+    m.weights_.emplace(v.weight.tensor, std::move(weight));
   }
+  for (auto& [name, view] : spill.finish()) m.weights_.emplace(name, std::move(view));
   // The graph records each weight's kept dtype: the planners count its bytes from the graph.
   for (std::size_t i = 0; i < m.graph_.values().size(); ++i) {
     const Value& v = m.graph_.values()[i];
