@@ -22,6 +22,20 @@
 #define HUDDLE_MEMORY_TEST_SKIPPED 1
 #endif
 #endif
+// AddressSanitizer's quarantine keeps the converted copies that load frees once spilled: the
+// Q8_0-at-load run measured 0.80x the F32 run's excess there (0.56x without it).
+#if defined(__SANITIZE_ADDRESS__)
+#define HUDDLE_MEMORY_QUARANTINE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HUDDLE_MEMORY_QUARANTINE 1
+#endif
+#endif
+#ifdef HUDDLE_MEMORY_QUARANTINE
+constexpr double kMaxQ8Excess = 0.9;
+#else
+constexpr double kMaxQ8Excess = 0.7;
+#endif
 
 namespace huddle {
 namespace {
@@ -100,9 +114,9 @@ TEST(ResidentMemory, SixteenBitWeightsHalveThePeak) {
   // Quantised at load to Q8_0 (0.27x the bytes), held once: measured 0.56x the F32 run's excess
   // (baseline 20 MB, F32 124 MB, Q8_0 78 MB; the packed copy, one weight being packed, and the
   // allocator's free chunks of the copies converted on the way). Held twice, with the F32 pages
-  // it came from, it was 1.49x (175 MB).
+  // it came from, it was 1.49x (175 MB). (Under ASan, see kMaxQ8Excess.)
   EXPECT_LT(q8.weight_bytes, 0.3 * f32.weight_bytes);
-  EXPECT_LE(q8_excess, 0.7 * f32_excess);
+  EXPECT_LE(q8_excess, kMaxQ8Excess * f32_excess);
 }
 
 }  // namespace
