@@ -37,35 +37,35 @@ bool write_all(int fd, const std::byte* p, std::size_t n) {
 
 WeightSpill::WeightSpill() : WeightSpill(default_dir()) {}
 
-WeightSpill::WeightSpill(const std::filesystem::path& dir) {
-  std::string pattern = (dir / "huddle-weights-XXXXXX").string();
-  fd_ = ::mkostemp(pattern.data(), O_CLOEXEC);
-  if (fd_ >= 0) path_ = pattern;
-}
+WeightSpill::WeightSpill(const std::filesystem::path& dir) : dir_(dir) {}
 
 WeightSpill::~WeightSpill() {
-  abandon();
+  if (fd_ >= 0) ::close(fd_);
 }
 
-void WeightSpill::abandon() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  if (!path_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-    path_.clear();
+bool WeightSpill::open_file() {
+  if (fd_ >= 0) return true;
+  if (failed_) return false;
+  std::string pattern = (dir_ / "huddle-weights-XXXXXX").string();
+  fd_ = ::mkostemp(pattern.data(), O_CLOEXEC);
+  if (fd_ < 0) {
+    failed_ = true;
+    return false;
   }
+  // The name goes at once, so nothing is left behind however the process ends: the descriptor,
+  // and then the mapping made through /proc/self/fd, keep the file.
+  ::unlink(pattern.c_str());
+  return true;
 }
 
 bool WeightSpill::add(const std::string& name, const Tensor& t) {
-  if (fd_ < 0 || !t.contiguous()) return false;
+  if (!t.contiguous() || !open_file()) return false;
   const std::uint64_t offset = (size_ + kAlign - 1) / kAlign * kAlign;
   const std::vector<std::byte> pad(static_cast<std::size_t>(offset - size_));
   const auto* data = static_cast<const std::byte*>(t.raw());
   if (!write_all(fd_, pad.data(), pad.size()) || !write_all(fd_, data, t.nbytes())) {
     // The disk is full: what was written stays usable, nothing more is taken.
-    ::close(fd_);
-    fd_ = -1;
+    failed_ = true;
     size_ = offset;  // the entries so far lie below this
     return false;
   }
@@ -76,14 +76,11 @@ bool WeightSpill::add(const std::string& name, const Tensor& t) {
 
 std::unordered_map<std::string, Tensor> WeightSpill::finish() {
   std::unordered_map<std::string, Tensor> out;
-  if (fd_ >= 0) ::close(fd_);
+  if (entries_.empty()) return out;
+  const std::shared_ptr<const io::MappedFile> mapping =
+      io::MappedFile::open("/proc/self/fd/" + std::to_string(fd_));
+  ::close(fd_);  // the mapping keeps the file
   fd_ = -1;
-  if (entries_.empty()) {
-    abandon();
-    return out;
-  }
-  const std::shared_ptr<const io::MappedFile> mapping = io::MappedFile::open(path_);
-  abandon();  // the name goes; the mapping keeps the file
   for (const Entry& e : entries_) {
     auto* p = const_cast<std::byte*>(mapping->data() + e.offset);  // PROT_READ: writes fault
     out.emplace(e.name, Tensor::borrow(e.dtype, e.shape, p, mapping));

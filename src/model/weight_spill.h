@@ -1,9 +1,10 @@
 // Weights converted at load (a GGUF k-quant read as Q8_0, any `--weight-dtype` conversion) are
 // owned copies: the model keeps them for later binds (re-plans, weights sent to workers), so an
 // executor that packs them cannot let them go as it lets a mapped checkpoint's pages go, and they
-// would be held twice. WeightSpill writes each one, as it is made, to an unlinked temporary file
-// and hands back views of that file's mapping: like a mapped checkpoint, resident only while
-// read, and read again from the file when needed again.
+// would be held twice. WeightSpill writes each one, as it is made, to a temporary file whose name
+// is removed as soon as it is made (nothing is left behind, however the process ends), and hands
+// back views of that file's mapping: like a mapped checkpoint, resident only while read, and read
+// again from the file when needed again.
 #pragma once
 
 #include "core/tensor.h"
@@ -19,7 +20,7 @@ namespace huddle {
 class WeightSpill {
  public:
   // The file goes in $TMPDIR, else /var/tmp (on disk where /tmp may be memory), else the system's
-  // temporary directory. Where none takes a file, add() declines every tensor.
+  // temporary directory, made at the first add(). Where none takes a file, add() declines.
   WeightSpill();
   explicit WeightSpill(const std::filesystem::path& dir);
   ~WeightSpill();
@@ -31,8 +32,8 @@ class WeightSpill {
   // later calls decline too.
   bool add(const std::string& name, const Tensor& t);
 
-  // Maps the file, removes its name (the mapping keeps it), and returns a view of it per added
-  // tensor. Empty when nothing was added.
+  // Maps the file (the mapping keeps it) and returns a view of it per added tensor. Empty when
+  // nothing was added.
   std::unordered_map<std::string, Tensor> finish();
 
  private:
@@ -42,10 +43,11 @@ class WeightSpill {
     Shape shape;
     std::uint64_t offset;
   };
-  void abandon() noexcept;
+  bool open_file();
 
-  std::filesystem::path path_;
+  std::filesystem::path dir_;
   int fd_ = -1;
+  bool failed_ = false;  // no file could be made, or a write failed: decline from then on
   std::uint64_t size_ = 0;
   std::vector<Entry> entries_;
 };
