@@ -30,7 +30,7 @@ Plan assignment_plan(const PlanModel& model, const Graph& graph,
 }
 
 Plan trimmed_assignment_plan(const PlanModel& model, const Graph& graph,
-                            const std::vector<Provider>& providers, const Assignment& assignment) {
+                             const std::vector<Provider>& providers, const Assignment& assignment) {
   const auto on_remote = [&](int p) { return providers[static_cast<std::size_t>(p)].device != 0; };
   if (std::any_of(assignment.begin(), assignment.end(), on_remote))
     return assignment_plan(model, graph, providers, assignment);

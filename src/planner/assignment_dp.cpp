@@ -245,8 +245,7 @@ DpResult optimal_assignment(const Dcg& dcg, const Costs& costs, bool* exact) {
     return assembly_line_dp(dcg, costs, allowed);
   };
   std::vector<int> priced;  // devices with a fixed cost
-  int num_devices = 0;
-  for (int d : p.provider_device) num_devices = std::max(num_devices, d + 1);
+  const int num_devices = p.num_devices();
   for (int d = 0; d < num_devices; ++d) {
     if (costs.fixed(d) > 0) priced.push_back(d);
   }

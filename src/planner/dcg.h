@@ -50,6 +50,12 @@ struct AssignProblem {
 
   int num_ops() const { return static_cast<int>(op_names.size()); }
   int num_providers() const { return static_cast<int>(provider_device.size()); }
+  // Devices the providers run on: this process and each remote (at least 1).
+  int num_devices() const {
+    int n = 1;
+    for (int d : provider_device) n = d + 1 > n ? d + 1 : n;
+    return n;
+  }
   // Checks the invariants above; PlanError naming the op or edge.
   void validate() const;
 };

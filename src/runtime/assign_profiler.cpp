@@ -307,10 +307,8 @@ AssignOutcome assign_with(const Graph& graph, const PlanModel& model,
   out.edge_runs = runs.edge_runs.size();
   const std::vector<Assignment> all_runs = runs.all();
   const Costs costs = profile(dcg, all_runs, &out.profiled);
-  std::size_t num_devices = 1;
-  for (const int d : dcg.problem().provider_device) num_devices = std::max(num_devices, at(d) + 1);
-  out.fixed_identified =
-      fixed_cost_identifiable(ops_per_device(all_runs, dcg.problem().provider_device, num_devices));
+  out.fixed_identified = fixed_cost_identifiable(
+      ops_per_device(all_runs, dcg.problem().provider_device, at(dcg.problem().num_devices())));
   out.costs = costs;
   out.optimal = optimal_assignment(dcg, costs, &out.exact);
   for (Baseline& b : baselines(dcg, providers)) {
