@@ -1,9 +1,10 @@
 // Element types. One table (HUDDLE_DTYPES) generates the enum, its names and its sizes.
 //
-// Scalar types store one element in `block_bytes`. Block-quantised types (Q8_0, Q4_0) store
+// Scalar types store one element in `block_bytes`. Block-quantised types (Q8_0, Q4_0, Q4_K) store
 // `block_elems` consecutive elements of a row in one `block_bytes` block, bit-compatible with
-// GGUF/ggml's blocks of the same name (src/core/quant.h); a row of such a tensor must hold a whole
-// number of blocks, and views may only cut a row at block boundaries.
+// GGUF/ggml's blocks of the same name (src/core/quant.h, src/core/kquant.h); a row of such a
+// tensor must hold a whole number of blocks, and views may only cut a row at block boundaries.
+// Q4_K is read from GGUF files, never written: Huddle has no Q4_K quantiser.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,8 @@ namespace huddle {
   X(BF16, "BF16", 1, 2)   \
   X(I32, "I32", 1, 4)     \
   X(Q8_0, "Q8_0", 32, 34) \
-  X(Q4_0, "Q4_0", 32, 18)
+  X(Q4_0, "Q4_0", 32, 18) \
+  X(Q4_K, "Q4_K", 256, 144)
 
 enum class DType : std::uint8_t {
 #define HUDDLE_DTYPE_ENUM(name, str, elems, bytes) name,

@@ -18,34 +18,19 @@ std::uint16_t u16_at(const std::uint8_t* p) {
   return v;
 }
 
-// Sub-block j's 6-bit scale and min from Q4_K's 12 packed bytes.
-void q4_k_scale_min(int j, const std::uint8_t* s, int& scale, int& min) {
-  if (j < 4) {
-    scale = s[j] & 63;
-    min = s[j + 4] & 63;
-  } else {
-    scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
-void dequantize_q4_k_block(const std::uint8_t* b, float* out) {
-  const float d = f16_to_f32(u16_at(b));
-  const float dmin = f16_to_f32(u16_at(b + 2));
-  const std::uint8_t* scales = b + 4;
-  const std::uint8_t* qs = b + 16;
-  for (int pair = 0; pair < 4; ++pair) {
-    for (int half = 0; half < 2; ++half) {
-      int scale = 0, min = 0;
-      q4_k_scale_min(2 * pair + half, scales, scale, min);
-      const float step = d * static_cast<float>(scale);
-      const float offset = dmin * static_cast<float>(min);
-      float* y = out + 64 * pair + 32 * half;
-      for (int l = 0; l < 32; ++l) {
-        const int q = half == 0 ? qs[32 * pair + l] & 0x0F : qs[32 * pair + l] >> 4;
-        y[l] = step * static_cast<float>(q) - offset;
-      }
-    }
+void dequantize_q4_k_block(const std::uint8_t* bytes, float* out) {
+  BlockQ4_K b;
+  std::memcpy(&b, bytes, sizeof b);  // the rows of a mapped file may be unaligned
+  const float d = f16_to_f32(b.d);
+  const float dmin = f16_to_f32(b.dmin);
+  for (int j = 0; j < 8; ++j) {
+    int scale = 0, min = 0;
+    q4_k_scale_min(b, j, scale, min);
+    const float step = d * static_cast<float>(scale);
+    const float offset = dmin * static_cast<float>(min);
+    std::uint8_t q[32];
+    q4_k_quants(b, j, q);
+    for (int l = 0; l < 32; ++l) out[32 * j + l] = step * static_cast<float>(q[l]) - offset;
   }
 }
 
@@ -69,6 +54,40 @@ void dequantize_q6_k_block(const std::uint8_t* b, float* out) {
 }
 
 }  // namespace
+
+void q4_k_scale_min(const BlockQ4_K& b, int j, int& scale, int& min) {
+  const std::uint8_t* s = b.scales;
+  if (j < 4) {
+    scale = s[j] & 63;
+    min = s[j + 4] & 63;
+  } else {
+    scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]) {
+  // Sub-blocks 2i and 2i + 1 share bytes 32i .. 32i + 31: low nibbles, then high ones.
+  const std::uint8_t* qs = b.qs + 32 * (j / 2);
+  for (int l = 0; l < 32; ++l) out[l] = j % 2 == 0 ? qs[l] & 0x0F : qs[l] >> 4;
+}
+
+Tensor random_q4_k(std::mt19937& rng, std::int64_t rows, std::int64_t cols, float magnitude) {
+  HUDDLE_CHECK(cols % kKQuantBlock == 0, "Q4_K rows of {} elements are not whole super-blocks",
+               cols);
+  Tensor w = Tensor::empty(DType::Q4_K, {rows, cols});
+  auto* blocks = static_cast<BlockQ4_K*>(w.raw());
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> size(0.2f * magnitude, magnitude);
+  for (std::int64_t b = 0; b < rows * (cols / kKQuantBlock); ++b) {
+    BlockQ4_K& block = blocks[b];
+    block.d = f32_to_f16(size(rng) / (63 * 15));  // d · s · q up to about `magnitude`
+    block.dmin = f32_to_f16(size(rng) / 63);      // dmin · m likewise
+    for (std::uint8_t& v : block.scales) v = static_cast<std::uint8_t>(byte(rng));
+    for (std::uint8_t& v : block.qs) v = static_cast<std::uint8_t>(byte(rng));
+  }
+  return w;
+}
 
 std::size_t kquant_block_bytes(KQuant type) {
   return type == KQuant::Q4_K ? kQ4KBytes : kQ6KBytes;

@@ -1,8 +1,8 @@
 // llama.cpp's k-quant blocks, read: GGUF files quantised Q4_K_M / Q4_K_S hold their matrices as
 // Q4_K and some (the output head, attention values, part of the MLP's down projections) as Q6_K.
-// Huddle reads them and keeps their values as Q8_0 (widened to f32 row by row, then quantised with
-// Q8_0's reference rounding): its kernels are Q8_0's and Q4_0's, and Q8_0 loses little of a 4- or
-// 6-bit value (docs/weights.md, "k-quants").
+// Q4_K stays Q4_K in memory (DType::Q4_K, multiplied by its own kernels: kernels/packed_weight.h);
+// Q6_K is kept as Q8_0 (widened to f32 row by row, then quantised with Q8_0's reference
+// rounding), which loses little of a 6-bit value (docs/weights.md, "k-quants").
 //
 // A row of n elements (n a multiple of 256) is n/256 super-blocks, ggml's layouts (ggml-common.h):
 //   Q4_K (144 bytes): { f16 d; f16 dmin; uint8 scales[12]; uint8 qs[128]; }
@@ -20,8 +20,11 @@
 // are llama.cpp's bit for bit whatever the order of operations.
 #pragma once
 
+#include "core/tensor.h"
+
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <span>
 #include <string_view>
 
@@ -30,6 +33,25 @@ namespace huddle {
 enum class KQuant { Q4_K, Q6_K };
 
 inline constexpr std::int64_t kKQuantBlock = 256;  // elements per super-block
+
+// ggml's block_q4_K (DType::Q4_K's block).
+struct BlockQ4_K {
+  std::uint16_t d;     // f16 scale of the sub-block scales
+  std::uint16_t dmin;  // f16 scale of the sub-block mins
+  std::uint8_t scales[12];
+  std::uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+
+// Sub-block j's (< 8) 6-bit scale s_j and min m_j: its elements are d·s_j · q - dmin·m_j.
+void q4_k_scale_min(const BlockQ4_K& b, int j, int& scale, int& min);
+// Sub-block j's 32 quants, in [0, 15], element order.
+void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]);
+
+// [rows, cols] (cols a multiple of 256) Q4_K blocks of random quants, scales and mins, each
+// super-block's d and dmin drawn so that its values lie within about ±magnitude. Huddle has no
+// Q4_K quantiser (it reads Q4_K files); the tests, the profiler and the benchmarks multiply these.
+Tensor random_q4_k(std::mt19937& rng, std::int64_t rows, std::int64_t cols, float magnitude = 1.0f);
 
 std::size_t kquant_block_bytes(KQuant type);  // 144 (Q4_K), 210 (Q6_K)
 std::string_view kquant_name(KQuant type);

@@ -1,6 +1,7 @@
 #include "core/quant.h"
 
 #include "core/error.h"
+#include "core/kquant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,6 +91,7 @@ void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
     case DType::Q4_0:
       quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n / kQuantBlock);
       return;
+    case DType::Q4_K:  // read from GGUF files only
     case DType::I32:
       break;
   }
@@ -118,6 +120,11 @@ void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n) {
       return;
     case DType::Q4_0:
       dequantize_q4_0(static_cast<const BlockQ4_0*>(in), x, n / kQuantBlock);
+      return;
+    case DType::Q4_K:
+      dequantize_kquant_row(KQuant::Q4_K,
+                            {static_cast<const std::byte*>(in), dtype_bytes(DType::Q4_K, n)},
+                            {x, static_cast<std::size_t>(n)});
       return;
     case DType::I32:
       break;

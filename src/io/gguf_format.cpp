@@ -192,7 +192,7 @@ GgufTensorInfo read_tensor_info(Cursor& c, std::size_t index) {
     numel = checked_mul(numel, n, c.origin(), what + "'s element count");
   }
   const auto type = c.read<std::uint32_t>(what);
-  // A k-quant is read as Q8_0 (kquant.h); its blocks are the stored ones.
+  // Q6_K is read as Q8_0 (kquant.h); its blocks are the stored ones.
   t.kquant = ggml_kquant(type);
   const std::optional<DType> dtype = t.kquant ? DType::Q8_0 : ggml_dtype(type);
   if (!dtype) {
@@ -332,8 +332,6 @@ std::optional<std::string_view> ggml_type_name(std::uint32_t id) {
 
 std::optional<KQuant> ggml_kquant(std::uint32_t id) {
   switch (id) {
-    case 12:
-      return KQuant::Q4_K;
     case 14:
       return KQuant::Q6_K;
     default:
@@ -351,6 +349,8 @@ std::optional<DType> ggml_dtype(std::uint32_t id) {
       return DType::Q4_0;
     case 8:
       return DType::Q8_0;
+    case 12:
+      return DType::Q4_K;
     case 30:
       return DType::BF16;
     default:
@@ -368,6 +368,8 @@ std::optional<std::uint32_t> ggml_type_id(DType dtype) {
       return 2;
     case DType::Q8_0:
       return 8;
+    case DType::Q4_K:
+      return 12;
     case DType::BF16:
       return 30;
     case DType::I32:

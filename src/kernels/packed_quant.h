@@ -1,4 +1,4 @@
-// Internal: the per-instruction-set kernels of packed Q4_0 and Q8_0 weights
+// Internal: the per-instruction-set kernels of packed Q4_0, Q8_0 and Q4_K weights
 // (kernels/packed_weight.h), one group of 16 weight rows against a few activation tokens.
 #pragma once
 
@@ -33,17 +33,43 @@ Byte* packed_quants(Byte* group, std::int64_t b) {
   return group + (b / 2) * packed_pair_bytes(T) + 64 + (b % 2) * packed_quant_bytes(T);
 }
 
+// Q4_K (core/kquant.h): a group is a run of super-blocks of 256 elements, each 2368 bytes:
+//   [0, 32)               the 16 rows' d (f16), [32, 64) their dmin (f16)
+//   [64 + 32j, +16)       sub-block j's (< 8) 6-bit scales s_j, one byte per row; [+16, +32) its
+//                         6-bit mins m_j
+//   [320 + 256j, +256)    sub-block j's quants as a Q4_0 block's (4 chunks of 64 bytes; the
+//                         nibbles are q in [0, 15], elements 4c .. 4c + 3 low, 16 + 4c .. high)
+// 4.625 bits a weight (the file's 4.5 and the 16 rows' scales unpacked to bytes).
+inline constexpr std::int64_t kQ4KSubBlocks = 8;
+inline constexpr std::int64_t kPackedQ4KSuperBytes = 64 + 8 * 32 + 8 * 256;
+template <class Byte>
+Byte* packed_q4k_super(Byte* group, std::int64_t s) {
+  return group + s * kPackedQ4KSuperBytes;
+}
+template <class Byte>
+Byte* packed_q4k_scales(Byte* super, std::int64_t j) {  // then the mins at +16
+  return super + 64 + 32 * j;
+}
+template <class Byte>
+Byte* packed_q4k_quants(Byte* super, std::int64_t j) {
+  return super + 320 + 256 * j;
+}
+
 // For one packed group (PackedWeight::group) of `blocks` blocks, and tokens t < `tokens`
 // (<= kPackedTokens) whose activation blocks start at x + t · x_row_blocks:
 //   y[t · ldy + j] = Σ_b fma(d_w[j][b] · x[t][b].d, Σ_i w_j[i] · x[t][b].q[i], ·)
 // for rows j < `rows` (<= 16), the integer sum exact. Q4_0 (w = q - 8) takes
 // seeds[t · x_row_blocks + b] = -8 · Σ_i x[t][b].q[i], the offset's part; Q8_0 ignores seeds.
+// Q4_K (`blocks` counts sub-blocks of 32, a multiple of 8) takes seeds = S = Σ_i x[t][b].q[i] and
+// computes, for sub-block b of super-block s with the row's d, dmin, s_b, m_b:
+//   acc = fma((d · s_b) · x.d, I, acc);  acc = fma(-((dmin · m_b) · x.d), S, acc)
+// where I = Σ_i q_i · x.q[i] (the products d · s_b and dmin · m_b are exact in f32).
 using PackedFn = void (*)(const std::byte* group, std::int64_t blocks, int rows, const BlockQ8A* x,
                           const std::int32_t* seeds, std::int64_t x_row_blocks, int tokens,
                           float* y, std::int64_t ldy);
 
-// The kernel for `dtype` (Q4_0 or Q8_0) on path `isa` (isa_supported(isa)): every path has one
-// (AVX-512 without VNNI runs AVX2's), and all give the same bits.
+// The kernel for `dtype` (Q4_0, Q8_0 or Q4_K) on path `isa` (isa_supported(isa)): every path has
+// one (AVX-512 without VNNI runs AVX2's), and all give the same bits.
 PackedFn packed_fn(DType dtype, Isa isa);
 
 // Per-path kernels (packed_quant_x86.cpp); null off x86-64.

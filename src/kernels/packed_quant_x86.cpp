@@ -11,6 +11,9 @@
 //   Q8_0: eight chunks, elements 4c .. 4c + 3. VNNI: the activation shifted to x + 128 is the
 //         unsigned operand and Σ (x + 128)·w - 128·Σ w = Σ x·w, the correction per row computed
 //         once per block for all tokens; AVX2: |w| times x with w's sign (maddubs).
+//   Q4_K: each sub-block of 32 as a Q4_0 block without the offset; its scale and min vectors are
+//         the rows' d and dmin times their 6-bit s_b and m_b (exact), and the min's term
+//         multiplies the caller's seed S = Σ x (packed_quant.h).
 // The integer block sum is exact on every path, so all give the scalar path's bits.
 #include "kernels/packed_quant.h"
 
@@ -43,14 +46,18 @@ inline std::int32_t four_bytes(const std::int8_t* x) {
 // Q8_0 goes without: its single stream (twice the bytes per instruction) ran 24-26 GB/s against
 // 17-20 with prefetches 2 or 4 KB ahead.
 constexpr std::int64_t kAhead = 1024;
+// Q4_K goes 2 KB ahead: its sub-blocks' quants sit between super-block headers, and at 1 KB one
+// core streamed 13.6-17.8 GB/s of packed Q4_K against 18.4-21.3 at 2 KB (1.5 KB: 16.2-20.0,
+// 4 KB: 17.5-19.7; bench_lowp_gemv, Zen 4).
+constexpr std::int64_t kAheadQ4K = 2048;
 
 // The `Lines` cache lines kAhead past a block's quants: a block's share of its pair, rounded up
 // (Q4_0: 4.5 lines), so the prefetches keep pace with the stream.
-template <int Lines>
+template <int Lines, std::int64_t Ahead = kAhead>
 inline void prefetch_lines(const std::byte* q) {
   HUDDLE_UNROLL_ALL
   for (int c = 0; c < Lines; ++c) {
-    _mm_prefetch(reinterpret_cast<const char*>(q + kAhead + c * 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(q + Ahead + c * 64), _MM_HINT_T0);
   }
 }
 
@@ -131,6 +138,57 @@ HUDDLE_VNNI void q8_group_vnni(const std::byte* group, std::int64_t blocks, int 
       }
       const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xb.d));
       acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[t]);
+    }
+  }
+  const auto mask = static_cast<__mmask16>(rows >= 16 ? 0xFFFF : (1u << rows) - 1);
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
+template <int T>
+HUDDLE_VNNI void q4k_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
+                                const BlockQ8A* x, const std::int32_t* seeds,
+                                std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  const __m512i low4 = _mm512_set1_epi8(15);
+  __m512 acc[T];
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::int64_t s = 0; s < blocks / kQ4KSubBlocks; ++s) {
+    const std::byte* super = packed_q4k_super(group, s);
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(m256(super)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256(m256(super + 32)));
+    for (int j = 0; j < kQ4KSubBlocks; ++j) {
+      const std::byte* q = packed_q4k_quants(super, j);
+      prefetch_lines<5, kAheadQ4K>(q);  // a sub-block's quants and its share of the header
+      __m512i lo[4], hi[4];
+      HUDDLE_UNROLL_ALL
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v = _mm512_load_si512(q + c * 64);
+        lo[c] = _mm512_and_si512(v, low4);
+        hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      }
+      const std::byte* sm = packed_q4k_scales(super, j);
+      const __m512 step =
+          _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(m128(sm)))));
+      const __m512 offset = _mm512_mul_ps(
+          dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(m128(sm + 16)))));
+      const std::int64_t b = s * kQ4KSubBlocks + j;
+      HUDDLE_UNROLL_ALL
+      for (int t = 0; t < T; ++t) {
+        const BlockQ8A& xb = x[t * x_row_blocks + b];
+        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+        HUDDLE_UNROLL_ALL
+        for (int c = 0; c < 4; ++c) {
+          s0 = _mm512_dpbusd_epi32(s0, lo[c], _mm512_set1_epi32(four_bytes(xb.q + 4 * c)));
+          s1 = _mm512_dpbusd_epi32(s1, hi[c], _mm512_set1_epi32(four_bytes(xb.q + 16 + 4 * c)));
+        }
+        const __m512 dx = _mm512_set1_ps(xb.d);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(step, dx),
+                                 _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(offset, dx),
+                                  _mm512_set1_ps(static_cast<float>(seeds[t * x_row_blocks + b])),
+                                  acc[t]);
+      }
     }
   }
   const auto mask = static_cast<__mmask16>(rows >= 16 ? 0xFFFF : (1u << rows) - 1);
@@ -232,6 +290,73 @@ HUDDLE_AVX2 void group_avx2(const std::byte* group, std::int64_t blocks, int row
   }
 }
 
+// Q4_K on AVX2: Q4_0's sums without the seed, then packed_quant.h's two FMAs per sub-block.
+template <int T>
+HUDDLE_AVX2 void q4k_tokens_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                                 const BlockQ8A* x, const std::int32_t* seeds,
+                                 std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  __m256 acc[T][2];
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (std::int64_t s = 0; s < blocks / kQ4KSubBlocks; ++s) {
+    const std::byte* super = packed_q4k_super(group, s);
+    const __m256i dh = _mm256_load_si256(m256(super));
+    const __m256i mh = _mm256_load_si256(m256(super + 32));
+    const __m256 d[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(dh)),
+                         _mm256_cvtph_ps(_mm256_extracti128_si256(dh, 1))};
+    const __m256 dmin[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(mh)),
+                            _mm256_cvtph_ps(_mm256_extracti128_si256(mh, 1))};
+    for (int j = 0; j < kQ4KSubBlocks; ++j) {
+      const std::byte* q = packed_q4k_quants(super, j);
+      prefetch_lines<5, kAheadQ4K>(q);
+      const std::byte* sm = packed_q4k_scales(super, j);
+      const __m128i sc = _mm_load_si128(m128(sm));
+      const __m128i mn = _mm_load_si128(m128(sm + 16));
+      const __m256 step[2] = {
+          _mm256_mul_ps(d[0], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc))),
+          _mm256_mul_ps(d[1], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sc, 8))))};
+      const __m256 offset[2] = {
+          _mm256_mul_ps(dmin[0], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn))),
+          _mm256_mul_ps(dmin[1], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(mn, 8))))};
+      const std::int64_t b = s * kQ4KSubBlocks + j;
+      HUDDLE_UNROLL_ALL
+      for (int t = 0; t < T; ++t) {
+        const BlockQ8A& xb = x[t * x_row_blocks + b];
+        const __m256 dx = _mm256_set1_ps(xb.d);
+        const __m256 xsum = _mm256_set1_ps(static_cast<float>(seeds[t * x_row_blocks + b]));
+        HUDDLE_UNROLL_ALL
+        for (int half = 0; half < 2; ++half) {
+          const __m256i sum = Q4Avx2Sums::sums(q + half * 32, xb.q, 0);
+          acc[t][half] =
+              _mm256_fmadd_ps(_mm256_mul_ps(step[half], dx), _mm256_cvtepi32_ps(sum), acc[t][half]);
+          acc[t][half] = _mm256_fnmadd_ps(_mm256_mul_ps(offset[half], dx), xsum, acc[t][half]);
+        }
+      }
+    }
+  }
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) {
+    float out[16];
+    _mm256_storeu_ps(out, acc[t][0]);
+    _mm256_storeu_ps(out + 8, acc[t][1]);
+    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
+  }
+}
+
+HUDDLE_AVX2 void q4k_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                                const BlockQ8A* x, const std::int32_t* seeds,
+                                std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+  int t = 0;
+  for (; t + 2 <= tokens; t += 2) {
+    q4k_tokens_avx2<2>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                       x_row_blocks, y + t * ldy, ldy);
+  }
+  if (t < tokens) {
+    q4k_tokens_avx2<1>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                       x_row_blocks, y + t * ldy, ldy);
+  }
+}
+
 // ---- dispatch on the token count ----
 
 using FixedGroup = void (*)(const std::byte*, std::int64_t, int, const BlockQ8A*,
@@ -250,6 +375,12 @@ template <int T>
 struct Q8PackedVnni {
   static constexpr FixedGroup run = &q8_group_vnni<T>;
 };
+template <int T>
+struct Q4KPackedVnni {
+  static constexpr FixedGroup run = &q4k_group_vnni<T>;
+};
+constexpr GroupTable kQ4KPackedVnni =
+    token_table<Q4KPackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
 constexpr GroupTable kQ4PackedVnni =
     token_table<Q4PackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
 constexpr GroupTable kQ8PackedVnni =
@@ -270,6 +401,8 @@ PackedFn avx2_packed(DType dtype) {
       return &group_avx2<Q4Avx2Sums>;
     case DType::Q8_0:
       return &group_avx2<Q8Avx2Sums>;
+    case DType::Q4_K:
+      return &q4k_group_avx2;
     default:
       return nullptr;
   }
@@ -281,6 +414,8 @@ PackedFn avx512vnni_packed(DType dtype) {
       return &vnni_any<kQ4PackedVnni>;
     case DType::Q8_0:
       return &vnni_any<kQ8PackedVnni>;
+    case DType::Q4_K:
+      return &vnni_any<kQ4KPackedVnni>;
     default:
       return nullptr;
   }

@@ -3,6 +3,7 @@
 #include "kernels/packed_weight.h"
 
 #include "core/error.h"
+#include "core/kquant.h"
 #include "core/quant.h"
 #include "kernels/packed_16bit.h"
 #include "kernels/packed_quant.h"
@@ -43,6 +44,82 @@ void pack_group(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::
       std::memcpy(detail::packed_scales<T>(out, b) + 2 * j, &row[b].d, 2);
       std::byte* quants = detail::packed_quants<T>(out, b);
       for (int c = 0; c < kChunks; ++c) std::memcpy(quants + c * 64 + j * 4, row[b].q + 4 * c, 4);
+    }
+  }
+}
+
+// A Q4_K group (packed_quant.h): per super-block the rows' d and dmin, their sub-block scales
+// and mins as bytes, and each sub-block's quants laid out as a Q4_0 block's.
+void pack_group_q4k(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  const std::int64_t supers = w.dim(1) / kKQuantBlock;
+  const std::int64_t r0 = g * kRows;
+  const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
+  const auto* base = static_cast<const std::byte*>(w.raw());
+  std::memset(out, 0, static_cast<std::size_t>(group_bytes));
+  for (std::int64_t j = 0; j < rows; ++j) {
+    const std::byte* row = base + dtype_bytes(DType::Q4_K, (r0 + j) * w.row_stride());
+    for (std::int64_t sb = 0; sb < supers; ++sb) {
+      BlockQ4_K block;
+      std::memcpy(&block, row + sb * static_cast<std::int64_t>(sizeof block), sizeof block);
+      std::byte* super = detail::packed_q4k_super(out, sb);
+      std::memcpy(super + 2 * j, &block.d, 2);
+      std::memcpy(super + 32 + 2 * j, &block.dmin, 2);
+      for (int sub = 0; sub < detail::kQ4KSubBlocks; ++sub) {
+        int scale = 0, min = 0;
+        q4_k_scale_min(block, sub, scale, min);
+        std::byte* sm = detail::packed_q4k_scales(super, sub);
+        sm[j] = static_cast<std::byte>(scale);
+        sm[16 + j] = static_cast<std::byte>(min);
+        std::uint8_t q[32];
+        q4_k_quants(block, sub, q);
+        std::byte* quants = detail::packed_q4k_quants(super, sub);
+        for (int c = 0; c < 4; ++c) {
+          for (int e = 0; e < 4; ++e) {
+            quants[c * 64 + j * 4 + e] =
+                static_cast<std::byte>(q[4 * c + e] | q[16 + 4 * c + e] << 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Row j's d · s_b and dmin · m_b for sub-block `sub` of a packed Q4_K super-block (exact in f32).
+void q4k_step_offset(const std::byte* super, int sub, int j, float& step, float& offset) {
+  std::uint16_t d, dmin;
+  std::memcpy(&d, super + 2 * j, 2);
+  std::memcpy(&dmin, super + 32 + 2 * j, 2);
+  const auto* sm = reinterpret_cast<const std::uint8_t*>(detail::packed_q4k_scales(super, sub));
+  step = f16_to_f32(d) * static_cast<float>(sm[j]);
+  offset = f16_to_f32(dmin) * static_cast<float>(sm[16 + j]);
+}
+
+// The scalar Q4_K kernel: packed_quant.h's operations, one output at a time.
+void group_scalar_q4k(const std::byte* group, std::int64_t blocks, int rows,
+                      const detail::BlockQ8A* x, const std::int32_t* seeds,
+                      std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+  for (int t = 0; t < tokens; ++t) {
+    for (int j = 0; j < rows; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::byte* super = detail::packed_q4k_super(group, b / detail::kQ4KSubBlocks);
+        const auto sub = static_cast<int>(b % detail::kQ4KSubBlocks);
+        const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
+        const auto* q =
+            reinterpret_cast<const std::uint8_t*>(detail::packed_q4k_quants(super, sub));
+        std::int32_t sum = 0;
+        for (int c = 0; c < 4; ++c) {
+          for (int e = 0; e < 4; ++e) {
+            const std::uint8_t v = q[c * 64 + j * 4 + e];
+            sum += (v & 15) * xb.q[4 * c + e] + (v >> 4) * xb.q[16 + 4 * c + e];
+          }
+        }
+        float step = 0.0f, offset = 0.0f;
+        q4k_step_offset(super, sub, j, step, offset);
+        acc = std::fma(step * xb.d, static_cast<float>(sum), acc);
+        acc = std::fma(-(offset * xb.d), static_cast<float>(seeds[t * x_row_blocks + b]), acc);
+      }
+      y[t * ldy + j] = acc;
     }
   }
 }
@@ -158,16 +235,17 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
   for (std::int64_t r = 0; r < t; ++r) {
     detail::quantize_activation(x.f32() + r * x.row_stride(), xq.data() + r * blocks, k);
   }
-  const bool q4 = w.dtype() == DType::Q4_0;
-  for (std::size_t i = 0; q4 && i < xq.size(); ++i) {
+  // Q4_0's offset of 8 and Q4_K's mins multiply the activation block's sum (packed_quant.h).
+  const bool q4 = w.dtype() == DType::Q4_0, q4k = w.dtype() == DType::Q4_K;
+  for (std::size_t i = 0; (q4 || q4k) && i < xq.size(); ++i) {
     std::int32_t sum = 0;
     for (std::int8_t q : xq[i].q) sum += q;
-    seeds[i] = -8 * sum;
+    seeds[i] = q4 ? -8 * sum : sum;
   }
   const detail::PackedFn fn = detail::packed_fn(w.dtype(), active_isa());
   // Pointers taken here: inside the loop, on a pool thread, the thread_locals are that thread's.
   const detail::BlockQ8A* xqd = xq.data();
-  const std::int32_t* seedd = q4 ? seeds.data() : nullptr;
+  const std::int32_t* seedd = q4 || q4k ? seeds.data() : nullptr;
   float* yd = y.f32();
   const std::int64_t ldy = y.row_stride();
   const std::int64_t chunks = (w.groups() + kChunkGroups - 1) / kChunkGroups;
@@ -204,6 +282,7 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
 
 std::int64_t PackedWeight::group_bytes() const {
   if (is_16bit(dtype_)) return detail::packed16_group_bytes(cols_);
+  if (dtype_ == DType::Q4_K) return blocks_ / detail::kQ4KSubBlocks * detail::kPackedQ4KSuperBytes;
   return (blocks_ + 1) / 2 * detail::packed_pair_bytes(dtype_);
 }
 
@@ -216,6 +295,23 @@ void PackedWeight::unpack_row(std::int64_t r, float* out) const {
       std::uint16_t h;
       std::memcpy(&h, g + 32 * i + 2 * j, 2);
       out[i] = dtype_ == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    return;
+  }
+  if (dtype_ == DType::Q4_K) {  // as dequantize_row: d·s · q - dmin·m
+    for (std::int64_t b = 0; b < blocks_; ++b, out += detail::kQBlock) {
+      const std::byte* super = detail::packed_q4k_super(g, b / detail::kQ4KSubBlocks);
+      const auto sub = static_cast<int>(b % detail::kQ4KSubBlocks);
+      float step = 0.0f, offset = 0.0f;
+      q4k_step_offset(super, sub, j, step, offset);
+      const auto* q = reinterpret_cast<const std::uint8_t*>(detail::packed_q4k_quants(super, sub));
+      for (int c = 0; c < 4; ++c) {
+        for (int e = 0; e < 4; ++e) {
+          const std::uint8_t v = q[c * 64 + j * 4 + e];
+          out[4 * c + e] = step * static_cast<float>(v & 15) - offset;
+          out[16 + 4 * c + e] = step * static_cast<float>(v >> 4) - offset;
+        }
+      }
     }
     return;
   }
@@ -262,8 +358,8 @@ void PackedWeight::Free::operator()(std::byte* p) const {
 std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout,
                                                        const Consumed& consumed) {
   const DType t = w.dtype();
-  if ((t != DType::Q4_0 && t != DType::Q8_0 && !is_16bit(t)) || layout != WeightLayout::OutIn ||
-      w.rank() != 2) {
+  if ((t != DType::Q4_0 && t != DType::Q8_0 && t != DType::Q4_K && !is_16bit(t)) ||
+      layout != WeightLayout::OutIn || w.rank() != 2) {
     return nullptr;
   }
   auto p = std::make_shared<PackedWeight>();
@@ -274,6 +370,7 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
   p->data_.reset(static_cast<std::byte*>(
       ::operator new[](std::max<std::size_t>(p->nbytes(), 64), std::align_val_t{64})));
   const auto pack = is_16bit(t)        ? &pack_group16
+                    : t == DType::Q4_K ? &pack_group_q4k
                     : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
                                        : &pack_group<DType::Q8_0>;
   // Runs of groups of about 16 MB of rows, each packed in parallel, then reported consumed.
@@ -323,8 +420,8 @@ namespace detail {
 
 PackedFn packed_fn(DType dtype, Isa isa) {
   HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
-  HUDDLE_CHECK(dtype == DType::Q4_0 || dtype == DType::Q8_0, "no packed kernel for {} weights",
-               dtype_name(dtype));
+  HUDDLE_CHECK(dtype == DType::Q4_0 || dtype == DType::Q8_0 || dtype == DType::Q4_K,
+               "no packed kernel for {} weights", dtype_name(dtype));
   PackedFn fn = nullptr;
   switch (isa) {
     case Isa::Avx512Vnni:
@@ -338,6 +435,7 @@ PackedFn packed_fn(DType dtype, Isa isa) {
       break;
   }
   if (fn != nullptr) return fn;
+  if (dtype == DType::Q4_K) return &group_scalar_q4k;
   return dtype == DType::Q4_0 ? &group_scalar<DType::Q4_0> : &group_scalar<DType::Q8_0>;
 }
 

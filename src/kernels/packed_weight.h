@@ -1,6 +1,7 @@
 // A linear layer's weight repacked once, when an executor binds it, into the layout its fastest
-// kernel reads: Q4_0, Q8_0, F16 and BF16 weights stored OutIn [N, K] (every decoder projection of
-// a GGUF, `huddle quantize` or 16-bit Hugging Face model).
+// kernel reads: Q4_0, Q8_0, Q4_K, F16 and BF16 weights stored OutIn [N, K] (every decoder
+// projection of a GGUF, `huddle quantize` or 16-bit Hugging Face model). Q4_K's layout and
+// operations are in packed_quant.h.
 //
 // Why: a Q4_0 row is a run of 18-byte blocks (an f16 scale, 16 bytes of nibbles). Multiplying one
 // row at a time spends most of its instructions on per-block scale handling, unpacking and the
@@ -50,8 +51,8 @@ class PackedWeight {
  public:
   static constexpr std::int64_t kGroupRows = 16;
 
-  // w's packed form for linear() in `layout`, or null where none exists (not Q4_0, Q8_0, F16 or
-  // BF16, or InOut).
+  // w's packed form for linear() in `layout`, or null where none exists (not Q4_0, Q8_0, Q4_K, F16
+  // or BF16, or InOut).
   // `consumed`, when given, is told of each run of w's rows once packed (their bytes: a pointer
   // and a length), in order, so a caller that will not read them again can let them go while the
   // rest packs (a model's largest weight is not then held twice at the peak).
@@ -61,11 +62,13 @@ class PackedWeight {
 
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
-  std::int64_t blocks() const { return blocks_; }  // Q4_0/Q8_0 blocks per row; 0 for 16-bit
+  // Q4_0/Q8_0 blocks per row (Q4_K: sub-blocks of 32); 0 for 16-bit.
+  std::int64_t blocks() const { return blocks_; }
   std::int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
   DType dtype() const { return dtype_; }
   // Bytes of a group: Q4_0/Q8_0 (blocks + 1) / 2 pairs of blocks (packed_quant.h: Q4_0 576,
-  // Q8_0 1088); F16/BF16 32 per input, rounded up to 64 (packed_16bit.h).
+  // Q8_0 1088); Q4_K 2368 per super-block; F16/BF16 32 per input, rounded up to 64
+  // (packed_16bit.h).
   std::int64_t group_bytes() const;
   const std::byte* group(std::int64_t g) const { return data_.get() + g * group_bytes(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(groups() * group_bytes()); }

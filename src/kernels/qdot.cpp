@@ -3,6 +3,7 @@
 #include "kernels/qdot.h"
 
 #include "core/error.h"
+#include "core/kquant.h"
 #include "core/quant.h"
 
 #include <algorithm>
@@ -165,6 +166,35 @@ float dot_q4_0(const void* w, const void* x, std::int64_t k) {
   return acc;
 }
 
+// The operations packed_quant.h states for Q4_K, so a row gets the packed kernels' bits.
+float dot_q4_k(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  const auto* xb = static_cast<const BlockQ8A*>(x);
+  float acc = 0.0f;
+  for (std::int64_t s = 0; s < k / kKQuantBlock; ++s) {
+    BlockQ4_K block;
+    std::memcpy(&block, wb + s * static_cast<std::int64_t>(sizeof block), sizeof block);
+    const float d = f16_to_f32(block.d), dmin = f16_to_f32(block.dmin);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8A& xj = xb[8 * s + j];
+      int scale = 0, min = 0;
+      q4_k_scale_min(block, j, scale, min);
+      std::uint8_t q[32];
+      q4_k_quants(block, j, q);
+      std::int32_t sum = 0, xsum = 0;
+      for (int i = 0; i < 32; ++i) {
+        sum += q[i] * xj.q[i];
+        xsum += xj.q[i];
+      }
+      const float step = d * static_cast<float>(scale);
+      const float offset = dmin * static_cast<float>(min);
+      acc = std::fma(step * xj.d, static_cast<float>(sum), acc);
+      acc = std::fma(-(offset * xj.d), static_cast<float>(xsum), acc);
+    }
+  }
+  return acc;
+}
+
 }  // namespace
 
 DotFn scalar_dot(DType dtype) {
@@ -177,6 +207,8 @@ DotFn scalar_dot(DType dtype) {
       return &dot_q8_0;
     case DType::Q4_0:
       return &dot_q4_0;
+    case DType::Q4_K:
+      return &dot_q4_k;
     default:
       return nullptr;
   }

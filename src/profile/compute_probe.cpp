@@ -1,6 +1,7 @@
 #include "profile/compute_probe.h"
 
 #include "core/error.h"
+#include "core/kquant.h"
 #include "core/quant.h"
 #include "core/tensor.h"
 #include "kernels/kernels.h"
@@ -36,6 +37,13 @@ Tensor random_tensor(Shape shape, std::mt19937& rng) {
   float* p = t.f32();
   for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
   return t;
+}
+
+// A [rows, cols] weight in `dtype` (not F32) to time kernels on: quantised from random values,
+// or random Q4_K blocks (core/kquant.h; the kernels' time does not depend on the values).
+Tensor random_weight(DType dtype, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
+  if (dtype == DType::Q4_K) return random_q4_k(rng, rows, cols, 0.5f);
+  return quantize(random_tensor({rows, cols}, rng), dtype);
 }
 
 double thread_cpu_seconds() {
@@ -280,8 +288,7 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
     const std::int64_t copies =
         std::clamp<std::int64_t>((kCacheFlushBytes + weight_bytes - 1) / weight_bytes, 1,
                                  std::max<std::int64_t>(1, per_buffer / weight_bytes));
-    const Tensor first =
-        f32 ? random_tensor({g.k, g.n}, rng) : quantize(random_tensor({g.n, g.k}, rng), dtype);
+    const Tensor first = f32 ? random_tensor({g.k, g.n}, rng) : random_weight(dtype, g.n, g.k, rng);
     const kernels::WeightLayout layout =
         f32 ? kernels::WeightLayout::InOut : kernels::WeightLayout::OutIn;
     // The copies the runs rotate through: of the rows (F32), or of the packed form only (the

@@ -136,12 +136,22 @@ TEST_F(GgufHostile, BadShapes) {
   expect_refused(one_tensor(14, 0, 256, {128, 4}), {"tensor 't' is Q6_K with rows of 128"});
 }
 
-TEST_F(GgufHostile, KQuantsAreSizedByTheirBlocksAndReadAsQ8_0) {
+TEST_F(GgufHostile, KQuantsAreSizedByTheirBlocks) {
   // Two rows of one Q4_K super-block (144 bytes each): 288 bytes, so 256 are too few.
   expect_refused(one_tensor(12, 0, 256, {256, 2}), {"tensor 't'", "288 bytes", "past the end"});
   write_file(path_, one_tensor(12, 0, 288, {256, 2}));
+  {
+    const GgufFile f = GgufFile::open(path_);
+    const Tensor t = f.view("t");  // Q4_K kept as its blocks
+    EXPECT_EQ(t.dtype(), DType::Q4_K);
+    EXPECT_EQ(t.shape(), (Shape{2, 256}));
+    for (float v : dequantize(t).to_vector()) EXPECT_EQ(v, 0.0f);  // zero scales: every value 0
+  }
+  // Q6_K (210 bytes a super-block) is read as Q8_0 of its values.
+  expect_refused(one_tensor(14, 0, 400, {256, 2}), {"tensor 't'", "420 bytes", "past the end"});
+  write_file(path_, one_tensor(14, 0, 420, {256, 2}));
   const GgufFile f = GgufFile::open(path_);
-  const Tensor t = f.view("t");  // all-zero blocks: scales 0, so every value 0
+  const Tensor t = f.view("t");
   EXPECT_EQ(t.dtype(), DType::Q8_0);
   EXPECT_EQ(t.shape(), (Shape{2, 256}));
   for (float v : dequantize(t).to_vector()) EXPECT_EQ(v, 0.0f);

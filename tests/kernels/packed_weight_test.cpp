@@ -1,7 +1,8 @@
-// linear() on packed Q4_0, Q8_0, F16 and BF16 weights (kernels/packed_weight.h): against the
-// reference (the weight's values widened to F32 times the activation, for Q4_0/Q8_0 as rounded to
-// int8 blocks, double-accumulated), the same bits on every path this CPU supports and for every
-// token count, and against the row kernels up to float reassociation.
+// linear() on packed Q4_0, Q8_0, Q4_K, F16 and BF16 weights (kernels/packed_weight.h): against
+// the reference (the weight's values widened to F32 times the activation, for Q4_0/Q8_0/Q4_K as
+// rounded to int8 blocks, double-accumulated), the same bits on every path this CPU supports and
+// for every token count, and against the row kernels up to float reassociation (Q4_K: the same
+// bits, qdot.h).
 #include "kernels/packed_weight.h"
 #include "core/quant.h"
 #include "kernels/packed_16bit.h"
@@ -30,11 +31,11 @@ using testing::supported_isas;
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
 
-constexpr DType kQuantised[] = {DType::Q4_0, DType::Q8_0};
-constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0, DType::F16, DType::BF16};
+constexpr DType kQuantised[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K};
+constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16, DType::BF16};
 
 bool is_quantised(DType dtype) {
-  return dtype == DType::Q4_0 || dtype == DType::Q8_0;
+  return dtype == DType::Q4_0 || dtype == DType::Q8_0 || dtype == DType::Q4_K;
 }
 
 // The activation a packed product multiplies: int8-block rounded for Q4_0/Q8_0, as is for 16-bit.
@@ -62,7 +63,7 @@ TEST(PackedWeight, OnlyLowPrecisionOutInWeightsPack) {
     EXPECT_EQ(p->groups(), 1);
     EXPECT_EQ(p->group_bytes(), 64 * 32);  // 16 rows of 64 two-byte values
   }
-  for (DType dtype : kQuantised) {
+  for (DType dtype : {DType::Q4_0, DType::Q8_0}) {
     EXPECT_EQ(PackedWeight::pack(quantize(f32, dtype), WeightLayout::InOut), nullptr);
     const auto p = PackedWeight::pack(quantize(f32, dtype), WeightLayout::OutIn);
     ASSERT_NE(p, nullptr);
@@ -73,6 +74,13 @@ TEST(PackedWeight, OnlyLowPrecisionOutInWeightsPack) {
     // Two blocks: one pair, the rows' bytes plus 64 bytes of scales per pair.
     EXPECT_EQ(p->group_bytes(), static_cast<std::int64_t>(quantize(f32, dtype).nbytes()));
   }
+  const Tensor q4k = random_q4_k(rng, 20, 512);
+  EXPECT_EQ(PackedWeight::pack(q4k, WeightLayout::InOut), nullptr);
+  const auto p = PackedWeight::pack(q4k, WeightLayout::OutIn);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->blocks(), 16);  // sub-blocks of 32
+  EXPECT_EQ(p->groups(), 2);
+  EXPECT_EQ(p->group_bytes(), 2 * detail::kPackedQ4KSuperBytes);
 }
 
 // Rows around the group of 16 (padded last groups), K with odd block counts, T around the
@@ -82,8 +90,10 @@ TEST(PackedWeight, EveryPathMatchesReference) {
   for (DType dtype : kPacked) {
     for (Isa isa : supported_isas()) {
       for (std::int64_t t : {1, 2, 3, 8, 9, 19}) {
-        for (std::int64_t k : is_quantised(dtype) ? std::vector<std::int64_t>{32, 96, 320}
-                                                  : std::vector<std::int64_t>{1, 2, 33, 96, 321}) {
+        for (std::int64_t k : dtype == DType::Q4_K ? std::vector<std::int64_t>{256, 768}
+                              : is_quantised(dtype)
+                                  ? std::vector<std::int64_t>{32, 96, 320}
+                                  : std::vector<std::int64_t>{1, 2, 33, 96, 321}) {
           for (std::int64_t n : {1, 15, 16, 17, 50}) {
             std::mt19937 rng(seed++);
             const bool strided = (seed % 2) == 0;
@@ -111,9 +121,11 @@ TEST(PackedWeight, EveryPathMatchesReference) {
 // bits, and each token of a T-token call the bits it gets alone.
 TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
   std::mt19937 rng(5);
-  const std::int64_t t = 11, k = 2048 + 32, n = 37;  // an odd block count: a padded pair
+  const std::int64_t t = 11, n = 37;
   for (DType dtype : kPacked) {
     SCOPED_TRACE(dtype_name(dtype));
+    // An odd block count (a padded pair) where blocks go in pairs.
+    const std::int64_t k = dtype == DType::Q4_K ? 2048 + 256 : 2048 + 32;
     const Tensor x = random_tensor(rng, {t, k});
     const Tensor w = random_weight(rng, dtype, n, k, false);
     const Tensor bias = random_tensor(rng, {n});
@@ -138,7 +150,7 @@ TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
 // Weights at the ends of their range: Q8_0 quants of ±127 (and -128, which a GGUF may hold) and
 // Q4_0 nibbles of 0 and 15, against activations of ±127: the integer sums at their extremes.
 TEST(PackedWeight, ExtremeQuantsSumExactly) {
-  for (DType dtype : kQuantised) {
+  for (DType dtype : {DType::Q4_0, DType::Q8_0}) {
     const std::int64_t n = 16, k = 64;
     Tensor w = quantize(Tensor::zeros(DType::F32, {n, k}), dtype);
     auto* bytes = static_cast<std::uint8_t*>(w.raw());
@@ -169,6 +181,49 @@ TEST(PackedWeight, ExtremeQuantsSumExactly) {
   }
 }
 
+// Q4_K at its extremes: every 6-bit scale and min 63, nibbles of 0 and 15, activations of ±127.
+TEST(PackedWeight, ExtremeQ4KSumsExactly) {
+  const std::int64_t n = 16, k = 512;
+  Tensor w = Tensor::empty(DType::Q4_K, {n, k});
+  auto* bytes = static_cast<std::uint8_t*>(w.raw());
+  const std::size_t block = dtype_block_bytes(DType::Q4_K);
+  for (std::size_t b = 0; b < w.nbytes() / block; ++b) {
+    const std::uint16_t one = 0x3C00;  // f16 1.0
+    std::memcpy(bytes + b * block, &one, 2);
+    std::memcpy(bytes + b * block + 2, &one, 2);
+    std::memset(bytes + b * block + 4, 0xFF, 12);  // scales and mins of 63
+    std::memset(bytes + b * block + 16, b % 2 ? 0xFF : 0x0F, 128);
+  }
+  Tensor x = Tensor::empty(DType::F32, {2, k});
+  for (std::int64_t i = 0; i < 2 * k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
+  Tensor scalar;
+  {
+    ForcedIsa scope(Isa::Scalar);
+    scalar = packed_linear(x, w, nullptr);
+  }
+  Tensor ref = Tensor::empty(DType::F32, {2, n});
+  reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
+  EXPECT_TRUE(close(scalar, ref, kTol));
+  for (Isa isa : supported_isas()) {
+    ForcedIsa scope(isa);
+    EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0)) << isa_name(isa);
+  }
+}
+
+// Q4_K rows through the row kernels (qdot.h) give the packed kernels' bits: both state the same
+// operations.
+TEST(PackedWeight, Q4KRowKernelsGiveThePackedBits) {
+  std::mt19937 rng(31);
+  const Tensor x = random_tensor(rng, {3, 1024});
+  const Tensor w = random_weight(rng, DType::Q4_K, 40, 1024, true);
+  Tensor rows = Tensor::empty(DType::F32, {3, 40});
+  linear(x, w, WeightLayout::OutIn, nullptr, rows);
+  for (Isa isa : supported_isas()) {
+    ForcedIsa scope(isa);
+    EXPECT_TRUE(close(packed_linear(x, w, nullptr), rows, 0.0)) << isa_name(isa);
+  }
+}
+
 TEST(PackedWeight, AgreesWithRowKernels) {
   std::mt19937 rng(9);
   for (DType dtype : kPacked) {
@@ -187,7 +242,7 @@ TEST(PackedWeight, AgreesWithRowKernels) {
 TEST(PackedWeight, UnpackedRowsAreTheRowsValues) {
   std::mt19937 rng(21);
   for (DType dtype : kPacked) {
-    const std::int64_t n = 37, k = is_quantised(dtype) ? 96 : 45;
+    const std::int64_t n = 37, k = dtype == DType::Q4_K ? 512 : is_quantised(dtype) ? 96 : 45;
     const Tensor w = random_weight(rng, dtype, n, k, true);
     const auto packed = PackedWeight::pack(w, WeightLayout::OutIn);
     ASSERT_NE(packed, nullptr);

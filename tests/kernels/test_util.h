@@ -2,6 +2,7 @@
 // max|fast - ref| <= tol · max|ref| used throughout.
 #pragma once
 
+#include "core/kquant.h"
 #include "core/quant.h"
 #include "core/tensor.h"
 #include "kernels/lowp.h"
@@ -44,13 +45,16 @@ inline std::vector<Isa> supported_isas() {
   return out;
 }
 
-// A [rows, cols] weight of `dtype` quantised from uniform(-1, 1) values; strided: a block-aligned
-// column view of a wider tensor (as a tensor-parallel slice is).
+// A [rows, cols] weight of `dtype` quantised from uniform(-1, 1) values (Q4_K: random_q4_k);
+// strided: a block-aligned column view of a wider tensor (as a tensor-parallel slice is).
 inline Tensor random_weight(std::mt19937& rng, DType dtype, std::int64_t rows, std::int64_t cols,
                             bool strided) {
-  const std::int64_t pad = strided ? 64 : 0;
-  const Tensor wide = quantize(random_tensor(rng, {rows, cols + pad}), dtype);
-  return strided ? wide.cols(32, 32 + cols) : wide;
+  const std::int64_t block = std::max<std::int64_t>(32, dtype_block_elems(dtype));
+  const std::int64_t pad = strided ? 2 * block : 0;
+  const Tensor wide = dtype == DType::Q4_K
+                          ? random_q4_k(rng, rows, cols + pad)
+                          : quantize(random_tensor(rng, {rows, cols + pad}), dtype);
+  return strided ? wide.cols(block, block + cols) : wide;
 }
 
 // x with every row rounded as the Q8_0/Q4_0 paths round activations (kernels/lowp.h).
