@@ -106,8 +106,9 @@ def main():
     for t in a.types.split(","):
         gguf = os.path.join(a.work, f"{a.preset}.{t}.gguf")
         if not os.path.exists(gguf) and t == "q4_k_m":
-            # llama.cpp's usual download: Q4_K matrices, Q6_K head and attention values, written
-            # by the k-quant check's numpy quantiser from an F32 file (Huddle reads them as Q8_0).
+            # llama.cpp's usual download: Q4_K matrices, Q6_K head and (in some layers) attention
+            # values and down projections, as llama.cpp's Q4_K_M chooses, written by the k-quant
+            # check's numpy quantiser from an F32 file.
             f32 = os.path.join(a.work, f"{a.preset}.f32.gguf")
             if not os.path.exists(f32):
                 run([a.huddle, "quantize", "--type", "f32", src, f32])

@@ -1,10 +1,11 @@
 // Element types. One table (HUDDLE_DTYPES) generates the enum, its names and its sizes.
 //
-// Scalar types store one element in `block_bytes`. Block-quantised types (Q8_0, Q4_0, Q4_K) store
-// `block_elems` consecutive elements of a row in one `block_bytes` block, bit-compatible with
+// Scalar types store one element in `block_bytes`. Block-quantised types (Q8_0, Q4_0, k-quants)
+// store `block_elems` consecutive elements of a row in one `block_bytes` block, bit-compatible with
 // GGUF/ggml's blocks of the same name (src/core/quant.h, src/core/kquant.h); a row of such a
 // tensor must hold a whole number of blocks, and views may only cut a row at block boundaries.
-// Q4_K is read from GGUF files, never written: Huddle has no Q4_K quantiser.
+// The k-quants Q4_K and Q6_K are read from GGUF files, never written: Huddle has no quantiser
+// for them.
 #pragma once
 
 #include <cstddef>
@@ -15,14 +16,15 @@
 namespace huddle {
 
 // X(enum name, name (safetensors' for the scalar types), elements per block, bytes per block)
-#define HUDDLE_DTYPES(X)  \
-  X(F32, "F32", 1, 4)     \
-  X(F16, "F16", 1, 2)     \
-  X(BF16, "BF16", 1, 2)   \
-  X(I32, "I32", 1, 4)     \
-  X(Q8_0, "Q8_0", 32, 34) \
-  X(Q4_0, "Q4_0", 32, 18) \
-  X(Q4_K, "Q4_K", 256, 144)
+#define HUDDLE_DTYPES(X)    \
+  X(F32, "F32", 1, 4)       \
+  X(F16, "F16", 1, 2)       \
+  X(BF16, "BF16", 1, 2)     \
+  X(I32, "I32", 1, 4)       \
+  X(Q8_0, "Q8_0", 32, 34)   \
+  X(Q4_0, "Q4_0", 32, 18)   \
+  X(Q4_K, "Q4_K", 256, 144) \
+  X(Q6_K, "Q6_K", 256, 210)
 
 enum class DType : std::uint8_t {
 #define HUDDLE_DTYPE_ENUM(name, str, elems, bytes) name,

@@ -5,18 +5,13 @@
 #include "core/error.h"
 
 #include <cstring>
+#include <type_traits>
 
 namespace huddle {
 namespace {
 
 constexpr std::size_t kQ4KBytes = 2 + 2 + 12 + 128;
 constexpr std::size_t kQ6KBytes = 128 + 64 + 16 + 2;
-
-std::uint16_t u16_at(const std::uint8_t* p) {
-  std::uint16_t v;
-  std::memcpy(&v, p, sizeof v);  // little-endian, as GGUF stores it
-  return v;
-}
 
 void dequantize_q4_k_block(const std::uint8_t* bytes, float* out) {
   BlockQ4_K b;
@@ -34,22 +29,14 @@ void dequantize_q4_k_block(const std::uint8_t* bytes, float* out) {
   }
 }
 
-void dequantize_q6_k_block(const std::uint8_t* b, float* out) {
-  const std::uint8_t* ql = b;
-  const std::uint8_t* qh = b + 128;
-  const auto* scales = reinterpret_cast<const std::int8_t*>(b + 192);
-  const float d = f16_to_f32(u16_at(b + 208));
-  for (int h = 0; h < 2; ++h) {
-    for (int k = 0; k < 4; ++k) {
-      for (int l = 0; l < 32; ++l) {
-        const std::uint8_t low_byte = ql[64 * h + l + 32 * (k & 1)];
-        const int low = k < 2 ? low_byte & 0x0F : low_byte >> 4;
-        const int high = (qh[32 * h + l] >> (2 * k)) & 3;
-        const int e = 128 * h + 32 * k + l;
-        out[e] =
-            d * static_cast<float>(scales[e / 16]) * static_cast<float>((low | high << 4) - 32);
-      }
-    }
+void dequantize_q6_k_block(const std::uint8_t* bytes, float* out) {
+  BlockQ6_K b;
+  std::memcpy(&b, bytes, sizeof b);  // the rows of a mapped file may be unaligned
+  const float d = f16_to_f32(b.d);
+  std::uint8_t q[256];
+  q6_k_quants(b, q);
+  for (int e = 0; e < 256; ++e) {
+    out[e] = d * static_cast<float>(b.scales[e / 16]) * static_cast<float>(q[e] - 32);
   }
 }
 
@@ -72,21 +59,48 @@ void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]) {
   for (int l = 0; l < 32; ++l) out[l] = j % 2 == 0 ? qs[l] & 0x0F : qs[l] >> 4;
 }
 
-Tensor random_q4_k(std::mt19937& rng, std::int64_t rows, std::int64_t cols, float magnitude) {
-  HUDDLE_CHECK(cols % kKQuantBlock == 0, "Q4_K rows of {} elements are not whole super-blocks",
-               cols);
-  Tensor w = Tensor::empty(DType::Q4_K, {rows, cols});
-  auto* blocks = static_cast<BlockQ4_K*>(w.raw());
+Tensor random_kquant(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,
+                     float magnitude) {
+  HUDDLE_CHECK(type == DType::Q4_K || type == DType::Q6_K, "no random {} blocks", dtype_name(type));
+  HUDDLE_CHECK(cols % kKQuantBlock == 0, "{} rows of {} elements are not whole super-blocks",
+               dtype_name(type), cols);
+  Tensor w = Tensor::empty(type, {rows, cols});
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> size(0.2f * magnitude, magnitude);
+  const auto random_bytes = [&](auto& array) {
+    for (auto& v : array) v = static_cast<std::remove_reference_t<decltype(v)>>(byte(rng));
+  };
   for (std::int64_t b = 0; b < rows * (cols / kKQuantBlock); ++b) {
-    BlockQ4_K& block = blocks[b];
-    block.d = f32_to_f16(size(rng) / (63 * 15));  // d · s · q up to about `magnitude`
-    block.dmin = f32_to_f16(size(rng) / 63);      // dmin · m likewise
-    for (std::uint8_t& v : block.scales) v = static_cast<std::uint8_t>(byte(rng));
-    for (std::uint8_t& v : block.qs) v = static_cast<std::uint8_t>(byte(rng));
+    if (type == DType::Q4_K) {
+      BlockQ4_K& block = static_cast<BlockQ4_K*>(w.raw())[b];
+      block.d = f32_to_f16(size(rng) / (63 * 15));  // d · s · q up to about `magnitude`
+      block.dmin = f32_to_f16(size(rng) / 63);      // dmin · m likewise
+      random_bytes(block.scales);
+      random_bytes(block.qs);
+    } else {
+      BlockQ6_K& block = static_cast<BlockQ6_K*>(w.raw())[b];
+      block.d = f32_to_f16(size(rng) / (128 * 32));  // d · scale · (q - 32) likewise
+      random_bytes(block.ql);
+      random_bytes(block.qh);
+      random_bytes(block.scales);
+    }
   }
   return w;
+}
+
+void q6_k_quants(const BlockQ6_K& b, std::uint8_t out[256]) {
+  // Each half of 128 elements h (ql + 64h, qh + 32h): element 32k + l (k < 4, l < 32) takes
+  // ql[l + 32(k & 1)] (low nibble for k < 2, high for k >= 2) and bits 2k, 2k + 1 of qh[l].
+  for (int h = 0; h < 2; ++h) {
+    for (int k = 0; k < 4; ++k) {
+      for (int l = 0; l < 32; ++l) {
+        const std::uint8_t low_byte = b.ql[64 * h + l + 32 * (k & 1)];
+        const int low = k < 2 ? low_byte & 0x0F : low_byte >> 4;
+        const int high = (b.qh[32 * h + l] >> (2 * k)) & 3;
+        out[128 * h + 32 * k + l] = static_cast<std::uint8_t>(low | high << 4);
+      }
+    }
+  }
 }
 
 std::size_t kquant_block_bytes(KQuant type) {

@@ -1,8 +1,7 @@
 // llama.cpp's k-quant blocks, read: GGUF files quantised Q4_K_M / Q4_K_S hold their matrices as
 // Q4_K and some (the output head, attention values, part of the MLP's down projections) as Q6_K.
-// Q4_K stays Q4_K in memory (DType::Q4_K, multiplied by its own kernels: kernels/packed_weight.h);
-// Q6_K is kept as Q8_0 (widened to f32 row by row, then quantised with Q8_0's reference
-// rounding), which loses little of a 6-bit value (docs/weights.md, "k-quants").
+// Both stay as their blocks in memory (DType::Q4_K, DType::Q6_K), multiplied by their own kernels
+// (kernels/packed_weight.h; docs/weights.md, "k-quants").
 //
 // A row of n elements (n a multiple of 256) is n/256 super-blocks, ggml's layouts (ggml-common.h):
 //   Q4_K (144 bytes): { f16 d; f16 dmin; uint8 scales[12]; uint8 qs[128]; }
@@ -34,7 +33,7 @@ enum class KQuant { Q4_K, Q6_K };
 
 inline constexpr std::int64_t kKQuantBlock = 256;  // elements per super-block
 
-// ggml's block_q4_K (DType::Q4_K's block).
+// ggml's block_q4_K (DType::Q4_K's block) and block_q6_K (DType::Q6_K's).
 struct BlockQ4_K {
   std::uint16_t d;     // f16 scale of the sub-block scales
   std::uint16_t dmin;  // f16 scale of the sub-block mins
@@ -42,16 +41,29 @@ struct BlockQ4_K {
   std::uint8_t qs[128];
 };
 static_assert(sizeof(BlockQ4_K) == 144);
+struct BlockQ6_K {
+  std::uint8_t ql[128];  // the low 4 bits
+  std::uint8_t qh[64];   // the high 2 bits
+  std::int8_t scales[16];
+  std::uint16_t d;  // f16
+};
+static_assert(sizeof(BlockQ6_K) == 210);
 
 // Sub-block j's (< 8) 6-bit scale s_j and min m_j: its elements are d·s_j · q - dmin·m_j.
 void q4_k_scale_min(const BlockQ4_K& b, int j, int& scale, int& min);
 // Sub-block j's 32 quants, in [0, 15], element order.
 void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]);
 
-// [rows, cols] (cols a multiple of 256) Q4_K blocks of random quants, scales and mins, each
-// super-block's d and dmin drawn so that its values lie within about ±magnitude. Huddle has no
-// Q4_K quantiser (it reads Q4_K files); the tests, the profiler and the benchmarks multiply these.
-Tensor random_q4_k(std::mt19937& rng, std::int64_t rows, std::int64_t cols, float magnitude = 1.0f);
+// The 256 values q in [0, 63] of a Q6_K block, element order (an element is d · scales[e/16] ·
+// (q - 32)).
+void q6_k_quants(const BlockQ6_K& b, std::uint8_t out[256]);
+
+// [rows, cols] (cols a multiple of 256) blocks of `type` (Q4_K or Q6_K) of random quants, scales
+// (and mins), each super-block's scales drawn so that its values lie within about ±magnitude.
+// Huddle has no k-quant quantiser (it reads k-quant files); the tests, the profiler and the
+// benchmarks multiply these.
+Tensor random_kquant(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,
+                     float magnitude = 1.0f);
 
 std::size_t kquant_block_bytes(KQuant type);  // 144 (Q4_K), 210 (Q6_K)
 std::string_view kquant_name(KQuant type);

@@ -92,6 +92,7 @@ void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
       quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n / kQuantBlock);
       return;
     case DType::Q4_K:  // read from GGUF files only
+    case DType::Q6_K:
     case DType::I32:
       break;
   }
@@ -122,8 +123,9 @@ void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n) {
       dequantize_q4_0(static_cast<const BlockQ4_0*>(in), x, n / kQuantBlock);
       return;
     case DType::Q4_K:
-      dequantize_kquant_row(KQuant::Q4_K,
-                            {static_cast<const std::byte*>(in), dtype_bytes(DType::Q4_K, n)},
+    case DType::Q6_K:
+      dequantize_kquant_row(dtype == DType::Q4_K ? KQuant::Q4_K : KQuant::Q6_K,
+                            {static_cast<const std::byte*>(in), dtype_bytes(dtype, n)},
                             {x, static_cast<std::size_t>(n)});
       return;
     case DType::I32:

@@ -19,10 +19,10 @@ namespace huddle {
 inline constexpr std::int64_t kQuantBlock = 32;
 
 // Dtypes a matrix weight (linear weight, embedding table) may have: F32, F16, BF16, Q8_0, Q4_0,
-// Q4_K.
+// Q4_K, Q6_K.
 constexpr bool is_weight_dtype(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 ||
-         t == DType::Q4_0 || t == DType::Q4_K;
+         t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q6_K;
 }
 
 struct BlockQ8_0 {
@@ -41,7 +41,7 @@ static_assert(sizeof(BlockQ4_0) == 18);
 // multiple of the dtype's block.
 void quantize_row(DType dtype, const float* x, void* out, std::int64_t n);
 
-// dtype_bytes(dtype, n) bytes at in -> x[n]; the dtypes of quantize_row and Q4_K (kquant.h).
+// dtype_bytes(dtype, n) bytes at in -> x[n]; the dtypes of quantize_row, Q4_K and Q6_K (kquant.h).
 void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n);
 
 // Whole tensors, row by row (rank >= 1; strided 2-D views allowed), into new contiguous storage:

@@ -1,8 +1,6 @@
 #include "io/gguf.h"
 
 #include "core/error.h"
-#include "core/kquant.h"
-#include "core/quant.h"
 
 #include <fmt/format.h>
 
@@ -133,38 +131,12 @@ std::span<const std::byte> GgufFile::bytes(const GgufTensorInfo& t) const {
                                    static_cast<std::size_t>(t.nbytes));
 }
 
-namespace {
-
-// The k-quant rows as Q8_0 (kquant.h): each row widened to f32, then quantised.
-Tensor kquant_as_q8_0(KQuant type, const Shape& shape, std::span<const std::byte> blocks) {
-  Tensor out = Tensor::empty(DType::Q8_0, shape);
-  const std::int64_t cols = shape.empty() ? 1 : shape.back();
-  const std::int64_t rows = cols == 0 ? 0 : out.numel() / cols;
-  const std::size_t in_row =
-      static_cast<std::size_t>(cols / kKQuantBlock) * kquant_block_bytes(type);
-  const std::size_t out_row = dtype_bytes(DType::Q8_0, cols);
-  std::vector<float> row(static_cast<std::size_t>(cols));
-  auto* dst = static_cast<std::byte*>(out.raw());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    dequantize_kquant_row(type, blocks.subspan(i * in_row, in_row), row);
-    quantize_row(DType::Q8_0, row.data(), dst + i * out_row, cols);
-  }
-  return out;
-}
-
-}  // namespace
-
 Tensor GgufFile::view(std::string_view name) const {
   const GgufTensorInfo* t = find_tensor(name);
   if (t == nullptr) throw LoadError(fmt::format("{}: no tensor named '{}'", path().string(), name));
   const std::span<const std::byte> b = bytes(*t);
-  if (t->kquant) {
-    Tensor converted = kquant_as_q8_0(*t->kquant, t->shape, b);
-    release_mapped_pages(b.data(), b.size());  // the blocks are not read again here
-    return converted;
-  }
-  // Block types start with an f16 scale; scalar types need their element size.
+  // Blocks of every block type hold f16 scales at even offsets of an even-sized block; scalar
+  // types need their element size.
   const std::size_t align = dtype_is_quantized(t->dtype) ? 2 : dtype_size(t->dtype);
   if (reinterpret_cast<std::uintptr_t>(b.data()) % align == 0) {
     // Tensor has no const view type; the mapping is PROT_READ, so writes fault.

@@ -53,8 +53,7 @@ class GgufFile {
   std::vector<std::int64_t> integer_array(std::string_view key) const;
 
   // The tensor in its stored dtype, shape outermost first. Zero-copy when aligned to its element
-  // (or block scale) size, else an owned copy; Q4_K blocks come as they are (DType::Q4_K), Q6_K
-  // converted to Q8_0 (core/kquant.h). LoadError naming the tensor when absent.
+  // (or block scale) size, else an owned copy. LoadError naming the tensor when absent.
   Tensor view(std::string_view name) const;
   std::span<const std::byte> bytes(const GgufTensorInfo& t) const;
 

@@ -192,9 +192,7 @@ GgufTensorInfo read_tensor_info(Cursor& c, std::size_t index) {
     numel = checked_mul(numel, n, c.origin(), what + "'s element count");
   }
   const auto type = c.read<std::uint32_t>(what);
-  // Q6_K is read as Q8_0 (kquant.h); its blocks are the stored ones.
-  t.kquant = ggml_kquant(type);
-  const std::optional<DType> dtype = t.kquant ? DType::Q8_0 : ggml_dtype(type);
+  const std::optional<DType> dtype = ggml_dtype(type);
   if (!dtype) {
     const std::optional<std::string_view> name = ggml_type_name(type);
     if (name) {
@@ -204,13 +202,11 @@ GgufTensorInfo read_tensor_info(Cursor& c, std::size_t index) {
     throw LoadError(fmt::format("{}: {} has unknown type id {}", c.origin(), what, type));
   }
   t.dtype = *dtype;
-  const std::int64_t block = t.kquant ? kKQuantBlock : dtype_block_elems(t.dtype);
-  const std::uint64_t block_bytes =
-      t.kquant ? kquant_block_bytes(*t.kquant) : dtype_block_bytes(t.dtype);
+  const std::int64_t block = dtype_block_elems(t.dtype);
+  const std::uint64_t block_bytes = dtype_block_bytes(t.dtype);
   if (ne[0] % block != 0) {
-    throw LoadError(
-        fmt::format("{}: {} is {} with rows of {} elements, not whole blocks of {}", c.origin(),
-                    what, t.kquant ? kquant_name(*t.kquant) : dtype_name(t.dtype), ne[0], block));
+    throw LoadError(fmt::format("{}: {} is {} with rows of {} elements, not whole blocks of {}",
+                                c.origin(), what, dtype_name(t.dtype), ne[0], block));
   }
   t.nbytes = checked_mul(numel / static_cast<std::uint64_t>(block), block_bytes, c.origin(),
                          what + "'s byte size");
@@ -330,15 +326,6 @@ std::optional<std::string_view> ggml_type_name(std::uint32_t id) {
   }
 }
 
-std::optional<KQuant> ggml_kquant(std::uint32_t id) {
-  switch (id) {
-    case 14:
-      return KQuant::Q6_K;
-    default:
-      return std::nullopt;
-  }
-}
-
 std::optional<DType> ggml_dtype(std::uint32_t id) {
   switch (id) {
     case 0:
@@ -351,6 +338,8 @@ std::optional<DType> ggml_dtype(std::uint32_t id) {
       return DType::Q8_0;
     case 12:
       return DType::Q4_K;
+    case 14:
+      return DType::Q6_K;
     case 30:
       return DType::BF16;
     default:
@@ -370,6 +359,8 @@ std::optional<std::uint32_t> ggml_type_id(DType dtype) {
       return 8;
     case DType::Q4_K:
       return 12;
+    case DType::Q6_K:
+      return 14;
     case DType::BF16:
       return 30;
     case DType::I32:

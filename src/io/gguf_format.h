@@ -16,7 +16,6 @@
 #pragma once
 
 #include "core/dtype.h"
-#include "core/kquant.h"
 #include "core/tensor.h"
 
 #include <cstddef>
@@ -86,8 +85,7 @@ struct GgufValue {
 };
 
 // ggml tensor types, by id. X(enum name, id): every type a llama.cpp file may hold, so that a
-// refused one is named. Huddle reads F32, F16, BF16, Q8_0, Q4_0 and Q4_K (ggml_dtype), and Q6_K
-// (ggml_kquant) as Q8_0.
+// refused one is named. Huddle reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K (ggml_dtype).
 // One type per line: clang-format folds this list differently on each run.
 // clang-format off
 #define HUDDLE_GGML_TYPES(X) \
@@ -129,17 +127,12 @@ struct GgufValue {
 std::optional<std::string_view> ggml_type_name(std::uint32_t id);
 // The Huddle dtype of a ggml type id, or nullopt when Huddle does not read it.
 std::optional<DType> ggml_dtype(std::uint32_t id);
-// The k-quant read as Q8_0 of a ggml type id (Q6_K), or nullopt.
-std::optional<KQuant> ggml_kquant(std::uint32_t id);
-// The ggml type id of a Huddle dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K); nullopt for I32.
+// The ggml type id of a Huddle dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K); nullopt for I32.
 std::optional<std::uint32_t> ggml_type_id(DType dtype);
 
 struct GgufTensorInfo {
   std::string name;
-  DType dtype = DType::F32;  // the dtype GgufFile::view returns
-  // Stored as this k-quant (ggml Q6_K) and read as Q8_0 (`dtype`); offset and nbytes are the
-  // stored blocks'.
-  std::optional<KQuant> kquant;
+  DType dtype = DType::F32;  // as stored; GgufFile::view returns it
   Shape shape;               // outermost first (ne reversed): [rows, cols] for a matrix
   std::uint64_t offset = 0;  // absolute: from the start of the file
   std::uint64_t nbytes = 0;

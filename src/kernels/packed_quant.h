@@ -1,4 +1,4 @@
-// Internal: the per-instruction-set kernels of packed Q4_0, Q8_0 and Q4_K weights
+// Internal: the per-instruction-set kernels of packed Q4_0, Q8_0, Q4_K and Q6_K weights
 // (kernels/packed_weight.h), one group of 16 weight rows against a few activation tokens.
 #pragma once
 
@@ -55,6 +55,29 @@ Byte* packed_q4k_quants(Byte* super, std::int64_t j) {
   return super + 320 + 256 * j;
 }
 
+// Q6_K (core/kquant.h): a group is a run of super-blocks of 256 elements, each 3392 bytes:
+//   [0, 32)               the 16 rows' d (f16); [32, 64) zeros
+//   [64 + 16k, +16)       sub-block k's (< 16, of 16 elements) int8 scales, one byte per row
+//   [320 + 384j, +256)    the low 4 bits of block j's (< 8, of 32 elements) values q, laid out
+//                         as a Q4_0 block's nibbles (elements 4c .. 4c + 3 low, 16 + 4c .. high)
+//   [320 + 384j + 256, +64)  their high 2 bits for elements 4c + e: bits 2c, 2c + 1 of byte
+//                         4j' + e of row j' (Q4_0's chunk order: row j' at bytes 4j' .. 4j' + 3)
+//   [320 + 384j + 320, +64)  the same for elements 16 + 4c + e
+// 6.625 bits a weight (the file's 6.5625 and the rows' d padded to a cache line).
+inline constexpr std::int64_t kPackedQ6KSuperBytes = 64 + 16 * 16 + 8 * 384;
+template <class Byte>
+Byte* packed_q6k_super(Byte* group, std::int64_t s) {
+  return group + s * kPackedQ6KSuperBytes;
+}
+template <class Byte>
+Byte* packed_q6k_scales(Byte* super, std::int64_t k) {
+  return super + 64 + 16 * k;
+}
+template <class Byte>
+Byte* packed_q6k_quants(Byte* super, std::int64_t j) {  // the high bits at +256 and +320
+  return super + 320 + 384 * j;
+}
+
 // For one packed group (PackedWeight::group) of `blocks` blocks, and tokens t < `tokens`
 // (<= kPackedTokens) whose activation blocks start at x + t · x_row_blocks:
 //   y[t · ldy + j] = Σ_b fma(d_w[j][b] · x[t][b].d, Σ_i w_j[i] · x[t][b].q[i], ·)
@@ -64,6 +87,10 @@ Byte* packed_q4k_quants(Byte* super, std::int64_t j) {
 // computes, for sub-block b of super-block s with the row's d, dmin, s_b, m_b:
 //   acc = fma((d · s_b) · x.d, I, acc);  acc = fma(-((dmin · m_b) · x.d), S, acc)
 // where I = Σ_i q_i · x.q[i] (the products d · s_b and dmin · m_b are exact in f32).
+// Q6_K (`blocks` counts blocks of 32, a multiple of 8) takes two seeds per activation block,
+// seeds[2 · (t · x_row_blocks + b) + h] = -32 · Σ_{i<16} x[t][b].q[16h + i], and computes
+//   acc = fma(d · x.d, (float)(sc_2b · (I_0 + seed_0) + sc_2b+1 · (I_1 + seed_1)), acc)
+// where I_h = Σ_{i<16} q_{16h+i} · x.q[16h + i]; the integer is exact (|.| < 2^24).
 using PackedFn = void (*)(const std::byte* group, std::int64_t blocks, int rows, const BlockQ8A* x,
                           const std::int32_t* seeds, std::int64_t x_row_blocks, int tokens,
                           float* y, std::int64_t ldy);

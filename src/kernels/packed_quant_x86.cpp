@@ -11,6 +11,8 @@
 //   Q8_0: eight chunks, elements 4c .. 4c + 3. VNNI: the activation shifted to x + 128 is the
 //         unsigned operand and Σ (x + 128)·w - 128·Σ w = Σ x·w, the correction per row computed
 //         once per block for all tokens; AVX2: |w| times x with w's sign (maddubs).
+//   Q6_K: each block of 32 as a Q4_0 block's nibbles with the high 2 bits or-ed in from two more
+//         chunks, the two halves' sums (offset by the seeds) times their int8 scales, exact;
 //   Q4_K: each sub-block of 32 as a Q4_0 block without the offset; its scale and min vectors are
 //         the rows' d and dmin times their 6-bit s_b and m_b (exact), and the min's term
 //         multiplies the caller's seed S = Σ x (packed_quant.h).
@@ -23,6 +25,7 @@
 
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #define HUDDLE_UNROLL_ALL _Pragma("GCC unroll 16")
@@ -196,6 +199,77 @@ HUDDLE_VNNI void q4k_group_vnni(const std::byte* group, std::int64_t blocks, int
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
 }
 
+// Q6_K's 6-bit values of chunk c: the nibbles `v` (low or high ones already isolated) with bits
+// 2c, 2c + 1 of the high-bit chunk `h` moved to bits 4, 5 (16-bit shifts; the mask keeps each
+// byte's own bits).
+template <int C>
+HUDDLE_VNNI inline __m512i q6_with_high_bits(__m512i v, __m512i h) {
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  __m512i moved;
+  if constexpr (C == 0) {
+    moved = _mm512_slli_epi16(h, 4);
+  } else if constexpr (C == 1) {
+    moved = _mm512_slli_epi16(h, 2);
+  } else if constexpr (C == 2) {
+    moved = h;
+  } else {
+    moved = _mm512_srli_epi16(h, 2);
+  }
+  return _mm512_or_si512(v, _mm512_and_si512(moved, bits45));
+}
+
+template <int T>
+HUDDLE_VNNI void q6k_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
+                                const BlockQ8A* x, const std::int32_t* seeds,
+                                std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  const __m512i low4 = _mm512_set1_epi8(15);
+  __m512 acc[T];
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::int64_t s = 0; s < blocks / 8; ++s) {
+    const std::byte* super = packed_q6k_super(group, s);
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(m256(super)));
+    for (int j = 0; j < 8; ++j) {
+      const std::byte* q = packed_q6k_quants(super, j);
+      prefetch_lines<6>(q);  // Q6_K: 1 KB ahead (2 KB: 14-16.5 GB/s, 1 KB: 17-19)
+      const __m512i h0 = _mm512_load_si512(q + 256), h1 = _mm512_load_si512(q + 320);
+      __m512i lo[4], hi[4];
+      const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
+        const __m512i v = _mm512_load_si512(q + C * 64);
+        lo[C] = q6_with_high_bits<C>(_mm512_and_si512(v, low4), h0);
+        hi[C] = q6_with_high_bits<C>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), h1);
+      };
+      unpack(std::integral_constant<int, 0>{});
+      unpack(std::integral_constant<int, 1>{});
+      unpack(std::integral_constant<int, 2>{});
+      unpack(std::integral_constant<int, 3>{});
+      const __m512i sc0 =
+          _mm512_cvtepi8_epi32(_mm_load_si128(m128(packed_q6k_scales(super, 2 * j))));
+      const __m512i sc1 =
+          _mm512_cvtepi8_epi32(_mm_load_si128(m128(packed_q6k_scales(super, 2 * j + 1))));
+      const std::int64_t b = s * 8 + j;
+      HUDDLE_UNROLL_ALL
+      for (int t = 0; t < T; ++t) {
+        const BlockQ8A& xb = x[t * x_row_blocks + b];
+        const std::int32_t* seed = seeds + 2 * (t * x_row_blocks + b);
+        __m512i s0 = _mm512_set1_epi32(seed[0]), s1 = _mm512_set1_epi32(seed[1]);
+        HUDDLE_UNROLL_ALL
+        for (int c = 0; c < 4; ++c) {
+          s0 = _mm512_dpbusd_epi32(s0, lo[c], _mm512_set1_epi32(four_bytes(xb.q + 4 * c)));
+          s1 = _mm512_dpbusd_epi32(s1, hi[c], _mm512_set1_epi32(four_bytes(xb.q + 16 + 4 * c)));
+        }
+        const __m512i total =
+            _mm512_add_epi32(_mm512_mullo_epi32(s0, sc0), _mm512_mullo_epi32(s1, sc1));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(xb.d)), _mm512_cvtepi32_ps(total),
+                                 acc[t]);
+      }
+    }
+  }
+  const auto mask = static_cast<__mmask16>(rows >= 16 ? 0xFFFF : (1u << rows) - 1);
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
 // ---- AVX2: eight rows (half a group) at a time, T <= 2 tokens per pass ----
 
 // The eight four-element sums of rows [8·half, 8·half + 8) for one token, per dtype.
@@ -357,6 +431,112 @@ HUDDLE_AVX2 void q4k_group_avx2(const std::byte* group, std::int64_t blocks, int
   }
 }
 
+// The AVX2 form of q6_with_high_bits.
+template <int C>
+HUDDLE_AVX2 inline __m256i q6_with_high_bits_avx2(__m256i v, __m256i h) {
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  __m256i moved;
+  if constexpr (C == 0) {
+    moved = _mm256_slli_epi16(h, 4);
+  } else if constexpr (C == 1) {
+    moved = _mm256_slli_epi16(h, 2);
+  } else if constexpr (C == 2) {
+    moved = h;
+  } else {
+    moved = _mm256_srli_epi16(h, 2);
+  }
+  return _mm256_or_si256(v, _mm256_and_si256(moved, bits45));
+}
+
+// Q6_K on AVX2: per half of a block, the 6-bit values times x by maddubs (pairs within ±16002,
+// two chunks' pairs within ±32004: 16 bits), widened to 32 bits, then packed_quant.h's integer.
+template <int T>
+HUDDLE_AVX2 void q6k_tokens_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                                 const BlockQ8A* x, const std::int32_t* seeds,
+                                 std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[T][2];
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (std::int64_t s = 0; s < blocks / 8; ++s) {
+    const std::byte* super = packed_q6k_super(group, s);
+    const __m256i dh = _mm256_load_si256(m256(super));
+    const __m256 d[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(dh)),
+                         _mm256_cvtph_ps(_mm256_extracti128_si256(dh, 1))};
+    for (int j = 0; j < 8; ++j) {
+      const std::byte* q = packed_q6k_quants(super, j);
+      prefetch_lines<6>(q);
+      const __m128i scb0 = _mm_load_si128(m128(packed_q6k_scales(super, 2 * j)));
+      const __m128i scb1 = _mm_load_si128(m128(packed_q6k_scales(super, 2 * j + 1)));
+      const std::int64_t b = s * 8 + j;
+      HUDDLE_UNROLL_ALL
+      for (int half = 0; half < 2; ++half) {
+        const std::byte* qh = q + half * 32;
+        const __m256i h0 = _mm256_load_si256(m256(qh + 256));
+        const __m256i h1 = _mm256_load_si256(m256(qh + 320));
+        __m256i lo[4], hi[4];
+        const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
+          const __m256i v = _mm256_load_si256(m256(qh + C * 64));
+          lo[C] = q6_with_high_bits_avx2<C>(_mm256_and_si256(v, low4), h0);
+          hi[C] = q6_with_high_bits_avx2<C>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), h1);
+        };
+        unpack(std::integral_constant<int, 0>{});
+        unpack(std::integral_constant<int, 1>{});
+        unpack(std::integral_constant<int, 2>{});
+        unpack(std::integral_constant<int, 3>{});
+        const __m256i sc0 = _mm256_cvtepi8_epi32(half == 0 ? scb0 : _mm_srli_si128(scb0, 8));
+        const __m256i sc1 = _mm256_cvtepi8_epi32(half == 0 ? scb1 : _mm_srli_si128(scb1, 8));
+        HUDDLE_UNROLL_ALL
+        for (int t = 0; t < T; ++t) {
+          const BlockQ8A& xb = x[t * x_row_blocks + b];
+          const std::int32_t* seed = seeds + 2 * (t * x_row_blocks + b);
+          __m256i sum[2];
+          HUDDLE_UNROLL_ALL
+          for (int part = 0; part < 2; ++part) {  // elements 0..15 (lo), 16..31 (hi)
+            const __m256i* w = part == 0 ? lo : hi;
+            const std::int8_t* xq = xb.q + 16 * part;
+            const __m256i p01 =
+                _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_set1_epi32(four_bytes(xq))),
+                                 _mm256_maddubs_epi16(w[1], _mm256_set1_epi32(four_bytes(xq + 4))));
+            const __m256i p23 = _mm256_add_epi16(
+                _mm256_maddubs_epi16(w[2], _mm256_set1_epi32(four_bytes(xq + 8))),
+                _mm256_maddubs_epi16(w[3], _mm256_set1_epi32(four_bytes(xq + 12))));
+            sum[part] = _mm256_add_epi32(
+                _mm256_add_epi32(_mm256_madd_epi16(p01, ones), _mm256_madd_epi16(p23, ones)),
+                _mm256_set1_epi32(seed[part]));
+          }
+          const __m256i total =
+              _mm256_add_epi32(_mm256_mullo_epi32(sum[0], sc0), _mm256_mullo_epi32(sum[1], sc1));
+          acc[t][half] = _mm256_fmadd_ps(_mm256_mul_ps(d[half], _mm256_set1_ps(xb.d)),
+                                         _mm256_cvtepi32_ps(total), acc[t][half]);
+        }
+      }
+    }
+  }
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) {
+    float out[16];
+    _mm256_storeu_ps(out, acc[t][0]);
+    _mm256_storeu_ps(out + 8, acc[t][1]);
+    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
+  }
+}
+
+HUDDLE_AVX2 void q6k_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                                const BlockQ8A* x, const std::int32_t* seeds,
+                                std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+  int t = 0;
+  for (; t + 2 <= tokens; t += 2) {
+    q6k_tokens_avx2<2>(group, blocks, rows, x + t * x_row_blocks, seeds + 2 * t * x_row_blocks,
+                       x_row_blocks, y + t * ldy, ldy);
+  }
+  if (t < tokens) {
+    q6k_tokens_avx2<1>(group, blocks, rows, x + t * x_row_blocks, seeds + 2 * t * x_row_blocks,
+                       x_row_blocks, y + t * ldy, ldy);
+  }
+}
+
 // ---- dispatch on the token count ----
 
 using FixedGroup = void (*)(const std::byte*, std::int64_t, int, const BlockQ8A*,
@@ -375,6 +555,12 @@ template <int T>
 struct Q8PackedVnni {
   static constexpr FixedGroup run = &q8_group_vnni<T>;
 };
+template <int T>
+struct Q6KPackedVnni {
+  static constexpr FixedGroup run = &q6k_group_vnni<T>;
+};
+constexpr GroupTable kQ6KPackedVnni =
+    token_table<Q6KPackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
 template <int T>
 struct Q4KPackedVnni {
   static constexpr FixedGroup run = &q4k_group_vnni<T>;
@@ -403,6 +589,8 @@ PackedFn avx2_packed(DType dtype) {
       return &group_avx2<Q8Avx2Sums>;
     case DType::Q4_K:
       return &q4k_group_avx2;
+    case DType::Q6_K:
+      return &q6k_group_avx2;
     default:
       return nullptr;
   }
@@ -416,6 +604,8 @@ PackedFn avx512vnni_packed(DType dtype) {
       return &vnni_any<kQ8PackedVnni>;
     case DType::Q4_K:
       return &vnni_any<kQ4KPackedVnni>;
+    case DType::Q6_K:
+      return &vnni_any<kQ6KPackedVnni>;
     default:
       return nullptr;
   }

@@ -124,6 +124,95 @@ void group_scalar_q4k(const std::byte* group, std::int64_t blocks, int rows,
   }
 }
 
+// A Q6_K group (packed_quant.h): per super-block the rows' d, their sub-block scales, and each
+// block of 32's values as a Q4_0 block's nibbles plus two chunks of their high 2 bits.
+void pack_group_q6k(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  const std::int64_t supers = w.dim(1) / kKQuantBlock;
+  const std::int64_t r0 = g * kRows;
+  const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
+  const auto* base = static_cast<const std::byte*>(w.raw());
+  std::memset(out, 0, static_cast<std::size_t>(group_bytes));
+  for (std::int64_t j = 0; j < rows; ++j) {
+    const std::byte* row = base + dtype_bytes(DType::Q6_K, (r0 + j) * w.row_stride());
+    for (std::int64_t sb = 0; sb < supers; ++sb) {
+      BlockQ6_K block;
+      std::memcpy(&block, row + sb * static_cast<std::int64_t>(sizeof block), sizeof block);
+      std::byte* super = detail::packed_q6k_super(out, sb);
+      std::memcpy(super + 2 * j, &block.d, 2);
+      for (int k = 0; k < 16; ++k) {
+        detail::packed_q6k_scales(super, k)[j] = static_cast<std::byte>(block.scales[k]);
+      }
+      std::uint8_t q[256];
+      q6_k_quants(block, q);
+      for (int b = 0; b < 8; ++b) {
+        const std::uint8_t* qb = q + 32 * b;
+        std::byte* quants = detail::packed_q6k_quants(super, b);
+        for (int c = 0; c < 4; ++c) {
+          for (int e = 0; e < 4; ++e) {
+            const std::uint8_t lo = qb[4 * c + e], hi = qb[16 + 4 * c + e];
+            quants[c * 64 + j * 4 + e] = static_cast<std::byte>((lo & 15) | (hi & 15) << 4);
+            quants[256 + j * 4 + e] |= static_cast<std::byte>((lo >> 4) << (2 * c));
+            quants[320 + j * 4 + e] |= static_cast<std::byte>((hi >> 4) << (2 * c));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Row j's 32 values q (in [0, 63]) of block b of a packed Q6_K group.
+void q6k_block_quants(const std::byte* group, std::int64_t b, int j, std::uint8_t q[32]) {
+  const std::byte* super = detail::packed_q6k_super(group, b / 8);
+  const auto* p = reinterpret_cast<const std::uint8_t*>(detail::packed_q6k_quants(super, b % 8));
+  for (int c = 0; c < 4; ++c) {
+    for (int e = 0; e < 4; ++e) {
+      const std::uint8_t v = p[c * 64 + j * 4 + e];
+      q[4 * c + e] =
+          static_cast<std::uint8_t>((v & 15) | ((p[256 + j * 4 + e] >> (2 * c)) & 3) << 4);
+      q[16 + 4 * c + e] =
+          static_cast<std::uint8_t>((v >> 4) | ((p[320 + j * 4 + e] >> (2 * c)) & 3) << 4);
+    }
+  }
+}
+
+// Row j's d and the scales of sub-blocks 2·(b % 8) and 2·(b % 8) + 1 of a packed Q6_K group.
+void q6k_block_scales(const std::byte* group, std::int64_t b, int j, float& d, int scale[2]) {
+  const std::byte* super = detail::packed_q6k_super(group, b / 8);
+  std::uint16_t h;
+  std::memcpy(&h, super + 2 * j, 2);
+  d = f16_to_f32(h);
+  for (int i = 0; i < 2; ++i) {
+    scale[i] = static_cast<std::int8_t>(detail::packed_q6k_scales(super, 2 * (b % 8) + i)[j]);
+  }
+}
+
+// The scalar Q6_K kernel: packed_quant.h's operations, one output at a time.
+void group_scalar_q6k(const std::byte* group, std::int64_t blocks, int rows,
+                      const detail::BlockQ8A* x, const std::int32_t* seeds,
+                      std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+  for (int t = 0; t < tokens; ++t) {
+    for (int j = 0; j < rows; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
+        std::uint8_t q[32];
+        q6k_block_quants(group, b, j, q);
+        float d = 0.0f;
+        int scale[2];
+        q6k_block_scales(group, b, j, d, scale);
+        std::int32_t total = 0;
+        for (int h = 0; h < 2; ++h) {
+          std::int32_t sum = seeds[2 * (t * x_row_blocks + b) + h];
+          for (int i = 0; i < 16; ++i) sum += q[16 * h + i] * xb.q[16 * h + i];
+          total += scale[h] * sum;
+        }
+        acc = std::fma(d * xb.d, static_cast<float>(total), acc);
+      }
+      y[t * ldy + j] = acc;
+    }
+  }
+}
+
 // The scalar kernels: the operations packed_quant.h states, one output at a time.
 template <DType T>
 void group_scalar(const std::byte* group, std::int64_t blocks, int rows, const detail::BlockQ8A* x,
@@ -231,21 +320,29 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
   thread_local std::vector<detail::BlockQ8A> xq;
   thread_local std::vector<std::int32_t> seeds;
   xq.resize(static_cast<std::size_t>(t * blocks));
-  seeds.resize(xq.size());
+  seeds.resize(2 * xq.size());
   for (std::int64_t r = 0; r < t; ++r) {
     detail::quantize_activation(x.f32() + r * x.row_stride(), xq.data() + r * blocks, k);
   }
-  // Q4_0's offset of 8 and Q4_K's mins multiply the activation block's sum (packed_quant.h).
-  const bool q4 = w.dtype() == DType::Q4_0, q4k = w.dtype() == DType::Q4_K;
-  for (std::size_t i = 0; (q4 || q4k) && i < xq.size(); ++i) {
-    std::int32_t sum = 0;
-    for (std::int8_t q : xq[i].q) sum += q;
-    seeds[i] = q4 ? -8 * sum : sum;
+  // Q4_0's offset of 8 and Q4_K's mins multiply the activation block's sum, Q6_K's offset of 32
+  // each half's (packed_quant.h).
+  const DType dtype = w.dtype();
+  const bool seeded = dtype == DType::Q4_0 || dtype == DType::Q4_K || dtype == DType::Q6_K;
+  for (std::size_t i = 0; seeded && i < xq.size(); ++i) {
+    std::int32_t half[2] = {0, 0};
+    for (int e = 0; e < detail::kQBlock; ++e) half[e / 16] += xq[i].q[e];
+    if (dtype == DType::Q6_K) {
+      seeds[2 * i] = -32 * half[0];
+      seeds[2 * i + 1] = -32 * half[1];
+    } else {
+      seeds[i] = dtype == DType::Q4_0 ? -8 * (half[0] + half[1]) : half[0] + half[1];
+    }
   }
   const detail::PackedFn fn = detail::packed_fn(w.dtype(), active_isa());
+  const std::int64_t seeds_per_block = dtype == DType::Q6_K ? 2 : 1;
   // Pointers taken here: inside the loop, on a pool thread, the thread_locals are that thread's.
   const detail::BlockQ8A* xqd = xq.data();
-  const std::int32_t* seedd = q4 || q4k ? seeds.data() : nullptr;
+  const std::int32_t* seedd = seeded ? seeds.data() : nullptr;
   float* yd = y.f32();
   const std::int64_t ldy = y.row_stride();
   const std::int64_t chunks = (w.groups() + kChunkGroups - 1) / kChunkGroups;
@@ -260,7 +357,7 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
             for (std::int64_t g = c * kChunkGroups; g < g_end; ++g) {
               const int rows = static_cast<int>(std::min(kRows, n - g * kRows));
               fn(w.group(g), blocks, rows, xqd + t0 * blocks,
-                 seedd != nullptr ? seedd + t0 * blocks : nullptr, blocks, tokens,
+                 seedd != nullptr ? seedd + t0 * blocks * seeds_per_block : nullptr, blocks, tokens,
                  yd + t0 * ldy + g * kRows, ldy);
             }
           }
@@ -283,6 +380,7 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
 std::int64_t PackedWeight::group_bytes() const {
   if (is_16bit(dtype_)) return detail::packed16_group_bytes(cols_);
   if (dtype_ == DType::Q4_K) return blocks_ / detail::kQ4KSubBlocks * detail::kPackedQ4KSuperBytes;
+  if (dtype_ == DType::Q6_K) return blocks_ / 8 * detail::kPackedQ6KSuperBytes;
   return (blocks_ + 1) / 2 * detail::packed_pair_bytes(dtype_);
 }
 
@@ -295,6 +393,19 @@ void PackedWeight::unpack_row(std::int64_t r, float* out) const {
       std::uint16_t h;
       std::memcpy(&h, g + 32 * i + 2 * j, 2);
       out[i] = dtype_ == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    return;
+  }
+  if (dtype_ == DType::Q6_K) {  // as dequantize_row: d · scale · (q - 32)
+    for (std::int64_t b = 0; b < blocks_; ++b, out += detail::kQBlock) {
+      std::uint8_t q[32];
+      q6k_block_quants(g, b, j, q);
+      float d = 0.0f;
+      int scale[2];
+      q6k_block_scales(g, b, j, d, scale);
+      for (int i = 0; i < 32; ++i) {
+        out[i] = d * static_cast<float>(scale[i / 16]) * static_cast<float>(q[i] - 32);
+      }
     }
     return;
   }
@@ -358,7 +469,8 @@ void PackedWeight::Free::operator()(std::byte* p) const {
 std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout,
                                                        const Consumed& consumed) {
   const DType t = w.dtype();
-  if ((t != DType::Q4_0 && t != DType::Q8_0 && t != DType::Q4_K && !is_16bit(t)) ||
+  if ((t != DType::Q4_0 && t != DType::Q8_0 && t != DType::Q4_K && t != DType::Q6_K &&
+       !is_16bit(t)) ||
       layout != WeightLayout::OutIn || w.rank() != 2) {
     return nullptr;
   }
@@ -371,6 +483,7 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
       ::operator new[](std::max<std::size_t>(p->nbytes(), 64), std::align_val_t{64})));
   const auto pack = is_16bit(t)        ? &pack_group16
                     : t == DType::Q4_K ? &pack_group_q4k
+                    : t == DType::Q6_K ? &pack_group_q6k
                     : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
                                        : &pack_group<DType::Q8_0>;
   // Runs of groups of about 16 MB of rows, each packed in parallel, then reported consumed.
@@ -420,8 +533,9 @@ namespace detail {
 
 PackedFn packed_fn(DType dtype, Isa isa) {
   HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
-  HUDDLE_CHECK(dtype == DType::Q4_0 || dtype == DType::Q8_0 || dtype == DType::Q4_K,
-               "no packed kernel for {} weights", dtype_name(dtype));
+  HUDDLE_CHECK(
+      dtype == DType::Q4_0 || dtype == DType::Q8_0 || dtype == DType::Q4_K || dtype == DType::Q6_K,
+      "no packed kernel for {} weights", dtype_name(dtype));
   PackedFn fn = nullptr;
   switch (isa) {
     case Isa::Avx512Vnni:
@@ -436,6 +550,7 @@ PackedFn packed_fn(DType dtype, Isa isa) {
   }
   if (fn != nullptr) return fn;
   if (dtype == DType::Q4_K) return &group_scalar_q4k;
+  if (dtype == DType::Q6_K) return &group_scalar_q6k;
   return dtype == DType::Q4_0 ? &group_scalar<DType::Q4_0> : &group_scalar<DType::Q8_0>;
 }
 

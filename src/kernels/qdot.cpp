@@ -195,6 +195,31 @@ float dot_q4_k(const void* w, const void* x, std::int64_t k) {
   return acc;
 }
 
+// The operations packed_quant.h states for Q6_K, so a row gets the packed kernels' bits.
+float dot_q6_k(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  const auto* xb = static_cast<const BlockQ8A*>(x);
+  float acc = 0.0f;
+  for (std::int64_t s = 0; s < k / kKQuantBlock; ++s) {
+    BlockQ6_K block;
+    std::memcpy(&block, wb + s * static_cast<std::int64_t>(sizeof block), sizeof block);
+    const float d = f16_to_f32(block.d);
+    std::uint8_t q[256];
+    q6_k_quants(block, q);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8A& xj = xb[8 * s + j];
+      std::int32_t total = 0;
+      for (int h = 0; h < 2; ++h) {
+        std::int32_t sum = 0;
+        for (int i = 16 * h; i < 16 * h + 16; ++i) sum += (q[32 * j + i] - 32) * xj.q[i];
+        total += block.scales[2 * j + h] * sum;
+      }
+      acc = std::fma(d * xj.d, static_cast<float>(total), acc);
+    }
+  }
+  return acc;
+}
+
 }  // namespace
 
 DotFn scalar_dot(DType dtype) {
@@ -209,6 +234,8 @@ DotFn scalar_dot(DType dtype) {
       return &dot_q4_0;
     case DType::Q4_K:
       return &dot_q4_k;
+    case DType::Q6_K:
+      return &dot_q6_k;
     default:
       return nullptr;
   }

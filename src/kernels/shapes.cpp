@@ -22,9 +22,10 @@ void check_vector(const Tensor& t, std::int64_t n, const char* what) {
 LinearDims check_linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor* bias,
                         const Tensor& y) {
   check_f32_2d(x, "linear input");
-  HUDDLE_CHECK(is_weight_dtype(w.dtype()) && w.rank() == 2,
-               "linear weight must be a 2-D F32, F16, BF16, Q8_0, Q4_0 or Q4_K tensor, got {} {}",
-               dtype_name(w.dtype()), shape_str(w.shape()));
+  HUDDLE_CHECK(
+      is_weight_dtype(w.dtype()) && w.rank() == 2,
+      "linear weight must be a 2-D F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K tensor, got {} {}",
+      dtype_name(w.dtype()), shape_str(w.shape()));
   check_f32_2d(y, "linear output");
   const std::int64_t k = x.dim(1);
   const std::int64_t n = layout == WeightLayout::OutIn ? w.dim(0) : w.dim(1);
@@ -62,9 +63,10 @@ void check_token_ids(std::span<const std::int32_t> ids, std::int64_t vocab) {
 }
 
 void check_embedding(std::span<const std::int32_t> ids, const Tensor& table, const Tensor& y) {
-  HUDDLE_CHECK(is_weight_dtype(table.dtype()) && table.rank() == 2,
-               "embedding table must be a 2-D F32, F16, BF16, Q8_0, Q4_0 or Q4_K tensor, got {} {}",
-               dtype_name(table.dtype()), shape_str(table.shape()));
+  HUDDLE_CHECK(
+      is_weight_dtype(table.dtype()) && table.rank() == 2,
+      "embedding table must be a 2-D F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K tensor, got {} {}",
+      dtype_name(table.dtype()), shape_str(table.shape()));
   check_f32_2d(y, "embedding output");
   HUDDLE_CHECK(y.dim(0) == static_cast<std::int64_t>(ids.size()) && y.dim(1) == table.dim(1),
                "embedding: output {} for {} ids and table {}", shape_str(y.shape()), ids.size(),

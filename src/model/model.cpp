@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include "core/error.h"
+#include "core/kquant.h"
 #include "core/quant.h"
 #include "io/mapped_file.h"
 #include "io/strict_json.h"
@@ -23,14 +24,14 @@ Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref) {
     throw PlanError(fmt::format("weight tensor '{}' is not loaded", ref.tensor));
   const Tensor& whole = it->second;
   if (ref.axis < 0) return whole;
-  // A Q4_K matrix whose columns are cut inside its super-blocks of 256 but on blocks of 32 (the
-  // input of an attention output projection split by heads of 64 or 128): the slice is Q8_0 of
-  // its values, as a Q6_K matrix is kept (core/kquant.h).
+  // A k-quant (Q4_K, Q6_K) matrix whose columns are cut inside its super-blocks of 256 but on
+  // blocks of 32 (the input of an attention output projection split by heads of 64 or 128): the
+  // slice is Q8_0 of its values.
   const auto inside_super_block = [&](int axis, std::int64_t begin, std::int64_t end) {
     return axis == whole.rank() - 1 &&
            (!dtype_fits(whole.dtype(), begin) || !dtype_fits(whole.dtype(), end));
   };
-  if (whole.dtype() == DType::Q4_K && whole.rank() == 2 &&
+  if (dtype_block_elems(whole.dtype()) == kKQuantBlock && whole.rank() == 2 &&
       (inside_super_block(ref.axis, ref.begin, ref.end) ||
        inside_super_block(ref.axis2, ref.begin2, ref.end2))) {
     WeightMap as_q8_0;

@@ -22,7 +22,7 @@ using WeightMap = std::unordered_map<std::string, Tensor>;
 
 // Returns the tensor a weight value refers to: the named tensor, sliced when the ref says so.
 // PlanError if the tensor is absent or the slice does not fit (a block-quantised tensor's last
-// axis may only be cut at multiples of its block; a Q4_K matrix cut on blocks of 32 inside its
+// axis may only be cut at multiples of its block; a k-quant matrix cut on blocks of 32 inside its
 // super-blocks comes back as an owned Q8_0 copy of the slice).
 Tensor resolve_weight(const WeightMap& weights, const WeightRef& ref);
 

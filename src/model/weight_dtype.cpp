@@ -52,8 +52,9 @@ DType kept_dtype(DType stored, const Shape& shape, const WeightUse& use,
   const bool fits =
       shape.back() % block == 0 && (!use.last_axis_cut || use.cut_granule % block == 0);
   if (fits) return wanted;
-  // A Q4_K matrix cut inside its super-blocks of 256 keeps 8 bits where its cuts allow.
-  if (wanted == DType::Q4_K && use.cut_granule % dtype_block_elems(DType::Q8_0) == 0) {
+  // A k-quant matrix cut inside its super-blocks of 256 keeps 8 bits where its cuts allow.
+  if ((wanted == DType::Q4_K || wanted == DType::Q6_K) &&
+      use.cut_granule % dtype_block_elems(DType::Q8_0) == 0) {
     return DType::Q8_0;
   }
   return stored == DType::BF16 ? DType::BF16 : DType::F16;

@@ -1,4 +1,4 @@
-// Weights converted at load (a GGUF k-quant read as Q8_0, any `--weight-dtype` conversion) are
+// Weights converted at load (any `--weight-dtype` conversion) are
 // owned copies: the model keeps them for later binds (re-plans, weights sent to workers), so an
 // executor that packs them cannot let them go as it lets a mapped checkpoint's pages go, and they
 // would be held twice. WeightSpill writes each one, as it is made, to a temporary file whose name

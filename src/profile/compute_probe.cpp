@@ -40,9 +40,9 @@ Tensor random_tensor(Shape shape, std::mt19937& rng) {
 }
 
 // A [rows, cols] weight in `dtype` (not F32) to time kernels on: quantised from random values,
-// or random Q4_K blocks (core/kquant.h; the kernels' time does not depend on the values).
+// or random k-quant blocks (core/kquant.h; the kernels' time does not depend on the values).
 Tensor random_weight(DType dtype, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
-  if (dtype == DType::Q4_K) return random_q4_k(rng, rows, cols, 0.5f);
+  if (dtype == DType::Q4_K || dtype == DType::Q6_K) return random_kquant(rng, dtype, rows, cols, 0.5f);
   return quantize(random_tensor({rows, cols}, rng), dtype);
 }
 

@@ -8,12 +8,12 @@ Written from ggml's block layouts (ggml-common.h; docs/gguf.md), sharing no code
    values Q6_K (a simple quantiser of its own: any valid blocks do), and a second file where
    those matrices are Q8_0 blocks (ggml's reference rounding) of numpy's own dequantisation of
    the k-quant blocks.
-3. Huddle keeps Q4_K blocks as they are (its own kernels) and Q6_K as Q8_0 of its values
-   (core/kquant.h). With `--weight-dtype f32` both files widen to the same F32 weights, so
-   `huddle run` must give the same logits bit for bit: any difference is a wrong k-quant value.
-4. Without it, Huddle's Q4_K kernels multiply the blocks by activations rounded to int8 blocks of
-   32; against the reference file (Q4_K matrices as F32) the logits stay within 3 % of the
-   largest and the first 4 greedy ids agree.
+3. Huddle keeps Q4_K and Q6_K blocks as they are (their own kernels, core/kquant.h). With
+   `--weight-dtype f32` both files widen to the same F32 weights, so `huddle run` must give the
+   same logits bit for bit: any difference is a wrong k-quant value.
+4. Without it, Huddle's k-quant kernels multiply the blocks by activations rounded to int8 blocks
+   of 32; against the reference file (the k-quant matrices as F32) the logits stay within 3 % of
+   the largest and the first 4 greedy ids agree.
    Two processes (megatron) give the one-process answer within the same bounds.
 5. With node-llama-cpp installed (scripts/node-deps), llama.cpp decodes the k-quant file too; its
    ids are printed beside Huddle's, and must agree on the first 4 tokens (llama.cpp multiplies
@@ -35,13 +35,10 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gguf_numpy_reference as ref  # noqa: E402  (its Q8_0 reference quantiser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "..", "bench", "llamacpp")
-GGML_F32, GGML_Q8_0, GGML_Q4_K, GGML_Q6_K = 0, 8, 12, 14
-BLOCK_BYTES = {GGML_F32: None, GGML_Q8_0: 34, GGML_Q4_K: 144, GGML_Q6_K: 210}
+GGML_F32, GGML_Q4_K, GGML_Q6_K = 0, 12, 14
 CONFIG = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 512,
     "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
@@ -198,32 +195,40 @@ KQUANT = {GGML_Q4_K: (quantize_q4_k, dequantize_q4_k),
           GGML_Q6_K: (quantize_q6_k, dequantize_q6_k)}
 
 
-def kquant_type(name):
-    """Q4_K_M's choice for this model: Q6_K for the head and the attention values."""
-    return GGML_Q6_K if name == "output.weight" or name.endswith("attn_v.weight") else GGML_Q4_K
+def kquant_type(name, n_layers):
+    """llama.cpp's Q4_K_M choice (llama-quant.cpp): the head Q6_K; the attention values and the
+    MLP down projections Q6_K in the layers that get more bits (the first and last eighth, and
+    every third between), Q4_K elsewhere; everything else Q4_K."""
+    if name == "output.weight":
+        return GGML_Q6_K
+    if name.endswith("attn_v.weight") or name.endswith("ffn_down.weight"):
+        i = int(name.split(".")[1])
+        more = i < n_layers // 8 or i >= 7 * n_layers // 8 or (i - n_layers // 8) % 3 == 2
+        return GGML_Q6_K if more else GGML_Q4_K
+    return GGML_Q4_K
 
 
 def rewrite(f32_path, kquant_path, reference_path=None):
     """Writes the F32 GGUF's matrices with rows of 256 as k-quants (kquant_type) to kquant_path,
-    and, given reference_path, the same file with those matrices as numpy's decoding of the
-    k-quant blocks: Q4_K's as F32, Q6_K's as Q8_0 of it (as Huddle keeps them). Returns (kv bytes,
-    kv count, the k-quant file's tensors, counts by type)."""
+    and, given reference_path, the same file with those matrices as F32 of numpy's decoding of
+    the k-quant blocks. Returns (kv bytes, kv count, the k-quant file's tensors, counts by
+    type)."""
     data = open(f32_path, "rb").read()
     kv, n_kv, infos, start, _ = split_gguf(data)
+    n_layers = 1 + max(int(name.split(".")[1]) for name, _, _, _ in infos
+                       if name.startswith("blk."))
     kquant, reference, counts = [], [], {}
     for name, ne, t, off in infos:
         assert t == GGML_F32, (name, t)
         n = int(np.prod(ne))
         blob = data[start + off:start + off + 4 * n]
         if len(ne) == 2 and ne[0] % 256 == 0:
-            k = kquant_type(name)
+            k = kquant_type(name, n_layers)
             quantize, dequantize = KQUANT[k]
             kblob = quantize(np.frombuffer(blob, "<f4"))
             kquant.append((name, ne, k, kblob))
-            if reference_path and k == GGML_Q4_K:
+            if reference_path:
                 reference.append((name, ne, GGML_F32, dequantize(kblob, n).astype("<f4").tobytes()))
-            elif reference_path:
-                reference.append((name, ne, GGML_Q8_0, ref.q8_0_bytes(dequantize(kblob, n))))
             counts[k] = counts.get(k, 0) + 1
         else:
             kquant.append((name, ne, t, blob))
@@ -292,7 +297,7 @@ def main():
         expected = huddle_run(huddle, rfile, ids, os.path.join(tmp, "r.npy"))
         a, b = np.load(os.path.join(tmp, "k.npy")), np.load(os.path.join(tmp, "r.npy"))
         err = float(np.abs(a - b).max() / np.abs(b).max())
-        print(f"Huddle's Q4_K kernels vs F32 of the same values: logits error {err:.2e} of the "
+        print(f"Huddle's k-quant kernels vs F32 of the same values: logits error {err:.2e} of the "
               f"largest, greedy ids {ours} vs {expected}")
         failures += 0 if err <= 0.03 and ours[:4] == expected[:4] else 1
 

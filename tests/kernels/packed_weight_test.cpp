@@ -4,6 +4,7 @@
 // for every token count, and against the row kernels up to float reassociation (Q4_K: the same
 // bits, qdot.h).
 #include "kernels/packed_weight.h"
+#include "core/kquant.h"
 #include "core/quant.h"
 #include "kernels/packed_16bit.h"
 #include "kernels/packed_quant.h"
@@ -31,11 +32,16 @@ using testing::supported_isas;
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
 
-constexpr DType kQuantised[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K};
-constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16, DType::BF16};
+constexpr DType kQuantised[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K,
+                             DType::Q6_K, DType::F16,  DType::BF16};
+
+bool is_kquant(DType dtype) {
+  return dtype == DType::Q4_K || dtype == DType::Q6_K;
+}
 
 bool is_quantised(DType dtype) {
-  return dtype == DType::Q4_0 || dtype == DType::Q8_0 || dtype == DType::Q4_K;
+  return dtype == DType::Q4_0 || dtype == DType::Q8_0 || is_kquant(dtype);
 }
 
 // The activation a packed product multiplies: int8-block rounded for Q4_0/Q8_0, as is for 16-bit.
@@ -74,7 +80,7 @@ TEST(PackedWeight, OnlyLowPrecisionOutInWeightsPack) {
     // Two blocks: one pair, the rows' bytes plus 64 bytes of scales per pair.
     EXPECT_EQ(p->group_bytes(), static_cast<std::int64_t>(quantize(f32, dtype).nbytes()));
   }
-  const Tensor q4k = random_q4_k(rng, 20, 512);
+  const Tensor q4k = random_kquant(rng, DType::Q4_K, 20, 512);
   EXPECT_EQ(PackedWeight::pack(q4k, WeightLayout::InOut), nullptr);
   const auto p = PackedWeight::pack(q4k, WeightLayout::OutIn);
   ASSERT_NE(p, nullptr);
@@ -90,7 +96,7 @@ TEST(PackedWeight, EveryPathMatchesReference) {
   for (DType dtype : kPacked) {
     for (Isa isa : supported_isas()) {
       for (std::int64_t t : {1, 2, 3, 8, 9, 19}) {
-        for (std::int64_t k : dtype == DType::Q4_K ? std::vector<std::int64_t>{256, 768}
+        for (std::int64_t k : is_kquant(dtype) ? std::vector<std::int64_t>{256, 768}
                               : is_quantised(dtype)
                                   ? std::vector<std::int64_t>{32, 96, 320}
                                   : std::vector<std::int64_t>{1, 2, 33, 96, 321}) {
@@ -125,7 +131,7 @@ TEST(PackedWeight, EveryPathAndEveryTokenCountGiveTheSameBits) {
   for (DType dtype : kPacked) {
     SCOPED_TRACE(dtype_name(dtype));
     // An odd block count (a padded pair) where blocks go in pairs.
-    const std::int64_t k = dtype == DType::Q4_K ? 2048 + 256 : 2048 + 32;
+    const std::int64_t k = is_kquant(dtype) ? 2048 + 256 : 2048 + 32;
     const Tensor x = random_tensor(rng, {t, k});
     const Tensor w = random_weight(rng, dtype, n, k, false);
     const Tensor bias = random_tensor(rng, {n});
@@ -210,17 +216,47 @@ TEST(PackedWeight, ExtremeQ4KSumsExactly) {
   }
 }
 
-// Q4_K rows through the row kernels (qdot.h) give the packed kernels' bits: both state the same
-// operations.
-TEST(PackedWeight, Q4KRowKernelsGiveThePackedBits) {
-  std::mt19937 rng(31);
-  const Tensor x = random_tensor(rng, {3, 1024});
-  const Tensor w = random_weight(rng, DType::Q4_K, 40, 1024, true);
-  Tensor rows = Tensor::empty(DType::F32, {3, 40});
-  linear(x, w, WeightLayout::OutIn, nullptr, rows);
+// Q6_K at its extremes: scales of 127 and -128, values 0 and 63, activations of ±127.
+TEST(PackedWeight, ExtremeQ6KSumsExactly) {
+  const std::int64_t n = 16, k = 512;
+  Tensor w = Tensor::empty(DType::Q6_K, {n, k});
+  auto* blocks = static_cast<BlockQ6_K*>(w.raw());
+  for (std::int64_t b = 0; b < n * k / 256; ++b) {
+    std::memset(blocks[b].ql, b % 2 ? 0xFF : 0x00, sizeof blocks[b].ql);
+    std::memset(blocks[b].qh, b % 2 ? 0xFF : 0x00, sizeof blocks[b].qh);
+    for (int s = 0; s < 16; ++s) blocks[b].scales[s] = static_cast<std::int8_t>(s % 2 ? -128 : 127);
+    blocks[b].d = 0x3C00;  // f16 1.0
+  }
+  Tensor x = Tensor::empty(DType::F32, {2, k});
+  for (std::int64_t i = 0; i < 2 * k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
+  Tensor scalar;
+  {
+    ForcedIsa scope(Isa::Scalar);
+    scalar = packed_linear(x, w, nullptr);
+  }
+  Tensor ref = Tensor::empty(DType::F32, {2, n});
+  reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
+  EXPECT_TRUE(close(scalar, ref, kTol));
   for (Isa isa : supported_isas()) {
     ForcedIsa scope(isa);
-    EXPECT_TRUE(close(packed_linear(x, w, nullptr), rows, 0.0)) << isa_name(isa);
+    EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0)) << isa_name(isa);
+  }
+}
+
+// k-quant rows through the row kernels (qdot.h) give the packed kernels' bits: both state the
+// same operations.
+TEST(PackedWeight, KQuantRowKernelsGiveThePackedBits) {
+  std::mt19937 rng(31);
+  for (DType dtype : {DType::Q4_K, DType::Q6_K}) {
+    const Tensor x = random_tensor(rng, {3, 1024});
+    const Tensor w = random_weight(rng, dtype, 40, 1024, true);
+    Tensor rows = Tensor::empty(DType::F32, {3, 40});
+    linear(x, w, WeightLayout::OutIn, nullptr, rows);
+    for (Isa isa : supported_isas()) {
+      ForcedIsa scope(isa);
+      EXPECT_TRUE(close(packed_linear(x, w, nullptr), rows, 0.0))
+          << dtype_name(dtype) << " " << isa_name(isa);
+    }
   }
 }
 
@@ -242,7 +278,7 @@ TEST(PackedWeight, AgreesWithRowKernels) {
 TEST(PackedWeight, UnpackedRowsAreTheRowsValues) {
   std::mt19937 rng(21);
   for (DType dtype : kPacked) {
-    const std::int64_t n = 37, k = dtype == DType::Q4_K ? 512 : is_quantised(dtype) ? 96 : 45;
+    const std::int64_t n = 37, k = is_kquant(dtype) ? 512 : is_quantised(dtype) ? 96 : 45;
     const Tensor w = random_weight(rng, dtype, n, k, true);
     const auto packed = PackedWeight::pack(w, WeightLayout::OutIn);
     ASSERT_NE(packed, nullptr);
