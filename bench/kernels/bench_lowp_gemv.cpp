@@ -10,8 +10,8 @@
 //     one dot product per output;
 //   - prefill GFLOP/s = 2·T·K·N / time at T = --prefill, every way a quantised product can go:
 //     tiles (qtile.h), sgemm on dequantised weight panels, and int8 dot products per output;
-//   - for Q4_0, Q8_0, Q4_K and Q6_K, both again on the weight packed as executors bind it
-//     (packed_weight.h; the k-quants have only packed kernels and the row dot products).
+//   - for Q4_0, Q5_0, Q8_0, Q4_K and Q6_K, both again on the weight packed as executors bind it
+//     (packed_weight.h; Q5_0 and the k-quants have only packed kernels and the row dot products).
 #include "core/error.h"
 #include "core/kquant.h"
 #include "core/quant.h"
@@ -122,11 +122,11 @@ Tensor random_f32(std::mt19937& rng, huddle::Shape shape) {
 void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
   std::mt19937 rng(1);
   const Tensor w32 = random_f32(rng, {s.n, s.k});
-  // k-quants: random blocks (Huddle reads k-quant files but has no quantiser for them).
-  const Tensor w = dtype == DType::F32                          ? w32
-                   : huddle::dtype_block_elems(dtype) == huddle::kKQuantBlock
-                       ? huddle::random_kquant(rng, dtype, s.n, s.k, 0.02f)
-                       : huddle::quantize(w32, dtype);
+  // The types Huddle only reads (Q5_0, k-quants): random blocks.
+  const Tensor w = dtype == DType::F32 ? w32
+                   : huddle::can_quantize(dtype)
+                       ? huddle::quantize(w32, dtype)
+                       : huddle::random_blocks(rng, dtype, s.n, s.k, 0.02f);
   const double bytes = static_cast<double>(w.nbytes());
   const int copies = std::max(1, static_cast<int>((256e6 + bytes - 1) / bytes));
   std::vector<Tensor> ws;
@@ -215,7 +215,8 @@ void bench(const Shape& s, DType dtype, int runs, std::int64_t prefill) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"linear() with F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K weights: decode GB/s and prefill GFLOP/s"};
+  CLI::App app{
+      "linear() with F16/BF16/Q8_0/Q4_0/Q5_0/Q4_K/Q6_K weights: decode GB/s and prefill GFLOP/s"};
   std::vector<int> threads{1};
   int runs = 7;
   std::int64_t prefill = 128;

@@ -5,7 +5,6 @@
 #include "core/error.h"
 
 #include <cstring>
-#include <type_traits>
 
 namespace huddle {
 namespace {
@@ -57,35 +56,6 @@ void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]) {
   // Sub-blocks 2i and 2i + 1 share bytes 32i .. 32i + 31: low nibbles, then high ones.
   const std::uint8_t* qs = b.qs + 32 * (j / 2);
   for (int l = 0; l < 32; ++l) out[l] = j % 2 == 0 ? qs[l] & 0x0F : qs[l] >> 4;
-}
-
-Tensor random_kquant(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,
-                     float magnitude) {
-  HUDDLE_CHECK(type == DType::Q4_K || type == DType::Q6_K, "no random {} blocks", dtype_name(type));
-  HUDDLE_CHECK(cols % kKQuantBlock == 0, "{} rows of {} elements are not whole super-blocks",
-               dtype_name(type), cols);
-  Tensor w = Tensor::empty(type, {rows, cols});
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> size(0.2f * magnitude, magnitude);
-  const auto random_bytes = [&](auto& array) {
-    for (auto& v : array) v = static_cast<std::remove_reference_t<decltype(v)>>(byte(rng));
-  };
-  for (std::int64_t b = 0; b < rows * (cols / kKQuantBlock); ++b) {
-    if (type == DType::Q4_K) {
-      BlockQ4_K& block = static_cast<BlockQ4_K*>(w.raw())[b];
-      block.d = f32_to_f16(size(rng) / (63 * 15));  // d · s · q up to about `magnitude`
-      block.dmin = f32_to_f16(size(rng) / 63);      // dmin · m likewise
-      random_bytes(block.scales);
-      random_bytes(block.qs);
-    } else {
-      BlockQ6_K& block = static_cast<BlockQ6_K*>(w.raw())[b];
-      block.d = f32_to_f16(size(rng) / (128 * 32));  // d · scale · (q - 32) likewise
-      random_bytes(block.ql);
-      random_bytes(block.qh);
-      random_bytes(block.scales);
-    }
-  }
-  return w;
 }
 
 void q6_k_quants(const BlockQ6_K& b, std::uint8_t out[256]) {

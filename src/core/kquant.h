@@ -19,11 +19,8 @@
 // are llama.cpp's bit for bit whatever the order of operations.
 #pragma once
 
-#include "core/tensor.h"
-
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <span>
 #include <string_view>
 
@@ -57,13 +54,6 @@ void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]);
 // The 256 values q in [0, 63] of a Q6_K block, element order (an element is d · scales[e/16] ·
 // (q - 32)).
 void q6_k_quants(const BlockQ6_K& b, std::uint8_t out[256]);
-
-// [rows, cols] (cols a multiple of 256) blocks of `type` (Q4_K or Q6_K) of random quants, scales
-// (and mins), each super-block's scales drawn so that its values lie within about ±magnitude.
-// Huddle has no k-quant quantiser (it reads k-quant files); the tests, the profiler and the
-// benchmarks multiply these.
-Tensor random_kquant(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,
-                     float magnitude = 1.0f);
 
 std::size_t kquant_block_bytes(KQuant type);  // 144 (Q4_K), 210 (Q6_K)
 std::string_view kquant_name(KQuant type);

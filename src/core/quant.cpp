@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace huddle {
 
@@ -69,6 +70,50 @@ void dequantize_q4_0(const BlockQ4_0* y, float* x, std::int64_t blocks) {
 
 }  // namespace
 
+Tensor random_blocks(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,
+                     float magnitude) {
+  HUDDLE_CHECK(type == DType::Q5_0 || type == DType::Q4_K || type == DType::Q6_K,
+               "no random {} blocks", dtype_name(type));
+  HUDDLE_CHECK(dtype_fits(type, cols), "{} rows of {} elements are not whole blocks",
+               dtype_name(type), cols);
+  Tensor w = Tensor::empty(type, {rows, cols});
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> size(0.2f * magnitude, magnitude);
+  const auto random_bytes = [&](auto& array) {
+    for (auto& v : array) v = static_cast<std::remove_reference_t<decltype(v)>>(byte(rng));
+  };
+  for (std::int64_t b = 0; b < rows * (cols / dtype_block_elems(type)); ++b) {
+    if (type == DType::Q5_0) {
+      BlockQ5_0& block = static_cast<BlockQ5_0*>(w.raw())[b];
+      block.d = f32_to_f16(size(rng) / 16);  // d · (q - 16) within ±magnitude
+      random_bytes(block.qh);
+      random_bytes(block.q);
+    } else if (type == DType::Q4_K) {
+      BlockQ4_K& block = static_cast<BlockQ4_K*>(w.raw())[b];
+      block.d = f32_to_f16(size(rng) / (63 * 15));  // d · s · q up to about `magnitude`
+      block.dmin = f32_to_f16(size(rng) / 63);      // dmin · m likewise
+      random_bytes(block.scales);
+      random_bytes(block.qs);
+    } else {
+      BlockQ6_K& block = static_cast<BlockQ6_K*>(w.raw())[b];
+      block.d = f32_to_f16(size(rng) / (128 * 32));  // d · scale · (q - 32) likewise
+      random_bytes(block.ql);
+      random_bytes(block.qh);
+      random_bytes(block.scales);
+    }
+  }
+  return w;
+}
+
+void q5_0_quants(const BlockQ5_0& b, std::uint8_t out[32]) {
+  std::uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  for (int i = 0; i < 16; ++i) {
+    out[i] = static_cast<std::uint8_t>((b.q[i] & 15) | ((qh >> i) & 1) << 4);
+    out[i + 16] = static_cast<std::uint8_t>((b.q[i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
+  }
+}
+
 void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
   HUDDLE_CHECK(dtype_fits(dtype, n), "{} row of {} elements is not whole blocks", dtype_name(dtype),
                n);
@@ -91,7 +136,8 @@ void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
     case DType::Q4_0:
       quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n / kQuantBlock);
       return;
-    case DType::Q4_K:  // read from GGUF files only
+    case DType::Q5_0:  // read from GGUF files only
+    case DType::Q4_K:
     case DType::Q6_K:
     case DType::I32:
       break;
@@ -122,6 +168,18 @@ void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n) {
     case DType::Q4_0:
       dequantize_q4_0(static_cast<const BlockQ4_0*>(in), x, n / kQuantBlock);
       return;
+    case DType::Q5_0: {
+      const auto* blocks = static_cast<const std::byte*>(in);
+      for (std::int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
+        BlockQ5_0 block;  // the rows of a mapped file may be unaligned
+        std::memcpy(&block, blocks + b * static_cast<std::int64_t>(sizeof block), sizeof block);
+        std::uint8_t q[32];
+        q5_0_quants(block, q);
+        const float d = f16_to_f32(block.d);
+        for (int i = 0; i < 32; ++i) x[i] = d * static_cast<float>(q[i] - 16);
+      }
+      return;
+    }
     case DType::Q4_K:
     case DType::Q6_K:
       dequantize_kquant_row(dtype == DType::Q4_K ? KQuant::Q4_K : KQuant::Q6_K,

@@ -13,16 +13,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 
 namespace huddle {
 
 inline constexpr std::int64_t kQuantBlock = 32;
 
 // Dtypes a matrix weight (linear weight, embedding table) may have: F32, F16, BF16, Q8_0, Q4_0,
-// Q4_K, Q6_K.
+// Q5_0, Q4_K, Q6_K.
 constexpr bool is_weight_dtype(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 ||
-         t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q6_K;
+         t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q6_K;
 }
 
 struct BlockQ8_0 {
@@ -30,6 +31,19 @@ struct BlockQ8_0 {
   std::int8_t q[kQuantBlock];
 };
 static_assert(sizeof(BlockQ8_0) == 34);
+
+// Read from GGUF files only (llama.cpp writes it where a k-quant does not fit a row):
+//   Q5_0: { f16 d; uint32 qh; uint8 q[16]; } x[i] = d * ((q[i] & 15 | bit i of qh << 4) - 16),
+//         x[i+16] = d * ((q[i] >> 4 | bit i + 16 of qh << 4) - 16)
+struct BlockQ5_0 {
+  std::uint16_t d;                  // f16 scale
+  std::uint8_t qh[4];               // the high bits, element i at bit i (little-endian)
+  std::uint8_t q[kQuantBlock / 2];  // the low 4 bits, as Q4_0's
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+// Block b's 32 values q in [0, 31] (an element is d · (q - 16)).
+void q5_0_quants(const BlockQ5_0& b, std::uint8_t out[32]);
 
 struct BlockQ4_0 {
   std::uint16_t d;                  // f16 scale
@@ -41,8 +55,22 @@ static_assert(sizeof(BlockQ4_0) == 18);
 // multiple of the dtype's block.
 void quantize_row(DType dtype, const float* x, void* out, std::int64_t n);
 
-// dtype_bytes(dtype, n) bytes at in -> x[n]; the dtypes of quantize_row, Q4_K and Q6_K (kquant.h).
+// dtype_bytes(dtype, n) bytes at in -> x[n]; the dtypes of quantize_row, Q5_0, Q4_K and Q6_K
+// (kquant.h).
 void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n);
+
+// Whether quantize_row writes `t` (F32, F16, BF16, Q8_0, Q4_0); the other block types are read
+// from GGUF files only.
+constexpr bool can_quantize(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 ||
+         t == DType::Q4_0;
+}
+
+// [rows, cols] blocks of a dtype Huddle reads but does not write (Q5_0, Q4_K, Q6_K): random
+// quants, scales (and mins), each block's scales drawn so that its values lie within about
+// ±magnitude. The tests, the profiler and the benchmarks multiply these.
+Tensor random_blocks(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,
+                     float magnitude = 1.0f);
 
 // Whole tensors, row by row (rank >= 1; strided 2-D views allowed), into new contiguous storage:
 // `t` in any of the dtypes above -> F32, and F32 -> `dtype` (the last dimension must be whole

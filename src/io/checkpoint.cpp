@@ -192,6 +192,7 @@ Tensor Checkpoint::load_f32(std::string_view name) const {
     case DType::BF16:
     case DType::Q8_0:
     case DType::Q4_0:
+    case DType::Q5_0:
     case DType::Q4_K:
     case DType::Q6_K: {
       Tensor out = Tensor::empty(DType::F32, e.shape);

@@ -85,7 +85,7 @@ struct GgufValue {
 };
 
 // ggml tensor types, by id. X(enum name, id): every type a llama.cpp file may hold, so that a
-// refused one is named. Huddle reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K (ggml_dtype).
+// refused one is named. Huddle reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K (ggml_dtype).
 // One type per line: clang-format folds this list differently on each run.
 // clang-format off
 #define HUDDLE_GGML_TYPES(X) \
@@ -127,7 +127,7 @@ struct GgufValue {
 std::optional<std::string_view> ggml_type_name(std::uint32_t id);
 // The Huddle dtype of a ggml type id, or nullopt when Huddle does not read it.
 std::optional<DType> ggml_dtype(std::uint32_t id);
-// The ggml type id of a Huddle dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K); nullopt for I32.
+// The ggml type id of a Huddle dtype; nullopt for I32.
 std::optional<std::uint32_t> ggml_type_id(DType dtype);
 
 struct GgufTensorInfo {

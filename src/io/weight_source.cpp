@@ -15,6 +15,7 @@ Tensor widen_to_f32(const Tensor& stored, std::string_view what) {
     case DType::BF16:
     case DType::Q8_0:
     case DType::Q4_0:
+    case DType::Q5_0:
     case DType::Q4_K:
     case DType::Q6_K: {
       Tensor out = Tensor::empty(DType::F32, stored.shape());

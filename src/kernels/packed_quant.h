@@ -1,4 +1,4 @@
-// Internal: the per-instruction-set kernels of packed Q4_0, Q8_0, Q4_K and Q6_K weights
+// Internal: the per-instruction-set kernels of packed Q4_0, Q5_0, Q8_0, Q4_K and Q6_K weights
 // (kernels/packed_weight.h), one group of 16 weight rows against a few activation tokens.
 #pragma once
 
@@ -16,10 +16,12 @@ inline constexpr int kPackedTokens = 8;
 
 // A group's bytes (kernels/packed_weight.h) come in pairs of blocks: the 16 f16 scales of block b,
 // of block b + 1 (64 bytes), then the quants of b, of b + 1 (Q4_0: 4 chunks of 64 nibble bytes,
-// Q8_0: 8 chunks of 64 int8), every piece on 64 bytes. An odd last block's pair is padded with
-// zeros. One sequential stream per group.
+// Q8_0: 8 chunks of 64 int8, Q5_0: Q4_0's 4 chunks and one of their high bits, where for row j
+// byte 4j + e holds at bit c the high bit of element 4c + e and at bit 4 + c that of element
+// 16 + 4c + e), every piece on 64 bytes. An odd last block's pair is padded with zeros. One
+// sequential stream per group.
 constexpr std::int64_t packed_quant_bytes(DType t) {
-  return t == DType::Q8_0 ? 512 : 256;
+  return t == DType::Q8_0 ? 512 : t == DType::Q5_0 ? 256 + 64 : 256;
 }
 constexpr std::int64_t packed_pair_bytes(DType t) {
   return 64 + 2 * packed_quant_bytes(t);
@@ -82,7 +84,8 @@ Byte* packed_q6k_quants(Byte* super, std::int64_t j) {  // the high bits at +256
 // (<= kPackedTokens) whose activation blocks start at x + t · x_row_blocks:
 //   y[t · ldy + j] = Σ_b fma(d_w[j][b] · x[t][b].d, Σ_i w_j[i] · x[t][b].q[i], ·)
 // for rows j < `rows` (<= 16), the integer sum exact. Q4_0 (w = q - 8) takes
-// seeds[t · x_row_blocks + b] = -8 · Σ_i x[t][b].q[i], the offset's part; Q8_0 ignores seeds.
+// seeds[t · x_row_blocks + b] = -8 · Σ_i x[t][b].q[i], the offset's part, Q5_0 (w = q - 16)
+// -16 · Σ_i x[t][b].q[i]; Q8_0 ignores seeds.
 // Q4_K (`blocks` counts sub-blocks of 32, a multiple of 8) takes seeds = S = Σ_i x[t][b].q[i] and
 // computes, for sub-block b of super-block s with the row's d, dmin, s_b, m_b:
 //   acc = fma((d · s_b) · x.d, I, acc);  acc = fma(-((dmin · m_b) · x.d), S, acc)

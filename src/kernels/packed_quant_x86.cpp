@@ -11,6 +11,8 @@
 //   Q8_0: eight chunks, elements 4c .. 4c + 3. VNNI: the activation shifted to x + 128 is the
 //         unsigned operand and Σ (x + 128)·w - 128·Σ w = Σ x·w, the correction per row computed
 //         once per block for all tokens; AVX2: |w| times x with w's sign (maddubs).
+//   Q5_0: four chunks as Q4_0's with each value's high bit or-ed in from a fifth chunk; its
+//         offset of 16 the caller's seed, as Q4_0's of 8.
 //   Q6_K: each block of 32 as a Q4_0 block's nibbles with the high 2 bits or-ed in from two more
 //         chunks, the two halves' sums (offset by the seeds) times their int8 scales, exact;
 //   Q4_K: each sub-block of 32 as a Q4_0 block without the offset; its scale and min vectors are
@@ -90,6 +92,59 @@ HUDDLE_VNNI void q4_group_vnni(const std::byte* group, std::int64_t blocks, int 
     for (int t = 0; t < T; ++t) {
       const BlockQ8A& xb = x[t * x_row_blocks + b];
       // Two chains of four multiply-adds instead of one of eight: half the latency.
+      __m512i s0 = _mm512_set1_epi32(seeds[t * x_row_blocks + b]);
+      __m512i s1 = _mm512_setzero_si512();
+      HUDDLE_UNROLL_ALL
+      for (int c = 0; c < 4; ++c) {
+        s0 = _mm512_dpbusd_epi32(s0, lo[c], _mm512_set1_epi32(four_bytes(xb.q + 4 * c)));
+        s1 = _mm512_dpbusd_epi32(s1, hi[c], _mm512_set1_epi32(four_bytes(xb.q + 16 + 4 * c)));
+      }
+      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xb.d));
+      acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[t]);
+    }
+  }
+  const auto mask = static_cast<__mmask16>(rows >= 16 ? 0xFFFF : (1u << rows) - 1);
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
+// Q5_0's values of chunk c: the nibbles `v` with the high bit of each element, bit c (low
+// nibbles) or bit 4 + c (high ones) of the high-bit chunk `h`, moved to bit 4 (16-bit shifts; the
+// mask keeps each byte's own bit).
+template <int C, bool High>
+HUDDLE_VNNI inline __m512i q5_with_high_bit(__m512i v, __m512i h) {
+  const __m512i bit4 = _mm512_set1_epi8(0x10);
+  const __m512i moved = High ? _mm512_srli_epi16(h, C) : _mm512_slli_epi16(h, 4 - C);
+  return _mm512_or_si512(v, _mm512_and_si512(moved, bit4));
+}
+
+template <int T>
+HUDDLE_VNNI void q5_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
+                               const BlockQ8A* x, const std::int32_t* seeds,
+                               std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  const __m512i low4 = _mm512_set1_epi8(15);
+  __m512 acc[T];
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::byte* q = packed_quants<DType::Q5_0>(group, b);
+    prefetch_lines<6>(q);
+    const __m512i h = _mm512_load_si512(q + 256);
+    __m512i lo[4], hi[4];
+    const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
+      const __m512i v = _mm512_load_si512(q + C * 64);
+      lo[C] = q5_with_high_bit<C, false>(_mm512_and_si512(v, low4), h);
+      hi[C] = q5_with_high_bit<C, true>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), h);
+    };
+    unpack(std::integral_constant<int, 0>{});
+    unpack(std::integral_constant<int, 1>{});
+    unpack(std::integral_constant<int, 2>{});
+    unpack(std::integral_constant<int, 3>{});
+    const __m512 dw =
+        _mm512_cvtph_ps(_mm256_load_si256(m256(packed_scales<DType::Q5_0>(group, b))));
+    HUDDLE_UNROLL_ALL
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8A& xb = x[t * x_row_blocks + b];
       __m512i s0 = _mm512_set1_epi32(seeds[t * x_row_blocks + b]);
       __m512i s1 = _mm512_setzero_si512();
       HUDDLE_UNROLL_ALL
@@ -291,6 +346,42 @@ struct Q4Avx2Sums {
           s16, _mm256_maddubs_epi16(hi, _mm256_set1_epi32(four_bytes(xq + 16 + 4 * c))));
     }
     return _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), _mm256_set1_epi32(seed));
+  }
+};
+
+// The AVX2 form of q5_with_high_bit.
+template <int C, bool High>
+HUDDLE_AVX2 inline __m256i q5_with_high_bit_avx2(__m256i v, __m256i h) {
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  const __m256i moved = High ? _mm256_srli_epi16(h, C) : _mm256_slli_epi16(h, 4 - C);
+  return _mm256_or_si256(v, _mm256_and_si256(moved, bit4));
+}
+
+struct Q5Avx2Sums {
+  static constexpr DType kType = DType::Q5_0;
+  static constexpr int kLines = 6;
+  // Pairs q·x are within ±7936, four of them within ±31744: 16 bits for two chunks, then 32.
+  HUDDLE_AVX2 static __m256i sums(const std::byte* q, const std::int8_t* xq, std::int32_t seed) {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i h = _mm256_load_si256(m256(q + 256));
+    __m256i pairs[4];
+    const auto chunk = [&]<int C>(std::integral_constant<int, C>) {
+      const __m256i v = _mm256_load_si256(m256(q + C * 64));
+      const __m256i lo = q5_with_high_bit_avx2<C, false>(_mm256_and_si256(v, low4), h);
+      const __m256i hi =
+          q5_with_high_bit_avx2<C, true>(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), h);
+      pairs[C] = _mm256_add_epi16(
+          _mm256_maddubs_epi16(lo, _mm256_set1_epi32(four_bytes(xq + 4 * C))),
+          _mm256_maddubs_epi16(hi, _mm256_set1_epi32(four_bytes(xq + 16 + 4 * C))));
+    };
+    chunk(std::integral_constant<int, 0>{});
+    chunk(std::integral_constant<int, 1>{});
+    chunk(std::integral_constant<int, 2>{});
+    chunk(std::integral_constant<int, 3>{});
+    const __m256i s01 = _mm256_madd_epi16(_mm256_add_epi16(pairs[0], pairs[1]), ones);
+    const __m256i s23 = _mm256_madd_epi16(_mm256_add_epi16(pairs[2], pairs[3]), ones);
+    return _mm256_add_epi32(_mm256_add_epi32(s01, s23), _mm256_set1_epi32(seed));
   }
 };
 
@@ -556,6 +647,12 @@ struct Q8PackedVnni {
   static constexpr FixedGroup run = &q8_group_vnni<T>;
 };
 template <int T>
+struct Q5PackedVnni {
+  static constexpr FixedGroup run = &q5_group_vnni<T>;
+};
+constexpr GroupTable kQ5PackedVnni =
+    token_table<Q5PackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
+template <int T>
 struct Q6KPackedVnni {
   static constexpr FixedGroup run = &q6k_group_vnni<T>;
 };
@@ -585,6 +682,8 @@ PackedFn avx2_packed(DType dtype) {
   switch (dtype) {
     case DType::Q4_0:
       return &group_avx2<Q4Avx2Sums>;
+    case DType::Q5_0:
+      return &group_avx2<Q5Avx2Sums>;
     case DType::Q8_0:
       return &group_avx2<Q8Avx2Sums>;
     case DType::Q4_K:
@@ -600,6 +699,8 @@ PackedFn avx512vnni_packed(DType dtype) {
   switch (dtype) {
     case DType::Q4_0:
       return &vnni_any<kQ4PackedVnni>;
+    case DType::Q5_0:
+      return &vnni_any<kQ5PackedVnni>;
     case DType::Q8_0:
       return &vnni_any<kQ8PackedVnni>;
     case DType::Q4_K:

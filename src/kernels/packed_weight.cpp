@@ -48,6 +48,69 @@ void pack_group(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::
   }
 }
 
+// A Q5_0 group (packed_quant.h): Q4_0's pairs, each block's quants its nibbles in Q4_0's
+// chunks and a chunk of their high bits.
+void pack_group_q5_0(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  const std::int64_t blocks = w.dim(1) / detail::kQBlock;
+  const std::int64_t r0 = g * kRows;
+  const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
+  const auto* base = static_cast<const std::byte*>(w.raw());
+  std::memset(out, 0, static_cast<std::size_t>(group_bytes));
+  for (std::int64_t j = 0; j < rows; ++j) {
+    const std::byte* row = base + dtype_bytes(DType::Q5_0, (r0 + j) * w.row_stride());
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      BlockQ5_0 block;
+      std::memcpy(&block, row + b * static_cast<std::int64_t>(sizeof block), sizeof block);
+      std::memcpy(detail::packed_scales<DType::Q5_0>(out, b) + 2 * j, &block.d, 2);
+      std::uint8_t q[32];
+      q5_0_quants(block, q);
+      std::byte* quants = detail::packed_quants<DType::Q5_0>(out, b);
+      for (int c = 0; c < 4; ++c) {
+        for (int e = 0; e < 4; ++e) {
+          const std::uint8_t lo = q[4 * c + e], hi = q[16 + 4 * c + e];
+          quants[c * 64 + j * 4 + e] = static_cast<std::byte>((lo & 15) | (hi & 15) << 4);
+          quants[256 + j * 4 + e] |= static_cast<std::byte>((lo >> 4) << c | (hi >> 4) << (4 + c));
+        }
+      }
+    }
+  }
+}
+
+// Row j's 32 values q (in [0, 31]) of block b of a packed Q5_0 group.
+void q5_0_block_quants(const std::byte* group, std::int64_t b, int j, std::uint8_t q[32]) {
+  const auto* p =
+      reinterpret_cast<const std::uint8_t*>(detail::packed_quants<DType::Q5_0>(group, b));
+  for (int c = 0; c < 4; ++c) {
+    for (int e = 0; e < 4; ++e) {
+      const std::uint8_t v = p[c * 64 + j * 4 + e], h = p[256 + j * 4 + e];
+      q[4 * c + e] = static_cast<std::uint8_t>((v & 15) | ((h >> c) & 1) << 4);
+      q[16 + 4 * c + e] = static_cast<std::uint8_t>((v >> 4) | ((h >> (4 + c)) & 1) << 4);
+    }
+  }
+}
+
+// The scalar Q5_0 kernel: packed_quant.h's operations, one output at a time.
+void group_scalar_q5_0(const std::byte* group, std::int64_t blocks, int rows,
+                       const detail::BlockQ8A* x, const std::int32_t* seeds,
+                       std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+  for (int t = 0; t < tokens; ++t) {
+    for (int j = 0; j < rows; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
+        std::uint8_t q[32];
+        q5_0_block_quants(group, b, j, q);
+        std::int32_t sum = seeds[t * x_row_blocks + b];
+        for (int i = 0; i < 32; ++i) sum += q[i] * xb.q[i];
+        std::uint16_t scale;
+        std::memcpy(&scale, detail::packed_scales<DType::Q5_0>(group, b) + 2 * j, 2);
+        acc = std::fma(f16_to_f32(scale) * xb.d, static_cast<float>(sum), acc);
+      }
+      y[t * ldy + j] = acc;
+    }
+  }
+}
+
 // A Q4_K group (packed_quant.h): per super-block the rows' d and dmin, their sub-block scales
 // and mins as bytes, and each sub-block's quants laid out as a Q4_0 block's.
 void pack_group_q4k(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
@@ -324,10 +387,11 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
   for (std::int64_t r = 0; r < t; ++r) {
     detail::quantize_activation(x.f32() + r * x.row_stride(), xq.data() + r * blocks, k);
   }
-  // Q4_0's offset of 8 and Q4_K's mins multiply the activation block's sum, Q6_K's offset of 32
-  // each half's (packed_quant.h).
+  // Q4_0's offset of 8, Q5_0's of 16 and Q4_K's mins multiply the activation block's sum, Q6_K's
+  // offset of 32 each half's (packed_quant.h).
   const DType dtype = w.dtype();
-  const bool seeded = dtype == DType::Q4_0 || dtype == DType::Q4_K || dtype == DType::Q6_K;
+  const bool seeded =
+      dtype == DType::Q4_0 || dtype == DType::Q5_0 || dtype == DType::Q4_K || dtype == DType::Q6_K;
   for (std::size_t i = 0; seeded && i < xq.size(); ++i) {
     std::int32_t half[2] = {0, 0};
     for (int e = 0; e < detail::kQBlock; ++e) half[e / 16] += xq[i].q[e];
@@ -335,7 +399,8 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
       seeds[2 * i] = -32 * half[0];
       seeds[2 * i + 1] = -32 * half[1];
     } else {
-      seeds[i] = dtype == DType::Q4_0 ? -8 * (half[0] + half[1]) : half[0] + half[1];
+      const std::int32_t sum = half[0] + half[1];
+      seeds[i] = dtype == DType::Q4_0 ? -8 * sum : dtype == DType::Q5_0 ? -16 * sum : sum;
     }
   }
   const detail::PackedFn fn = detail::packed_fn(w.dtype(), active_isa());
@@ -393,6 +458,17 @@ void PackedWeight::unpack_row(std::int64_t r, float* out) const {
       std::uint16_t h;
       std::memcpy(&h, g + 32 * i + 2 * j, 2);
       out[i] = dtype_ == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    return;
+  }
+  if (dtype_ == DType::Q5_0) {  // as dequantize_row: d · (q - 16)
+    for (std::int64_t b = 0; b < blocks_; ++b, out += detail::kQBlock) {
+      std::uint8_t q[32];
+      q5_0_block_quants(g, b, j, q);
+      std::uint16_t scale;
+      std::memcpy(&scale, detail::packed_scales<DType::Q5_0>(g, b) + 2 * j, 2);
+      const float d = f16_to_f32(scale);
+      for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(q[i] - 16);
     }
     return;
   }
@@ -469,8 +545,8 @@ void PackedWeight::Free::operator()(std::byte* p) const {
 std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout,
                                                        const Consumed& consumed) {
   const DType t = w.dtype();
-  if ((t != DType::Q4_0 && t != DType::Q8_0 && t != DType::Q4_K && t != DType::Q6_K &&
-       !is_16bit(t)) ||
+  if ((t != DType::Q4_0 && t != DType::Q5_0 && t != DType::Q8_0 && t != DType::Q4_K &&
+       t != DType::Q6_K && !is_16bit(t)) ||
       layout != WeightLayout::OutIn || w.rank() != 2) {
     return nullptr;
   }
@@ -484,6 +560,7 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
   const auto pack = is_16bit(t)        ? &pack_group16
                     : t == DType::Q4_K ? &pack_group_q4k
                     : t == DType::Q6_K ? &pack_group_q6k
+                    : t == DType::Q5_0 ? &pack_group_q5_0
                     : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
                                        : &pack_group<DType::Q8_0>;
   // Runs of groups of about 16 MB of rows, each packed in parallel, then reported consumed.
@@ -533,9 +610,9 @@ namespace detail {
 
 PackedFn packed_fn(DType dtype, Isa isa) {
   HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
-  HUDDLE_CHECK(
-      dtype == DType::Q4_0 || dtype == DType::Q8_0 || dtype == DType::Q4_K || dtype == DType::Q6_K,
-      "no packed kernel for {} weights", dtype_name(dtype));
+  HUDDLE_CHECK(dtype == DType::Q4_0 || dtype == DType::Q5_0 || dtype == DType::Q8_0 ||
+                   dtype == DType::Q4_K || dtype == DType::Q6_K,
+               "no packed kernel for {} weights", dtype_name(dtype));
   PackedFn fn = nullptr;
   switch (isa) {
     case Isa::Avx512Vnni:
@@ -551,6 +628,7 @@ PackedFn packed_fn(DType dtype, Isa isa) {
   if (fn != nullptr) return fn;
   if (dtype == DType::Q4_K) return &group_scalar_q4k;
   if (dtype == DType::Q6_K) return &group_scalar_q6k;
+  if (dtype == DType::Q5_0) return &group_scalar_q5_0;
   return dtype == DType::Q4_0 ? &group_scalar<DType::Q4_0> : &group_scalar<DType::Q8_0>;
 }
 

@@ -40,9 +40,10 @@ Tensor random_tensor(Shape shape, std::mt19937& rng) {
 }
 
 // A [rows, cols] weight in `dtype` (not F32) to time kernels on: quantised from random values,
-// or random k-quant blocks (core/kquant.h; the kernels' time does not depend on the values).
+// or random blocks of the types Huddle only reads (the kernels' time does not depend on the
+// values).
 Tensor random_weight(DType dtype, std::int64_t rows, std::int64_t cols, std::mt19937& rng) {
-  if (dtype == DType::Q4_K || dtype == DType::Q6_K) return random_kquant(rng, dtype, rows, cols, 0.5f);
+  if (!can_quantize(dtype)) return random_blocks(rng, dtype, rows, cols, 0.5f);
   return quantize(random_tensor({rows, cols}, rng), dtype);
 }
 

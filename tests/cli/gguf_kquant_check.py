@@ -36,9 +36,12 @@ import tempfile
 import numpy as np
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_numpy_reference as ref  # noqa: E402  (its Q8_0 reference quantiser)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "..", "bench", "llamacpp")
-GGML_F32, GGML_Q4_K, GGML_Q6_K = 0, 12, 14
+GGML_F32, GGML_Q5_0, GGML_Q8_0, GGML_Q4_K, GGML_Q6_K = 0, 6, 8, 12, 14
 CONFIG = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 512,
     "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
@@ -46,6 +49,9 @@ CONFIG = {
     "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False,
     "bos_token_id": 509, "eos_token_id": 510, "torch_dtype": "float32",
 }
+# Rows of 384 (as Qwen2-0.5B's 896): not whole super-blocks, so llama.cpp's Q4_K_M writes those
+# matrices as Q5_0 (for Q4_K) and Q8_0 (for Q6_K); the down projections (rows of 768) stay k-quants.
+CONFIG_384 = dict(CONFIG, hidden_size=384, intermediate_size=768, num_attention_heads=6)
 
 
 # --- GGUF, raw -----------------------------------------------------------------------------------
@@ -191,8 +197,42 @@ def dequantize_q6_k(blob, n):
     return (b["d"].astype(np.float64)[:, None] * scale * q).astype(np.float32).reshape(n)
 
 
+def quantize_q5_0(x):
+    """[n] f32 -> Q5_0 bytes: ggml's reference rounding (quantize_row_q5_0_ref)."""
+    blk = x.reshape(-1, 32).astype(np.float32)
+    idx = np.abs(blk).argmax(-1)
+    vmax = blk[np.arange(len(blk)), idx]
+    d = (vmax / np.float32(-16)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    q = np.minimum(31, np.trunc(blk * inv[:, None] + np.float32(16.5))).astype(np.uint8)
+    qs = (q[:, :16] & 15) | ((q[:, 16:] & 15) << 4)
+    qh = ((q >> 4).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(-1).astype("<u4")
+    out = np.zeros(len(blk), dtype=[("d", "<f2"), ("qh", "<u4"), ("qs", "u1", 16)])
+    out["d"], out["qh"], out["qs"] = f16(d), qh, qs
+    return out.tobytes()
+
+
+def dequantize_q5_0(blob, n):
+    b = np.frombuffer(blob, dtype=[("d", "<f2"), ("qh", "<u4"), ("qs", "u1", 16)])
+    assert len(b) * 32 == n
+    qs = b["qs"].astype(np.int64)
+    high = (b["qh"].astype(np.int64)[:, None] >> np.arange(32)) & 1
+    q = np.concatenate([qs & 15, qs >> 4], axis=1) | (high << 4)
+    return (b["d"].astype(np.float64)[:, None] * (q - 16)).astype(np.float32).reshape(n)
+
+
+def dequantize_q8_0(blob, n):
+    b = np.frombuffer(blob, dtype=[("d", "<f2"), ("q", "i1", 32)])
+    return (b["d"].astype(np.float64)[:, None] * b["q"]).astype(np.float32).reshape(n)
+
+
 KQUANT = {GGML_Q4_K: (quantize_q4_k, dequantize_q4_k),
-          GGML_Q6_K: (quantize_q6_k, dequantize_q6_k)}
+          GGML_Q6_K: (quantize_q6_k, dequantize_q6_k),
+          GGML_Q5_0: (quantize_q5_0, dequantize_q5_0),
+          GGML_Q8_0: (ref.q8_0_bytes, dequantize_q8_0)}
+# llama.cpp's fallback for rows that are not whole super-blocks (llama-quant.cpp).
+FALLBACK = {GGML_Q4_K: GGML_Q5_0, GGML_Q6_K: GGML_Q8_0}
 
 
 def kquant_type(name, n_layers):
@@ -209,7 +249,8 @@ def kquant_type(name, n_layers):
 
 
 def rewrite(f32_path, kquant_path, reference_path=None):
-    """Writes the F32 GGUF's matrices with rows of 256 as k-quants (kquant_type) to kquant_path,
+    """Writes the F32 GGUF's matrices as llama.cpp's Q4_K_M would (kquant_type; rows that are not
+    whole super-blocks as Q5_0 or Q8_0) to kquant_path,
     and, given reference_path, the same file with those matrices as F32 of numpy's decoding of
     the k-quant blocks. Returns (kv bytes, kv count, the k-quant file's tensors, counts by
     type)."""
@@ -222,8 +263,10 @@ def rewrite(f32_path, kquant_path, reference_path=None):
         assert t == GGML_F32, (name, t)
         n = int(np.prod(ne))
         blob = data[start + off:start + off + 4 * n]
-        if len(ne) == 2 and ne[0] % 256 == 0:
+        if len(ne) == 2 and ne[0] % 32 == 0:
             k = kquant_type(name, n_layers)
+            if ne[0] % 256 != 0:
+                k = FALLBACK[k]
             quantize, dequantize = KQUANT[k]
             kblob = quantize(np.frombuffer(blob, "<f4"))
             kquant.append((name, ne, k, kblob))
@@ -253,78 +296,89 @@ def huddle_run(huddle, gguf, ids, out_npy, *extra):
     return json.loads(r.stdout.splitlines()[0])["generated"]
 
 
+def check_model(huddle, fixtures, tmp, config, tag):
+    """Steps 1-5 of the docstring on a model of `config`; returns (failures, kv, kv count, the
+    k-quant file's tensors)."""
+    failures = 0
+    model = os.path.join(tmp, f"model-{tag}")
+    os.makedirs(model)
+    with open(os.path.join(tmp, f"config-{tag}.json"), "w") as f:
+        json.dump(config, f)
+    subprocess.run([huddle, "synth", "--arch", "llama", "--config",
+                    os.path.join(tmp, f"config-{tag}.json"), "-o", model, "--seed", "7"],
+                   check=True, capture_output=True)
+    tiny = os.path.join(fixtures, "models", "llama-tiny")
+    for name in os.listdir(tiny):
+        if name.startswith("tokenizer") or name == "special_tokens_map.json":
+            shutil.copy(os.path.join(tiny, name), model)
+    f32 = os.path.join(tmp, f"f32-{tag}.gguf")
+    subprocess.run([huddle, "quantize", "--type", "f32", model, f32], check=True,
+                   capture_output=True)
+
+    kfile = os.path.join(tmp, f"q4_k_m-{tag}.gguf")
+    rfile = os.path.join(tmp, f"reference-{tag}.gguf")
+    kv, n_kv, kquant, counts = rewrite(f32, kfile, rfile)
+    names = {GGML_Q4_K: "Q4_K", GGML_Q6_K: "Q6_K", GGML_Q5_0: "Q5_0", GGML_Q8_0: "Q8_0"}
+    print(f"[{tag}] Q4_K_M file: " +
+          ", ".join(f"{counts[t]} {names[t]}" for t in sorted(counts)) + " matrices; the rest F32")
+    assert counts.get(GGML_Q4_K) and counts.get(GGML_Q6_K)
+
+    prompt = json.load(open(os.path.join(fixtures, "references",
+                                         "llama-tiny.generate.json")))["prompt"]
+    ids = ",".join(map(str, prompt))
+    out = lambda name: os.path.join(tmp, f"{name}-{tag}.npy")  # noqa: E731
+    wide = ("--weight-dtype", "f32")
+    huddle_run(huddle, kfile, ids, out("k32"), *wide)
+    huddle_run(huddle, rfile, ids, out("r32"), *wide)
+    a, b = np.load(out("k32")), np.load(out("r32"))
+    same = a.shape == b.shape and np.array_equal(a, b)
+    print(f"[{tag}] Huddle on the file vs on numpy's values, both widened to F32: logits "
+          f"{'identical' if same else 'DIFFER'} {a.shape}")
+    failures += 0 if same else 1
+
+    ours = huddle_run(huddle, kfile, ids, out("k"))
+    expected = huddle_run(huddle, rfile, ids, out("r"))
+    a, b = np.load(out("k")), np.load(out("r"))
+    err = float(np.abs(a - b).max() / np.abs(b).max())
+    print(f"[{tag}] Huddle's kernels vs F32 of the same values: logits error {err:.2e} of the "
+          f"largest, greedy ids {ours} vs {expected}")
+    failures += 0 if err <= 0.03 and ours[:4] == expected[:4] else 1
+
+    # Two processes (megatron): the blocks travel to the worker as they are, and an attention
+    # output projection cut by heads inside a super-block as Q8_0.
+    split = huddle_run(huddle, kfile, ids, out("m"), "--local-devices", "2", "--strategy",
+                       "megatron")
+    c = np.load(out("m"))
+    err = float(np.abs(c - a).max() / np.abs(a).max())
+    print(f"[{tag}] two processes (megatron) vs one: logits error {err:.2e} of the largest, "
+          f"greedy ids {split} vs {ours}")
+    failures += 0 if err <= 0.03 and split[:4] == ours[:4] else 1
+
+    if shutil.which("node") and os.path.isdir(os.path.join(PEER, "node_modules",
+                                                            "node-llama-cpp")):
+        peer = run(["node", os.path.join(PEER, "greedy.mjs"), "--model", kfile, "--ids", ids,
+                    "-n", "8", "--threads", "1"], cwd=PEER)
+        if peer.returncode != 0:
+            print(f"[{tag}] llama.cpp failed on the file:\n{peer.stderr[-3000:]}")
+            failures += 1
+        else:
+            theirs = json.loads(peer.stdout.strip().splitlines()[-1])["generated"]
+            agree = sum(x == y for x, y in zip(ours, theirs))
+            print(f"[{tag}] llama.cpp on the file: {theirs} ({agree}/8 equal to Huddle's)")
+            failures += 0 if ours[:4] == theirs[:4] else 1
+    else:
+        print("llama.cpp: node-llama-cpp not installed (scripts/node-deps); not compared")
+    return failures, kv, n_kv, kquant
+
+
 def main():
     if sys.argv[1] == "--rewrite":
         rewrite(sys.argv[2], sys.argv[3])
         return 0
     huddle, fixtures = sys.argv[1], sys.argv[2]
-    failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "model")
-        os.makedirs(model)
-        with open(os.path.join(tmp, "config.json"), "w") as f:
-            json.dump(CONFIG, f)
-        subprocess.run([huddle, "synth", "--arch", "llama", "--config",
-                        os.path.join(tmp, "config.json"), "-o", model, "--seed", "7"],
-                       check=True, capture_output=True)
-        tiny = os.path.join(fixtures, "models", "llama-tiny")
-        for name in os.listdir(tiny):
-            if name.startswith("tokenizer") or name == "special_tokens_map.json":
-                shutil.copy(os.path.join(tiny, name), model)
-        f32 = os.path.join(tmp, "f32.gguf")
-        subprocess.run([huddle, "quantize", "--type", "f32", model, f32], check=True,
-                       capture_output=True)
-
-        kfile, rfile = os.path.join(tmp, "q4_k_m.gguf"), os.path.join(tmp, "reference.gguf")
-        kv, n_kv, kquant, counts = rewrite(f32, kfile, rfile)
-        print(f"k-quant file: {counts.get(GGML_Q4_K, 0)} Q4_K and {counts.get(GGML_Q6_K, 0)} "
-              f"Q6_K matrices; the rest F32")
-        assert counts.get(GGML_Q4_K) and counts.get(GGML_Q6_K)
-
-        prompt = json.load(open(os.path.join(fixtures, "references",
-                                             "llama-tiny.generate.json")))["prompt"]
-        ids = ",".join(map(str, prompt))
-        wide = ("--weight-dtype", "f32")
-        huddle_run(huddle, kfile, ids, os.path.join(tmp, "k32.npy"), *wide)
-        huddle_run(huddle, rfile, ids, os.path.join(tmp, "r32.npy"), *wide)
-        a, b = np.load(os.path.join(tmp, "k32.npy")), np.load(os.path.join(tmp, "r32.npy"))
-        same = a.shape == b.shape and np.array_equal(a, b)
-        print(f"Huddle on the k-quant file vs on numpy's values, both widened to F32: logits "
-              f"{'identical' if same else 'DIFFER'} {a.shape}")
-        failures += 0 if same else 1
-
-        ours = huddle_run(huddle, kfile, ids, os.path.join(tmp, "k.npy"))
-        expected = huddle_run(huddle, rfile, ids, os.path.join(tmp, "r.npy"))
-        a, b = np.load(os.path.join(tmp, "k.npy")), np.load(os.path.join(tmp, "r.npy"))
-        err = float(np.abs(a - b).max() / np.abs(b).max())
-        print(f"Huddle's k-quant kernels vs F32 of the same values: logits error {err:.2e} of the "
-              f"largest, greedy ids {ours} vs {expected}")
-        failures += 0 if err <= 0.03 and ours[:4] == expected[:4] else 1
-
-        # Two processes (megatron): the Q4_K slices travel to the worker as blocks, and the
-        # attention output projection, cut by heads at 128 inside its super-blocks, as Q8_0.
-        split = huddle_run(huddle, kfile, ids, os.path.join(tmp, "m.npy"), "--local-devices", "2",
-                           "--strategy", "megatron")
-        c = np.load(os.path.join(tmp, "m.npy"))
-        err = float(np.abs(c - a).max() / np.abs(a).max())
-        print(f"two processes (megatron) vs one: logits error {err:.2e} of the largest, greedy "
-              f"ids {split} vs {ours}")
-        failures += 0 if err <= 0.03 and split[:4] == ours[:4] else 1
-
-        if shutil.which("node") and os.path.isdir(os.path.join(PEER, "node_modules",
-                                                                "node-llama-cpp")):
-            peer = run(["node", os.path.join(PEER, "greedy.mjs"), "--model", kfile, "--ids", ids,
-                        "-n", "8", "--threads", "1"], cwd=PEER)
-            if peer.returncode != 0:
-                print(f"llama.cpp failed on the k-quant file:\n{peer.stderr[-3000:]}")
-                failures += 1
-            else:
-                theirs = json.loads(peer.stdout.strip().splitlines()[-1])["generated"]
-                agree = sum(x == y for x, y in zip(ours, theirs))
-                print(f"llama.cpp on the k-quant file: {theirs} ({agree}/8 equal to Huddle's)")
-                failures += 0 if ours[:4] == theirs[:4] else 1
-        else:
-            print("llama.cpp: node-llama-cpp not installed (scripts/node-deps); not compared")
+        failures, kv, n_kv, kquant = check_model(huddle, fixtures, tmp, CONFIG, "rows256")
+        failures += check_model(huddle, fixtures, tmp, CONFIG_384, "rows384")[0]
 
         # A Q4_K tensor whose rows are not whole super-blocks: refused by name.
         bad = [(n, ([128, ne[1] * 2] if n == "blk.0.attn_q.weight" else ne), t, blob)

@@ -32,8 +32,8 @@ using testing::supported_isas;
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
 
-constexpr DType kQuantised[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
-constexpr DType kPacked[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K,
+constexpr DType kQuantised[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+constexpr DType kPacked[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K,
                              DType::Q6_K, DType::F16,  DType::BF16};
 
 bool is_kquant(DType dtype) {
@@ -41,7 +41,7 @@ bool is_kquant(DType dtype) {
 }
 
 bool is_quantised(DType dtype) {
-  return dtype == DType::Q4_0 || dtype == DType::Q8_0 || is_kquant(dtype);
+  return dtype == DType::Q4_0 || dtype == DType::Q5_0 || dtype == DType::Q8_0 || is_kquant(dtype);
 }
 
 // The activation a packed product multiplies: int8-block rounded for Q4_0/Q8_0, as is for 16-bit.
@@ -80,7 +80,7 @@ TEST(PackedWeight, OnlyLowPrecisionOutInWeightsPack) {
     // Two blocks: one pair, the rows' bytes plus 64 bytes of scales per pair.
     EXPECT_EQ(p->group_bytes(), static_cast<std::int64_t>(quantize(f32, dtype).nbytes()));
   }
-  const Tensor q4k = random_kquant(rng, DType::Q4_K, 20, 512);
+  const Tensor q4k = random_blocks(rng, DType::Q4_K, 20, 512);
   EXPECT_EQ(PackedWeight::pack(q4k, WeightLayout::InOut), nullptr);
   const auto p = PackedWeight::pack(q4k, WeightLayout::OutIn);
   ASSERT_NE(p, nullptr);
@@ -216,6 +216,32 @@ TEST(PackedWeight, ExtremeQ4KSumsExactly) {
   }
 }
 
+// Q5_0 at its extremes: values 0 and 31 (high bits clear and set), activations of ±127.
+TEST(PackedWeight, ExtremeQ5_0SumsExactly) {
+  const std::int64_t n = 16, k = 96;
+  Tensor w = Tensor::empty(DType::Q5_0, {n, k});
+  auto* blocks = static_cast<BlockQ5_0*>(w.raw());
+  for (std::int64_t b = 0; b < n * k / 32; ++b) {
+    blocks[b].d = 0x3C00;  // f16 1.0
+    std::memset(blocks[b].qh, b % 2 ? 0xFF : 0x00, sizeof blocks[b].qh);
+    std::memset(blocks[b].q, b % 2 ? 0xFF : 0x00, sizeof blocks[b].q);
+  }
+  Tensor x = Tensor::empty(DType::F32, {2, k});
+  for (std::int64_t i = 0; i < 2 * k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
+  Tensor scalar;
+  {
+    ForcedIsa scope(Isa::Scalar);
+    scalar = packed_linear(x, w, nullptr);
+  }
+  Tensor ref = Tensor::empty(DType::F32, {2, n});
+  reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
+  EXPECT_TRUE(close(scalar, ref, kTol));
+  for (Isa isa : supported_isas()) {
+    ForcedIsa scope(isa);
+    EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0)) << isa_name(isa);
+  }
+}
+
 // Q6_K at its extremes: scales of 127 and -128, values 0 and 63, activations of ±127.
 TEST(PackedWeight, ExtremeQ6KSumsExactly) {
   const std::int64_t n = 16, k = 512;
@@ -243,11 +269,11 @@ TEST(PackedWeight, ExtremeQ6KSumsExactly) {
   }
 }
 
-// k-quant rows through the row kernels (qdot.h) give the packed kernels' bits: both state the
-// same operations.
-TEST(PackedWeight, KQuantRowKernelsGiveThePackedBits) {
+// Q5_0 and k-quant rows through the row kernels (qdot.h) give the packed kernels' bits: both
+// state the same operations.
+TEST(PackedWeight, ReadOnlyTypesRowKernelsGiveThePackedBits) {
   std::mt19937 rng(31);
-  for (DType dtype : {DType::Q4_K, DType::Q6_K}) {
+  for (DType dtype : {DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
     const Tensor x = random_tensor(rng, {3, 1024});
     const Tensor w = random_weight(rng, dtype, 40, 1024, true);
     Tensor rows = Tensor::empty(DType::F32, {3, 40});

@@ -45,16 +45,15 @@ inline std::vector<Isa> supported_isas() {
   return out;
 }
 
-// A [rows, cols] weight of `dtype` quantised from uniform(-1, 1) values (k-quants: random blocks,
-// random_kquant);
+// A [rows, cols] weight of `dtype` quantised from uniform(-1, 1) values (the types Huddle only
+// reads: random blocks, random_blocks);
 // strided: a block-aligned column view of a wider tensor (as a tensor-parallel slice is).
 inline Tensor random_weight(std::mt19937& rng, DType dtype, std::int64_t rows, std::int64_t cols,
                             bool strided) {
   const std::int64_t block = std::max<std::int64_t>(32, dtype_block_elems(dtype));
   const std::int64_t pad = strided ? 2 * block : 0;
-  const Tensor wide = dtype_block_elems(dtype) == kKQuantBlock
-                          ? random_kquant(rng, dtype, rows, cols + pad)
-                          : quantize(random_tensor(rng, {rows, cols + pad}), dtype);
+  const Tensor wide = can_quantize(dtype) ? quantize(random_tensor(rng, {rows, cols + pad}), dtype)
+                                          : random_blocks(rng, dtype, rows, cols + pad);
   return strided ? wide.cols(block, block + cols) : wide;
 }
 

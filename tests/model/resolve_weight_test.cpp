@@ -31,7 +31,7 @@ WeightRef columns(std::int64_t begin, std::int64_t end) {
 // super-block give Q8_0 of the slice's values; other cuts are refused.
 TEST(ResolveWeight, Q4KSlicesKeepTheirBlocksOrBecomeQ8_0) {
   std::mt19937 rng(3);
-  const Tensor whole = random_kquant(rng, DType::Q4_K, 5, 768);
+  const Tensor whole = random_blocks(rng, DType::Q4_K, 5, 768);
   const WeightMap weights = one_weight(whole);
   const Tensor widened = dequantize(whole);
 
