@@ -5,24 +5,9 @@
 // Usage: node prompt_logits.mjs --model M.gguf --ids 1,2,3 [--threads 1]
 import {getLlama, LlamaLogLevel} from 'node-llama-cpp';
 
-function parse(argv) {
-  const a = {threads: 1};
-  for (let i = 0; i < argv.length; i++) {
-    const k = argv[i], v = argv[i + 1];
-    if (k === '--model')
-      a.model = v, i++;
-    else if (k === '--ids')
-      a.ids = v.split(',').filter((s) => s !== '').map(Number), i++;
-    else if (k === '--threads')
-      a.threads = Number(v), i++;
-    else
-      throw new Error(`unknown argument ${k}`);
-  }
-  if (!a.model || !a.ids || a.ids.length === 0) throw new Error('need --model and --ids');
-  return a;
-}
+import {parseArgs} from './args.mjs';
 
-const a = parse(process.argv.slice(2));
+const a = parseArgs(process.argv.slice(2), {threads: 1});
 const llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.warn});
 const model = await llama.loadModel({modelPath: a.model, gpuLayers: 0});
 const context = await model.createContext({

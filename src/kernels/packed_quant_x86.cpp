@@ -259,18 +259,8 @@ HUDDLE_VNNI void q4k_group_vnni(const std::byte* group, std::int64_t blocks, int
 // byte's own bits).
 template <int C>
 HUDDLE_VNNI inline __m512i q6_with_high_bits(__m512i v, __m512i h) {
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
-  __m512i moved;
-  if constexpr (C == 0) {
-    moved = _mm512_slli_epi16(h, 4);
-  } else if constexpr (C == 1) {
-    moved = _mm512_slli_epi16(h, 2);
-  } else if constexpr (C == 2) {
-    moved = h;
-  } else {
-    moved = _mm512_srli_epi16(h, 2);
-  }
-  return _mm512_or_si512(v, _mm512_and_si512(moved, bits45));
+  const __m512i moved = C < 3 ? _mm512_slli_epi16(h, 4 - 2 * C) : _mm512_srli_epi16(h, 2);
+  return _mm512_or_si512(v, _mm512_and_si512(moved, _mm512_set1_epi8(0x30)));
 }
 
 template <int T>
@@ -525,18 +515,8 @@ HUDDLE_AVX2 void q4k_group_avx2(const std::byte* group, std::int64_t blocks, int
 // The AVX2 form of q6_with_high_bits.
 template <int C>
 HUDDLE_AVX2 inline __m256i q6_with_high_bits_avx2(__m256i v, __m256i h) {
-  const __m256i bits45 = _mm256_set1_epi8(0x30);
-  __m256i moved;
-  if constexpr (C == 0) {
-    moved = _mm256_slli_epi16(h, 4);
-  } else if constexpr (C == 1) {
-    moved = _mm256_slli_epi16(h, 2);
-  } else if constexpr (C == 2) {
-    moved = h;
-  } else {
-    moved = _mm256_srli_epi16(h, 2);
-  }
-  return _mm256_or_si256(v, _mm256_and_si256(moved, bits45));
+  const __m256i moved = C < 3 ? _mm256_slli_epi16(h, 4 - 2 * C) : _mm256_srli_epi16(h, 2);
+  return _mm256_or_si256(v, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));
 }
 
 // Q6_K on AVX2: per half of a block, the 6-bit values times x by maddubs (pairs within ±16002,

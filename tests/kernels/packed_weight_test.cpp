@@ -187,6 +187,27 @@ TEST(PackedWeight, ExtremeQuantsSumExactly) {
   }
 }
 
+// Weights at their extremes against activations of ±1 (±127 once rounded): the scalar path
+// within float accumulation of the reference, every other path its bits.
+void expect_extremes_exact(const Tensor& w) {
+  const std::int64_t k = w.dim(1);
+  Tensor x = Tensor::empty(DType::F32, {2, k});
+  for (std::int64_t i = 0; i < 2 * k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
+  Tensor scalar;
+  {
+    ForcedIsa scope(Isa::Scalar);
+    scalar = packed_linear(x, w, nullptr);
+  }
+  Tensor ref = Tensor::empty(DType::F32, {2, w.dim(0)});
+  reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
+  EXPECT_TRUE(close(scalar, ref, kTol)) << dtype_name(w.dtype());
+  for (Isa isa : supported_isas()) {
+    ForcedIsa scope(isa);
+    EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0))
+        << dtype_name(w.dtype()) << " " << isa_name(isa);
+  }
+}
+
 // Q4_K at its extremes: every 6-bit scale and min 63, nibbles of 0 and 15, activations of ±127.
 TEST(PackedWeight, ExtremeQ4KSumsExactly) {
   const std::int64_t n = 16, k = 512;
@@ -200,20 +221,7 @@ TEST(PackedWeight, ExtremeQ4KSumsExactly) {
     std::memset(bytes + b * block + 4, 0xFF, 12);  // scales and mins of 63
     std::memset(bytes + b * block + 16, b % 2 ? 0xFF : 0x0F, 128);
   }
-  Tensor x = Tensor::empty(DType::F32, {2, k});
-  for (std::int64_t i = 0; i < 2 * k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
-  Tensor scalar;
-  {
-    ForcedIsa scope(Isa::Scalar);
-    scalar = packed_linear(x, w, nullptr);
-  }
-  Tensor ref = Tensor::empty(DType::F32, {2, n});
-  reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
-  EXPECT_TRUE(close(scalar, ref, kTol));
-  for (Isa isa : supported_isas()) {
-    ForcedIsa scope(isa);
-    EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0)) << isa_name(isa);
-  }
+  expect_extremes_exact(w);
 }
 
 // Q5_0 at its extremes: values 0 and 31 (high bits clear and set), activations of ±127.
@@ -226,20 +234,7 @@ TEST(PackedWeight, ExtremeQ5_0SumsExactly) {
     std::memset(blocks[b].qh, b % 2 ? 0xFF : 0x00, sizeof blocks[b].qh);
     std::memset(blocks[b].q, b % 2 ? 0xFF : 0x00, sizeof blocks[b].q);
   }
-  Tensor x = Tensor::empty(DType::F32, {2, k});
-  for (std::int64_t i = 0; i < 2 * k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
-  Tensor scalar;
-  {
-    ForcedIsa scope(Isa::Scalar);
-    scalar = packed_linear(x, w, nullptr);
-  }
-  Tensor ref = Tensor::empty(DType::F32, {2, n});
-  reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
-  EXPECT_TRUE(close(scalar, ref, kTol));
-  for (Isa isa : supported_isas()) {
-    ForcedIsa scope(isa);
-    EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0)) << isa_name(isa);
-  }
+  expect_extremes_exact(w);
 }
 
 // Q6_K at its extremes: scales of 127 and -128, values 0 and 63, activations of ±127.
@@ -253,20 +248,7 @@ TEST(PackedWeight, ExtremeQ6KSumsExactly) {
     for (int s = 0; s < 16; ++s) blocks[b].scales[s] = static_cast<std::int8_t>(s % 2 ? -128 : 127);
     blocks[b].d = 0x3C00;  // f16 1.0
   }
-  Tensor x = Tensor::empty(DType::F32, {2, k});
-  for (std::int64_t i = 0; i < 2 * k; ++i) x.f32()[i] = i % 3 == 0 ? -1.0f : 1.0f;
-  Tensor scalar;
-  {
-    ForcedIsa scope(Isa::Scalar);
-    scalar = packed_linear(x, w, nullptr);
-  }
-  Tensor ref = Tensor::empty(DType::F32, {2, n});
-  reference::linear(rounded_activation(x), w, WeightLayout::OutIn, nullptr, ref);
-  EXPECT_TRUE(close(scalar, ref, kTol));
-  for (Isa isa : supported_isas()) {
-    ForcedIsa scope(isa);
-    EXPECT_TRUE(close(packed_linear(x, w, nullptr), scalar, 0.0)) << isa_name(isa);
-  }
+  expect_extremes_exact(w);
 }
 
 // Q5_0 and k-quant rows through the row kernels (qdot.h) give the packed kernels' bits: both
