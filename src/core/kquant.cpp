@@ -28,6 +28,22 @@ void dequantize_q4_k_block(const std::uint8_t* bytes, float* out) {
   }
 }
 
+void dequantize_q5_k_block(const std::uint8_t* bytes, float* out) {
+  BlockQ5_K b;
+  std::memcpy(&b, bytes, sizeof b);  // the rows of a mapped file may be unaligned
+  const float d = f16_to_f32(b.d);
+  const float dmin = f16_to_f32(b.dmin);
+  for (int j = 0; j < 8; ++j) {
+    int scale = 0, min = 0;
+    kquant_scale_min(b.scales, j, scale, min);
+    const float step = d * static_cast<float>(scale);
+    const float offset = dmin * static_cast<float>(min);
+    std::uint8_t q[32];
+    q5_k_quants(b, j, q);
+    for (int l = 0; l < 32; ++l) out[32 * j + l] = step * static_cast<float>(q[l]) - offset;
+  }
+}
+
 void dequantize_q6_k_block(const std::uint8_t* bytes, float* out) {
   BlockQ6_K b;
   std::memcpy(&b, bytes, sizeof b);  // the rows of a mapped file may be unaligned
@@ -41,8 +57,7 @@ void dequantize_q6_k_block(const std::uint8_t* bytes, float* out) {
 
 }  // namespace
 
-void q4_k_scale_min(const BlockQ4_K& b, int j, int& scale, int& min) {
-  const std::uint8_t* s = b.scales;
+void kquant_scale_min(const std::uint8_t s[12], int j, int& scale, int& min) {
   if (j < 4) {
     scale = s[j] & 63;
     min = s[j + 4] & 63;
@@ -56,6 +71,15 @@ void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]) {
   // Sub-blocks 2i and 2i + 1 share bytes 32i .. 32i + 31: low nibbles, then high ones.
   const std::uint8_t* qs = b.qs + 32 * (j / 2);
   for (int l = 0; l < 32; ++l) out[l] = j % 2 == 0 ? qs[l] & 0x0F : qs[l] >> 4;
+}
+
+void q5_k_quants(const BlockQ5_K& b, int j, std::uint8_t out[32]) {
+  // The low 4 bits as Q4_K's quants; the high bit of element l at bit j of qh[l].
+  const std::uint8_t* qs = b.qs + 32 * (j / 2);
+  for (int l = 0; l < 32; ++l) {
+    const int low = j % 2 == 0 ? qs[l] & 0x0F : qs[l] >> 4;
+    out[l] = static_cast<std::uint8_t>(low | ((b.qh[l] >> j) & 1) << 4);
+  }
 }
 
 void q6_k_quants(const BlockQ6_K& b, std::uint8_t out[256]) {
@@ -74,11 +98,11 @@ void q6_k_quants(const BlockQ6_K& b, std::uint8_t out[256]) {
 }
 
 std::size_t kquant_block_bytes(KQuant type) {
-  return type == KQuant::Q4_K ? kQ4KBytes : kQ6KBytes;
+  return type == KQuant::Q4_K ? kQ4KBytes : type == KQuant::Q5_K ? sizeof(BlockQ5_K) : kQ6KBytes;
 }
 
 std::string_view kquant_name(KQuant type) {
-  return type == KQuant::Q4_K ? "Q4_K" : "Q6_K";
+  return type == KQuant::Q4_K ? "Q4_K" : type == KQuant::Q5_K ? "Q5_K" : "Q6_K";
 }
 
 void dequantize_kquant_row(KQuant type, std::span<const std::byte> blocks, std::span<float> out) {
@@ -92,6 +116,8 @@ void dequantize_kquant_row(KQuant type, std::span<const std::byte> blocks, std::
     float* y = out.data() + i * kKQuantBlock;
     if (type == KQuant::Q4_K) {
       dequantize_q4_k_block(b + i * block_bytes, y);
+    } else if (type == KQuant::Q5_K) {
+      dequantize_q5_k_block(b + i * block_bytes, y);
     } else {
       dequantize_q6_k_block(b + i * block_bytes, y);
     }

@@ -26,7 +26,7 @@
 
 namespace huddle {
 
-enum class KQuant { Q4_K, Q6_K };
+enum class KQuant { Q4_K, Q5_K, Q6_K };
 
 inline constexpr std::int64_t kKQuantBlock = 256;  // elements per super-block
 
@@ -38,6 +38,14 @@ struct BlockQ4_K {
   std::uint8_t qs[128];
 };
 static_assert(sizeof(BlockQ4_K) == 144);
+struct BlockQ5_K {
+  std::uint16_t d;
+  std::uint16_t dmin;
+  std::uint8_t scales[12];  // as Q4_K's
+  std::uint8_t qh[32];      // the high bits: element l of sub-block j at bit j of qh[l]
+  std::uint8_t qs[128];     // the low 4 bits, as Q4_K's quants
+};
+static_assert(sizeof(BlockQ5_K) == 176);
 struct BlockQ6_K {
   std::uint8_t ql[128];  // the low 4 bits
   std::uint8_t qh[64];   // the high 2 bits
@@ -46,10 +54,16 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
-// Sub-block j's (< 8) 6-bit scale s_j and min m_j: its elements are d·s_j · q - dmin·m_j.
-void q4_k_scale_min(const BlockQ4_K& b, int j, int& scale, int& min);
+// Sub-block j's (< 8) 6-bit scale s_j and min m_j from Q4_K's or Q5_K's 12 scale bytes: its
+// elements are d·s_j · q - dmin·m_j.
+void kquant_scale_min(const std::uint8_t scales[12], int j, int& scale, int& min);
+inline void q4_k_scale_min(const BlockQ4_K& b, int j, int& scale, int& min) {
+  kquant_scale_min(b.scales, j, scale, min);
+}
 // Sub-block j's 32 quants, in [0, 15], element order.
 void q4_k_quants(const BlockQ4_K& b, int j, std::uint8_t out[32]);
+// Sub-block j's 32 quants of a Q5_K block, in [0, 31].
+void q5_k_quants(const BlockQ5_K& b, int j, std::uint8_t out[32]);
 
 // The 256 values q in [0, 63] of a Q6_K block, element order (an element is d · scales[e/16] ·
 // (q - 32)).

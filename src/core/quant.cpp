@@ -72,8 +72,8 @@ void dequantize_q4_0(const BlockQ4_0* y, float* x, std::int64_t blocks) {
 
 Tensor random_blocks(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,
                      float magnitude) {
-  HUDDLE_CHECK(type == DType::Q5_0 || type == DType::Q4_K || type == DType::Q6_K,
-               "no random {} blocks", dtype_name(type));
+  HUDDLE_CHECK(!can_quantize(type) && dtype_is_quantized(type), "no random {} blocks",
+               dtype_name(type));
   HUDDLE_CHECK(dtype_fits(type, cols), "{} rows of {} elements are not whole blocks",
                dtype_name(type), cols);
   Tensor w = Tensor::empty(type, {rows, cols});
@@ -93,6 +93,13 @@ Tensor random_blocks(std::mt19937& rng, DType type, std::int64_t rows, std::int6
       block.d = f32_to_f16(size(rng) / (63 * 15));  // d · s · q up to about `magnitude`
       block.dmin = f32_to_f16(size(rng) / 63);      // dmin · m likewise
       random_bytes(block.scales);
+      random_bytes(block.qs);
+    } else if (type == DType::Q5_K) {
+      BlockQ5_K& block = static_cast<BlockQ5_K*>(w.raw())[b];
+      block.d = f32_to_f16(size(rng) / (63 * 31));
+      block.dmin = f32_to_f16(size(rng) / 63);
+      random_bytes(block.scales);
+      random_bytes(block.qh);
       random_bytes(block.qs);
     } else {
       BlockQ6_K& block = static_cast<BlockQ6_K*>(w.raw())[b];
@@ -138,6 +145,7 @@ void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
       return;
     case DType::Q5_0:  // read from GGUF files only
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
     case DType::I32:
       break;
@@ -181,8 +189,11 @@ void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n) {
       return;
     }
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
-      dequantize_kquant_row(dtype == DType::Q4_K ? KQuant::Q4_K : KQuant::Q6_K,
+      dequantize_kquant_row(dtype == DType::Q4_K   ? KQuant::Q4_K
+                            : dtype == DType::Q5_K ? KQuant::Q5_K
+                                                   : KQuant::Q6_K,
                             {static_cast<const std::byte*>(in), dtype_bytes(dtype, n)},
                             {x, static_cast<std::size_t>(n)});
       return;

@@ -20,10 +20,11 @@ namespace huddle {
 inline constexpr std::int64_t kQuantBlock = 32;
 
 // Dtypes a matrix weight (linear weight, embedding table) may have: F32, F16, BF16, Q8_0, Q4_0,
-// Q5_0, Q4_K, Q6_K.
+// Q5_0, Q4_K, Q5_K, Q6_K.
 constexpr bool is_weight_dtype(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 ||
-         t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q6_K;
+         t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q5_K ||
+         t == DType::Q6_K;
 }
 
 struct BlockQ8_0 {
@@ -55,7 +56,7 @@ static_assert(sizeof(BlockQ4_0) == 18);
 // multiple of the dtype's block.
 void quantize_row(DType dtype, const float* x, void* out, std::int64_t n);
 
-// dtype_bytes(dtype, n) bytes at in -> x[n]; the dtypes of quantize_row, Q5_0, Q4_K and Q6_K
+// dtype_bytes(dtype, n) bytes at in -> x[n]; the dtypes of quantize_row, Q5_0 and the k-quants
 // (kquant.h).
 void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n);
 
@@ -66,7 +67,7 @@ constexpr bool can_quantize(DType t) {
          t == DType::Q4_0;
 }
 
-// [rows, cols] blocks of a dtype Huddle reads but does not write (Q5_0, Q4_K, Q6_K): random
+// [rows, cols] blocks of a dtype Huddle reads but does not write (Q5_0, Q4_K, Q5_K, Q6_K): random
 // quants, scales (and mins), each block's scales drawn so that its values lie within about
 // ±magnitude. The tests, the profiler and the benchmarks multiply these.
 Tensor random_blocks(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,

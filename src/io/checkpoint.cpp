@@ -194,6 +194,7 @@ Tensor Checkpoint::load_f32(std::string_view name) const {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K: {
       Tensor out = Tensor::empty(DType::F32, e.shape);
       dequantize_row(e.dtype, file.bytes(e).data(), out.f32(), out.numel());

@@ -340,6 +340,8 @@ std::optional<DType> ggml_dtype(std::uint32_t id) {
       return DType::Q8_0;
     case 12:
       return DType::Q4_K;
+    case 13:
+      return DType::Q5_K;
     case 14:
       return DType::Q6_K;
     case 30:
@@ -363,6 +365,8 @@ std::optional<std::uint32_t> ggml_type_id(DType dtype) {
       return 8;
     case DType::Q4_K:
       return 12;
+    case DType::Q5_K:
+      return 13;
     case DType::Q6_K:
       return 14;
     case DType::BF16:

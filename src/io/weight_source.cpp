@@ -17,6 +17,7 @@ Tensor widen_to_f32(const Tensor& stored, std::string_view what) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K: {
       Tensor out = Tensor::empty(DType::F32, stored.shape());
       const Tensor src = stored.contiguous() ? stored : stored.clone();

@@ -1,4 +1,4 @@
-// Internal: the per-instruction-set kernels of packed Q4_0, Q5_0, Q8_0, Q4_K and Q6_K weights
+// Internal: the per-instruction-set kernels of packed Q4_0, Q5_0, Q8_0 and k-quant weights
 // (kernels/packed_weight.h), one group of 16 weight rows against a few activation tokens.
 #pragma once
 
@@ -35,26 +35,34 @@ Byte* packed_quants(Byte* group, std::int64_t b) {
   return group + (b / 2) * packed_pair_bytes(T) + 64 + (b % 2) * packed_quant_bytes(T);
 }
 
-// Q4_K (core/kquant.h): a group is a run of super-blocks of 256 elements, each 2368 bytes:
+// Q4_K and Q5_K (core/kquant.h): a group is a run of super-blocks of 256 elements, each
+// packed_kq_super_bytes(T) bytes:
 //   [0, 32)               the 16 rows' d (f16), [32, 64) their dmin (f16)
 //   [64 + 32j, +16)       sub-block j's (< 8) 6-bit scales s_j, one byte per row; [+16, +32) its
 //                         6-bit mins m_j
-//   [320 + 256j, +256)    sub-block j's quants as a Q4_0 block's (4 chunks of 64 bytes; the
-//                         nibbles are q in [0, 15], elements 4c .. 4c + 3 low, 16 + 4c .. high)
-// 4.625 bits a weight (the file's 4.5 and the 16 rows' scales unpacked to bytes).
+//   [320 + Qj, +Q)        sub-block j's quants, Q = packed_quant_bytes of Q4_0 (Q4_K: 256) or
+//                         Q5_0 (Q5_K: 320): Q4_K's as a Q4_0 block's nibbles (q in [0, 15]),
+//                         Q5_K's as a Q5_0 block's nibbles and high bits (q in [0, 31])
+// 4.625 (Q4_K) and 5.625 (Q5_K) bits a weight: the file's 4.5 and 5.5, and the 16 rows' scales
+// unpacked to bytes.
 inline constexpr std::int64_t kQ4KSubBlocks = 8;
-inline constexpr std::int64_t kPackedQ4KSuperBytes = 64 + 8 * 32 + 8 * 256;
-template <class Byte>
-Byte* packed_q4k_super(Byte* group, std::int64_t s) {
-  return group + s * kPackedQ4KSuperBytes;
+constexpr std::int64_t packed_kq_sub_bytes(DType t) {
+  return t == DType::Q5_K ? 256 + 64 : 256;
+}
+constexpr std::int64_t packed_kq_super_bytes(DType t) {
+  return 64 + 8 * 32 + 8 * packed_kq_sub_bytes(t);
+}
+template <DType T, class Byte>
+Byte* packed_kq_super(Byte* group, std::int64_t s) {
+  return group + s * packed_kq_super_bytes(T);
 }
 template <class Byte>
-Byte* packed_q4k_scales(Byte* super, std::int64_t j) {  // then the mins at +16
+Byte* packed_kq_scales(Byte* super, std::int64_t j) {  // then the mins at +16
   return super + 64 + 32 * j;
 }
-template <class Byte>
-Byte* packed_q4k_quants(Byte* super, std::int64_t j) {
-  return super + 320 + 256 * j;
+template <DType T, class Byte>
+Byte* packed_kq_quants(Byte* super, std::int64_t j) {
+  return super + 320 + packed_kq_sub_bytes(T) * j;
 }
 
 // Q6_K (core/kquant.h): a group is a run of super-blocks of 256 elements, each 3392 bytes:
@@ -86,8 +94,8 @@ Byte* packed_q6k_quants(Byte* super, std::int64_t j) {  // the high bits at +256
 // for rows j < `rows` (<= 16), the integer sum exact. Q4_0 (w = q - 8) takes
 // seeds[t · x_row_blocks + b] = -8 · Σ_i x[t][b].q[i], the offset's part, Q5_0 (w = q - 16)
 // -16 · Σ_i x[t][b].q[i]; Q8_0 ignores seeds.
-// Q4_K (`blocks` counts sub-blocks of 32, a multiple of 8) takes seeds = S = Σ_i x[t][b].q[i] and
-// computes, for sub-block b of super-block s with the row's d, dmin, s_b, m_b:
+// Q4_K and Q5_K (`blocks` counts sub-blocks of 32, a multiple of 8) take seeds = S = Σ_i
+// x[t][b].q[i] and computes, for sub-block b of super-block s with the row's d, dmin, s_b, m_b:
 //   acc = fma((d · s_b) · x.d, I, acc);  acc = fma(-((dmin · m_b) · x.d), S, acc)
 // where I = Σ_i q_i · x.q[i] (the products d · s_b and dmin · m_b are exact in f32).
 // Q6_K (`blocks` counts blocks of 32, a multiple of 8) takes two seeds per activation block,
@@ -98,7 +106,7 @@ using PackedFn = void (*)(const std::byte* group, std::int64_t blocks, int rows,
                           const std::int32_t* seeds, std::int64_t x_row_blocks, int tokens,
                           float* y, std::int64_t ldy);
 
-// The kernel for `dtype` (Q4_0, Q8_0 or Q4_K) on path `isa` (isa_supported(isa)): every path has
+// The kernel for `dtype` (a block type) on path `isa` (isa_supported(isa)): every path has
 // one (AVX-512 without VNNI runs AVX2's), and all give the same bits.
 PackedFn packed_fn(DType dtype, Isa isa);
 

@@ -15,7 +15,8 @@
 //         offset of 16 the caller's seed, as Q4_0's of 8.
 //   Q6_K: each block of 32 as a Q4_0 block's nibbles with the high 2 bits or-ed in from two more
 //         chunks, the two halves' sums (offset by the seeds) times their int8 scales, exact;
-//   Q4_K: each sub-block of 32 as a Q4_0 block without the offset; its scale and min vectors are
+//   Q4_K, Q5_K: each sub-block of 32 as a Q4_0 (Q5_0) block without the offset; its scale and min
+//   vectors are
 //         the rows' d and dmin times their 6-bit s_b and m_b (exact), and the min's term
 //         multiplies the caller's seed S = Σ x (packed_quant.h).
 // The integer block sum is exact on every path, so all give the scalar path's bits.
@@ -203,29 +204,40 @@ HUDDLE_VNNI void q8_group_vnni(const std::byte* group, std::int64_t blocks, int 
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
 }
 
-template <int T>
-HUDDLE_VNNI void q4k_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
-                                const BlockQ8A* x, const std::int32_t* seeds,
-                                std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+// Q4_K and Q5_K (K): per sub-block Q4_0's (Q5_0's) unpacking without the offset, then
+// packed_quant.h's two FMAs.
+template <DType K, int T>
+HUDDLE_VNNI void kq_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
+                               const BlockQ8A* x, const std::int32_t* seeds,
+                               std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(15);
   __m512 acc[T];
   HUDDLE_UNROLL_ALL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t s = 0; s < blocks / kQ4KSubBlocks; ++s) {
-    const std::byte* super = packed_q4k_super(group, s);
+    const std::byte* super = packed_kq_super<K>(group, s);
     const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(m256(super)));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256(m256(super + 32)));
     for (int j = 0; j < kQ4KSubBlocks; ++j) {
-      const std::byte* q = packed_q4k_quants(super, j);
-      prefetch_lines<5, kAheadQ4K>(q);  // a sub-block's quants and its share of the header
+      const std::byte* q = packed_kq_quants<K>(super, j);
+      // A sub-block's quants and its share of the header.
+      prefetch_lines<K == DType::Q5_K ? 6 : 5, kAheadQ4K>(q);
       __m512i lo[4], hi[4];
-      HUDDLE_UNROLL_ALL
-      for (int c = 0; c < 4; ++c) {
-        const __m512i v = _mm512_load_si512(q + c * 64);
-        lo[c] = _mm512_and_si512(v, low4);
-        hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-      }
-      const std::byte* sm = packed_q4k_scales(super, j);
+      const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
+        const __m512i v = _mm512_load_si512(q + C * 64);
+        lo[C] = _mm512_and_si512(v, low4);
+        hi[C] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        if constexpr (K == DType::Q5_K) {
+          const __m512i h = _mm512_load_si512(q + 256);
+          lo[C] = q5_with_high_bit<C, false>(lo[C], h);
+          hi[C] = q5_with_high_bit<C, true>(hi[C], h);
+        }
+      };
+      unpack(std::integral_constant<int, 0>{});
+      unpack(std::integral_constant<int, 1>{});
+      unpack(std::integral_constant<int, 2>{});
+      unpack(std::integral_constant<int, 3>{});
+      const std::byte* sm = packed_kq_scales(super, j);
       const __m512 step =
           _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(m128(sm)))));
       const __m512 offset = _mm512_mul_ps(
@@ -445,16 +457,18 @@ HUDDLE_AVX2 void group_avx2(const std::byte* group, std::int64_t blocks, int row
   }
 }
 
-// Q4_K on AVX2: Q4_0's sums without the seed, then packed_quant.h's two FMAs per sub-block.
-template <int T>
-HUDDLE_AVX2 void q4k_tokens_avx2(const std::byte* group, std::int64_t blocks, int rows,
-                                 const BlockQ8A* x, const std::int32_t* seeds,
-                                 std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+// Q4_K and Q5_K (K) on AVX2: Q4_0's (Q5_0's) sums without the seed, then packed_quant.h's two
+// FMAs per sub-block.
+template <DType K, int T>
+HUDDLE_AVX2 void kq_tokens_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                                const BlockQ8A* x, const std::int32_t* seeds,
+                                std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  using Sums = std::conditional_t<K == DType::Q4_K, Q4Avx2Sums, Q5Avx2Sums>;
   __m256 acc[T][2];
   HUDDLE_UNROLL_ALL
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (std::int64_t s = 0; s < blocks / kQ4KSubBlocks; ++s) {
-    const std::byte* super = packed_q4k_super(group, s);
+    const std::byte* super = packed_kq_super<K>(group, s);
     const __m256i dh = _mm256_load_si256(m256(super));
     const __m256i mh = _mm256_load_si256(m256(super + 32));
     const __m256 d[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(dh)),
@@ -462,9 +476,9 @@ HUDDLE_AVX2 void q4k_tokens_avx2(const std::byte* group, std::int64_t blocks, in
     const __m256 dmin[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(mh)),
                             _mm256_cvtph_ps(_mm256_extracti128_si256(mh, 1))};
     for (int j = 0; j < kQ4KSubBlocks; ++j) {
-      const std::byte* q = packed_q4k_quants(super, j);
-      prefetch_lines<5, kAheadQ4K>(q);
-      const std::byte* sm = packed_q4k_scales(super, j);
+      const std::byte* q = packed_kq_quants<K>(super, j);
+      prefetch_lines<K == DType::Q5_K ? 6 : 5, kAheadQ4K>(q);
+      const std::byte* sm = packed_kq_scales(super, j);
       const __m128i sc = _mm_load_si128(m128(sm));
       const __m128i mn = _mm_load_si128(m128(sm + 16));
       const __m256 step[2] = {
@@ -481,7 +495,7 @@ HUDDLE_AVX2 void q4k_tokens_avx2(const std::byte* group, std::int64_t blocks, in
         const __m256 xsum = _mm256_set1_ps(static_cast<float>(seeds[t * x_row_blocks + b]));
         HUDDLE_UNROLL_ALL
         for (int half = 0; half < 2; ++half) {
-          const __m256i sum = Q4Avx2Sums::sums(q + half * 32, xb.q, 0);
+          const __m256i sum = Sums::sums(q + half * 32, xb.q, 0);
           acc[t][half] =
               _mm256_fmadd_ps(_mm256_mul_ps(step[half], dx), _mm256_cvtepi32_ps(sum), acc[t][half]);
           acc[t][half] = _mm256_fnmadd_ps(_mm256_mul_ps(offset[half], dx), xsum, acc[t][half]);
@@ -498,17 +512,18 @@ HUDDLE_AVX2 void q4k_tokens_avx2(const std::byte* group, std::int64_t blocks, in
   }
 }
 
-HUDDLE_AVX2 void q4k_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
-                                const BlockQ8A* x, const std::int32_t* seeds,
-                                std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+template <DType K>
+HUDDLE_AVX2 void kq_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                               const BlockQ8A* x, const std::int32_t* seeds,
+                               std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
   int t = 0;
   for (; t + 2 <= tokens; t += 2) {
-    q4k_tokens_avx2<2>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
-                       x_row_blocks, y + t * ldy, ldy);
+    kq_tokens_avx2<K, 2>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                         x_row_blocks, y + t * ldy, ldy);
   }
   if (t < tokens) {
-    q4k_tokens_avx2<1>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
-                       x_row_blocks, y + t * ldy, ldy);
+    kq_tokens_avx2<K, 1>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                         x_row_blocks, y + t * ldy, ldy);
   }
 }
 
@@ -640,10 +655,16 @@ constexpr GroupTable kQ6KPackedVnni =
     token_table<Q6KPackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
 template <int T>
 struct Q4KPackedVnni {
-  static constexpr FixedGroup run = &q4k_group_vnni<T>;
+  static constexpr FixedGroup run = &kq_group_vnni<DType::Q4_K, T>;
 };
 constexpr GroupTable kQ4KPackedVnni =
     token_table<Q4KPackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
+template <int T>
+struct Q5KPackedVnni {
+  static constexpr FixedGroup run = &kq_group_vnni<DType::Q5_K, T>;
+};
+constexpr GroupTable kQ5KPackedVnni =
+    token_table<Q5KPackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
 constexpr GroupTable kQ4PackedVnni =
     token_table<Q4PackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
 constexpr GroupTable kQ8PackedVnni =
@@ -667,7 +688,9 @@ PackedFn avx2_packed(DType dtype) {
     case DType::Q8_0:
       return &group_avx2<Q8Avx2Sums>;
     case DType::Q4_K:
-      return &q4k_group_avx2;
+      return &kq_group_avx2<DType::Q4_K>;
+    case DType::Q5_K:
+      return &kq_group_avx2<DType::Q5_K>;
     case DType::Q6_K:
       return &q6k_group_avx2;
     default:
@@ -685,6 +708,8 @@ PackedFn avx512vnni_packed(DType dtype) {
       return &vnni_any<kQ8PackedVnni>;
     case DType::Q4_K:
       return &vnni_any<kQ4KPackedVnni>;
+    case DType::Q5_K:
+      return &vnni_any<kQ5KPackedVnni>;
     case DType::Q6_K:
       return &vnni_any<kQ6KPackedVnni>;
     default:

@@ -48,6 +48,30 @@ void pack_group(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::
   }
 }
 
+// A packed block of 32 values (packed_quant.h): Q4_0's chunks of nibbles, and for the 5-bit types
+// (Q5_0, Q5_K: `five`) a chunk of their high bits after them. Row j's values q (< 16, or < 32).
+void pack_block_quants(const std::uint8_t q[32], bool five, int j, std::byte* quants) {
+  for (int c = 0; c < 4; ++c) {
+    for (int e = 0; e < 4; ++e) {
+      const std::uint8_t lo = q[4 * c + e], hi = q[16 + 4 * c + e];
+      quants[c * 64 + j * 4 + e] = static_cast<std::byte>((lo & 15) | (hi & 15) << 4);
+      if (five) {
+        quants[256 + j * 4 + e] |= static_cast<std::byte>((lo >> 4) << c | (hi >> 4) << (4 + c));
+      }
+    }
+  }
+}
+void unpack_block_quants(const std::byte* quants, bool five, int j, std::uint8_t q[32]) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(quants);
+  for (int c = 0; c < 4; ++c) {
+    for (int e = 0; e < 4; ++e) {
+      const std::uint8_t v = p[c * 64 + j * 4 + e], h = five ? p[256 + j * 4 + e] : 0;
+      q[4 * c + e] = static_cast<std::uint8_t>((v & 15) | ((h >> c) & 1) << 4);
+      q[16 + 4 * c + e] = static_cast<std::uint8_t>((v >> 4) | ((h >> (4 + c)) & 1) << 4);
+    }
+  }
+}
+
 // A Q5_0 group (packed_quant.h): Q4_0's pairs, each block's quants its nibbles in Q4_0's
 // chunks and a chunk of their high bits.
 void pack_group_q5_0(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
@@ -64,27 +88,7 @@ void pack_group_q5_0(const Tensor& w, std::int64_t g, std::int64_t group_bytes, 
       std::memcpy(detail::packed_scales<DType::Q5_0>(out, b) + 2 * j, &block.d, 2);
       std::uint8_t q[32];
       q5_0_quants(block, q);
-      std::byte* quants = detail::packed_quants<DType::Q5_0>(out, b);
-      for (int c = 0; c < 4; ++c) {
-        for (int e = 0; e < 4; ++e) {
-          const std::uint8_t lo = q[4 * c + e], hi = q[16 + 4 * c + e];
-          quants[c * 64 + j * 4 + e] = static_cast<std::byte>((lo & 15) | (hi & 15) << 4);
-          quants[256 + j * 4 + e] |= static_cast<std::byte>((lo >> 4) << c | (hi >> 4) << (4 + c));
-        }
-      }
-    }
-  }
-}
-
-// Row j's 32 values q (in [0, 31]) of block b of a packed Q5_0 group.
-void q5_0_block_quants(const std::byte* group, std::int64_t b, int j, std::uint8_t q[32]) {
-  const auto* p =
-      reinterpret_cast<const std::uint8_t*>(detail::packed_quants<DType::Q5_0>(group, b));
-  for (int c = 0; c < 4; ++c) {
-    for (int e = 0; e < 4; ++e) {
-      const std::uint8_t v = p[c * 64 + j * 4 + e], h = p[256 + j * 4 + e];
-      q[4 * c + e] = static_cast<std::uint8_t>((v & 15) | ((h >> c) & 1) << 4);
-      q[16 + 4 * c + e] = static_cast<std::uint8_t>((v >> 4) | ((h >> (4 + c)) & 1) << 4);
+      pack_block_quants(q, true, static_cast<int>(j), detail::packed_quants<DType::Q5_0>(out, b));
     }
   }
 }
@@ -99,7 +103,7 @@ void group_scalar_q5_0(const std::byte* group, std::int64_t blocks, int rows,
       for (std::int64_t b = 0; b < blocks; ++b) {
         const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
         std::uint8_t q[32];
-        q5_0_block_quants(group, b, j, q);
+        unpack_block_quants(detail::packed_quants<DType::Q5_0>(group, b), true, j, q);
         std::int32_t sum = seeds[t * x_row_blocks + b];
         for (int i = 0; i < 32; ++i) sum += q[i] * xb.q[i];
         std::uint16_t scale;
@@ -111,74 +115,80 @@ void group_scalar_q5_0(const std::byte* group, std::int64_t blocks, int rows,
   }
 }
 
-// A Q4_K group (packed_quant.h): per super-block the rows' d and dmin, their sub-block scales
-// and mins as bytes, and each sub-block's quants laid out as a Q4_0 block's.
-void pack_group_q4k(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+// A Q4_K or Q5_K group (packed_quant.h): per super-block the rows' d and dmin, their sub-block
+// scales and mins as bytes, and each sub-block's quants laid out as a Q4_0 (Q5_0) block's.
+template <DType T>
+void pack_group_kq(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  using Block = std::conditional_t<T == DType::Q4_K, BlockQ4_K, BlockQ5_K>;
   const std::int64_t supers = w.dim(1) / kKQuantBlock;
   const std::int64_t r0 = g * kRows;
   const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
   const auto* base = static_cast<const std::byte*>(w.raw());
   std::memset(out, 0, static_cast<std::size_t>(group_bytes));
   for (std::int64_t j = 0; j < rows; ++j) {
-    const std::byte* row = base + dtype_bytes(DType::Q4_K, (r0 + j) * w.row_stride());
+    const std::byte* row = base + dtype_bytes(T, (r0 + j) * w.row_stride());
     for (std::int64_t sb = 0; sb < supers; ++sb) {
-      BlockQ4_K block;
+      Block block;
       std::memcpy(&block, row + sb * static_cast<std::int64_t>(sizeof block), sizeof block);
-      std::byte* super = detail::packed_q4k_super(out, sb);
+      std::byte* super = detail::packed_kq_super<T>(out, sb);
       std::memcpy(super + 2 * j, &block.d, 2);
       std::memcpy(super + 32 + 2 * j, &block.dmin, 2);
       for (int sub = 0; sub < detail::kQ4KSubBlocks; ++sub) {
         int scale = 0, min = 0;
-        q4_k_scale_min(block, sub, scale, min);
-        std::byte* sm = detail::packed_q4k_scales(super, sub);
+        kquant_scale_min(block.scales, sub, scale, min);
+        std::byte* sm = detail::packed_kq_scales(super, sub);
         sm[j] = static_cast<std::byte>(scale);
         sm[16 + j] = static_cast<std::byte>(min);
         std::uint8_t q[32];
-        q4_k_quants(block, sub, q);
-        std::byte* quants = detail::packed_q4k_quants(super, sub);
-        for (int c = 0; c < 4; ++c) {
-          for (int e = 0; e < 4; ++e) {
-            quants[c * 64 + j * 4 + e] =
-                static_cast<std::byte>(q[4 * c + e] | q[16 + 4 * c + e] << 4);
-          }
+        if constexpr (T == DType::Q4_K) {
+          q4_k_quants(block, sub, q);
+        } else {
+          q5_k_quants(block, sub, q);
         }
+        pack_block_quants(q, T == DType::Q5_K, static_cast<int>(j),
+                          detail::packed_kq_quants<T>(super, sub));
       }
     }
   }
 }
 
-// Row j's d · s_b and dmin · m_b for sub-block `sub` of a packed Q4_K super-block (exact in f32).
-void q4k_step_offset(const std::byte* super, int sub, int j, float& step, float& offset) {
+// Row j's d · s_b and dmin · m_b for sub-block `sub` of a packed k-quant super-block (exact in
+// f32).
+void kq_step_offset(const std::byte* super, int sub, int j, float& step, float& offset) {
   std::uint16_t d, dmin;
   std::memcpy(&d, super + 2 * j, 2);
   std::memcpy(&dmin, super + 32 + 2 * j, 2);
-  const auto* sm = reinterpret_cast<const std::uint8_t*>(detail::packed_q4k_scales(super, sub));
+  const auto* sm = reinterpret_cast<const std::uint8_t*>(detail::packed_kq_scales(super, sub));
   step = f16_to_f32(d) * static_cast<float>(sm[j]);
   offset = f16_to_f32(dmin) * static_cast<float>(sm[16 + j]);
 }
 
-// The scalar Q4_K kernel: packed_quant.h's operations, one output at a time.
-void group_scalar_q4k(const std::byte* group, std::int64_t blocks, int rows,
-                      const detail::BlockQ8A* x, const std::int32_t* seeds,
-                      std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+// Row j's values of block b (a sub-block of 32) of a packed Q4_K or Q5_K group, with its step
+// and offset.
+template <DType T>
+void kq_block(const std::byte* group, std::int64_t b, int j, std::uint8_t q[32], float& step,
+              float& offset) {
+  const std::byte* super = detail::packed_kq_super<T>(group, b / detail::kQ4KSubBlocks);
+  const auto sub = static_cast<int>(b % detail::kQ4KSubBlocks);
+  unpack_block_quants(detail::packed_kq_quants<T>(super, sub), T == DType::Q5_K, j, q);
+  kq_step_offset(super, sub, j, step, offset);
+}
+
+// The scalar Q4_K / Q5_K kernel: packed_quant.h's operations, one output at a time.
+template <DType T>
+void group_scalar_kq(const std::byte* group, std::int64_t blocks, int rows,
+                     const detail::BlockQ8A* x, const std::int32_t* seeds,
+                     std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
   for (int t = 0; t < tokens; ++t) {
     for (int j = 0; j < rows; ++j) {
       float acc = 0.0f;
       for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::byte* super = detail::packed_q4k_super(group, b / detail::kQ4KSubBlocks);
-        const auto sub = static_cast<int>(b % detail::kQ4KSubBlocks);
         const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
-        const auto* q =
-            reinterpret_cast<const std::uint8_t*>(detail::packed_q4k_quants(super, sub));
-        std::int32_t sum = 0;
-        for (int c = 0; c < 4; ++c) {
-          for (int e = 0; e < 4; ++e) {
-            const std::uint8_t v = q[c * 64 + j * 4 + e];
-            sum += (v & 15) * xb.q[4 * c + e] + (v >> 4) * xb.q[16 + 4 * c + e];
-          }
-        }
+        std::uint8_t q[32];
         float step = 0.0f, offset = 0.0f;
-        q4k_step_offset(super, sub, j, step, offset);
+        kq_block<T>(group, b, j, q, step, offset);
+        std::int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) sum += q[i] * xb.q[i];
         acc = std::fma(step * xb.d, static_cast<float>(sum), acc);
         acc = std::fma(-(offset * xb.d), static_cast<float>(seeds[t * x_row_blocks + b]), acc);
       }
@@ -387,11 +397,10 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
   for (std::int64_t r = 0; r < t; ++r) {
     detail::quantize_activation(x.f32() + r * x.row_stride(), xq.data() + r * blocks, k);
   }
-  // Q4_0's offset of 8, Q5_0's of 16 and Q4_K's mins multiply the activation block's sum, Q6_K's
-  // offset of 32 each half's (packed_quant.h).
+  // Q4_0's offset of 8, Q5_0's of 16 and Q4_K's and Q5_K's mins multiply the activation block's
+  // sum, Q6_K's offset of 32 each half's (packed_quant.h).
   const DType dtype = w.dtype();
-  const bool seeded =
-      dtype == DType::Q4_0 || dtype == DType::Q5_0 || dtype == DType::Q4_K || dtype == DType::Q6_K;
+  const bool seeded = dtype != DType::Q8_0;
   for (std::size_t i = 0; seeded && i < xq.size(); ++i) {
     std::int32_t half[2] = {0, 0};
     for (int e = 0; e < detail::kQBlock; ++e) half[e / 16] += xq[i].q[e];
@@ -444,7 +453,9 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
 
 std::int64_t PackedWeight::group_bytes() const {
   if (is_16bit(dtype_)) return detail::packed16_group_bytes(cols_);
-  if (dtype_ == DType::Q4_K) return blocks_ / detail::kQ4KSubBlocks * detail::kPackedQ4KSuperBytes;
+  if (dtype_ == DType::Q4_K || dtype_ == DType::Q5_K) {
+    return blocks_ / detail::kQ4KSubBlocks * detail::packed_kq_super_bytes(dtype_);
+  }
   if (dtype_ == DType::Q6_K) return blocks_ / 8 * detail::kPackedQ6KSuperBytes;
   return (blocks_ + 1) / 2 * detail::packed_pair_bytes(dtype_);
 }
@@ -464,7 +475,7 @@ void PackedWeight::unpack_row(std::int64_t r, float* out) const {
   if (dtype_ == DType::Q5_0) {  // as dequantize_row: d · (q - 16)
     for (std::int64_t b = 0; b < blocks_; ++b, out += detail::kQBlock) {
       std::uint8_t q[32];
-      q5_0_block_quants(g, b, j, q);
+      unpack_block_quants(detail::packed_quants<DType::Q5_0>(g, b), true, j, q);
       std::uint16_t scale;
       std::memcpy(&scale, detail::packed_scales<DType::Q5_0>(g, b) + 2 * j, 2);
       const float d = f16_to_f32(scale);
@@ -485,20 +496,16 @@ void PackedWeight::unpack_row(std::int64_t r, float* out) const {
     }
     return;
   }
-  if (dtype_ == DType::Q4_K) {  // as dequantize_row: d·s · q - dmin·m
+  if (dtype_ == DType::Q4_K || dtype_ == DType::Q5_K) {  // as dequantize_row: d·s · q - dmin·m
     for (std::int64_t b = 0; b < blocks_; ++b, out += detail::kQBlock) {
-      const std::byte* super = detail::packed_q4k_super(g, b / detail::kQ4KSubBlocks);
-      const auto sub = static_cast<int>(b % detail::kQ4KSubBlocks);
+      std::uint8_t q[32];
       float step = 0.0f, offset = 0.0f;
-      q4k_step_offset(super, sub, j, step, offset);
-      const auto* q = reinterpret_cast<const std::uint8_t*>(detail::packed_q4k_quants(super, sub));
-      for (int c = 0; c < 4; ++c) {
-        for (int e = 0; e < 4; ++e) {
-          const std::uint8_t v = q[c * 64 + j * 4 + e];
-          out[4 * c + e] = step * static_cast<float>(v & 15) - offset;
-          out[16 + 4 * c + e] = step * static_cast<float>(v >> 4) - offset;
-        }
+      if (dtype_ == DType::Q4_K) {
+        kq_block<DType::Q4_K>(g, b, j, q, step, offset);
+      } else {
+        kq_block<DType::Q5_K>(g, b, j, q, step, offset);
       }
+      for (int i = 0; i < 32; ++i) out[i] = step * static_cast<float>(q[i]) - offset;
     }
     return;
   }
@@ -545,9 +552,7 @@ void PackedWeight::Free::operator()(std::byte* p) const {
 std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLayout layout,
                                                        const Consumed& consumed) {
   const DType t = w.dtype();
-  if ((t != DType::Q4_0 && t != DType::Q5_0 && t != DType::Q8_0 && t != DType::Q4_K &&
-       t != DType::Q6_K && !is_16bit(t)) ||
-      layout != WeightLayout::OutIn || w.rank() != 2) {
+  if ((!dtype_is_quantized(t) && !is_16bit(t)) || layout != WeightLayout::OutIn || w.rank() != 2) {
     return nullptr;
   }
   auto p = std::make_shared<PackedWeight>();
@@ -558,7 +563,8 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
   p->data_.reset(static_cast<std::byte*>(
       ::operator new[](std::max<std::size_t>(p->nbytes(), 64), std::align_val_t{64})));
   const auto pack = is_16bit(t)        ? &pack_group16
-                    : t == DType::Q4_K ? &pack_group_q4k
+                    : t == DType::Q4_K ? &pack_group_kq<DType::Q4_K>
+                    : t == DType::Q5_K ? &pack_group_kq<DType::Q5_K>
                     : t == DType::Q6_K ? &pack_group_q6k
                     : t == DType::Q5_0 ? &pack_group_q5_0
                     : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
@@ -610,9 +616,7 @@ namespace detail {
 
 PackedFn packed_fn(DType dtype, Isa isa) {
   HUDDLE_CHECK(isa_supported(isa), "path {} is not supported on this CPU", isa_name(isa));
-  HUDDLE_CHECK(dtype == DType::Q4_0 || dtype == DType::Q5_0 || dtype == DType::Q8_0 ||
-                   dtype == DType::Q4_K || dtype == DType::Q6_K,
-               "no packed kernel for {} weights", dtype_name(dtype));
+  HUDDLE_CHECK(dtype_is_quantized(dtype), "no packed kernel for {} weights", dtype_name(dtype));
   PackedFn fn = nullptr;
   switch (isa) {
     case Isa::Avx512Vnni:
@@ -626,7 +630,8 @@ PackedFn packed_fn(DType dtype, Isa isa) {
       break;
   }
   if (fn != nullptr) return fn;
-  if (dtype == DType::Q4_K) return &group_scalar_q4k;
+  if (dtype == DType::Q4_K) return &group_scalar_kq<DType::Q4_K>;
+  if (dtype == DType::Q5_K) return &group_scalar_kq<DType::Q5_K>;
   if (dtype == DType::Q6_K) return &group_scalar_q6k;
   if (dtype == DType::Q5_0) return &group_scalar_q5_0;
   return dtype == DType::Q4_0 ? &group_scalar<DType::Q4_0> : &group_scalar<DType::Q8_0>;

@@ -13,6 +13,7 @@
 #endif
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace huddle::kernels {
 
@@ -183,21 +184,27 @@ float dot_q5_0(const void* w, const void* x, std::int64_t k) {
   return acc;
 }
 
-// The operations packed_quant.h states for Q4_K, so a row gets the packed kernels' bits.
-float dot_q4_k(const void* w, const void* x, std::int64_t k) {
+// The operations packed_quant.h states for Q4_K and Q5_K, so a row gets the packed kernels' bits.
+template <DType T>
+float dot_kq(const void* w, const void* x, std::int64_t k) {
+  using Block = std::conditional_t<T == DType::Q4_K, BlockQ4_K, BlockQ5_K>;
   const auto* wb = static_cast<const std::byte*>(w);
   const auto* xb = static_cast<const BlockQ8A*>(x);
   float acc = 0.0f;
   for (std::int64_t s = 0; s < k / kKQuantBlock; ++s) {
-    BlockQ4_K block;
+    Block block;
     std::memcpy(&block, wb + s * static_cast<std::int64_t>(sizeof block), sizeof block);
     const float d = f16_to_f32(block.d), dmin = f16_to_f32(block.dmin);
     for (int j = 0; j < 8; ++j) {
       const BlockQ8A& xj = xb[8 * s + j];
       int scale = 0, min = 0;
-      q4_k_scale_min(block, j, scale, min);
+      kquant_scale_min(block.scales, j, scale, min);
       std::uint8_t q[32];
-      q4_k_quants(block, j, q);
+      if constexpr (T == DType::Q4_K) {
+        q4_k_quants(block, j, q);
+      } else {
+        q5_k_quants(block, j, q);
+      }
       std::int32_t sum = 0, xsum = 0;
       for (int i = 0; i < 32; ++i) {
         sum += q[i] * xj.q[i];
@@ -252,7 +259,9 @@ DotFn scalar_dot(DType dtype) {
     case DType::Q5_0:
       return &dot_q5_0;
     case DType::Q4_K:
-      return &dot_q4_k;
+      return &dot_kq<DType::Q4_K>;
+    case DType::Q5_K:
+      return &dot_kq<DType::Q5_K>;
     case DType::Q6_K:
       return &dot_q6_k;
     default:

@@ -25,25 +25,24 @@ void dequantize_activation(const BlockQ8A* in, float* x, std::int64_t k);
 
 // Σ_i w[i] · x[i] over k elements (a multiple of the weight dtype's block). `w` points at the row
 // in its stored dtype; `x` is `const float*` for F16 and BF16 weights and `const BlockQ8A*` for
-// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights (the activation quantised by quantize_activation).
+// block-quantised weights (the activation quantised by quantize_activation).
 using DotFn = float (*)(const void* w, const void* x, std::int64_t k);
 
 // Two rows w0, w1 against the same x: out[i] = the DotFn's result for row i, bit for bit, with x
 // read once for both.
 using Dot2Fn = void (*)(const void* w0, const void* w1, const void* x, std::int64_t k, float* out);
 
-// The dot product for weights of `dtype` on path `isa`; dtype is F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K
-// or Q6_K and isa_supported(isa).
+// The dot product for weights of `dtype` on path `isa`; dtype is F16, BF16 or a block
+// type and isa_supported(isa).
 DotFn dot_fn(DType dtype, Isa isa);
 
 // The two-row form where path `isa` has one for `dtype`, else null.
 Dot2Fn dot2_fn(DType dtype, Isa isa);
 
-// Whether activations for a `dtype` weight are quantised (Q8_0, Q4_0, Q5_0, k-quants) or stay F32
+// Whether activations for a `dtype` weight are quantised (every block type) or stay F32
 // (F16, BF16).
 constexpr bool quantizes_activation(DType dtype) {
-  return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q5_0 ||
-         dtype == DType::Q4_K || dtype == DType::Q6_K;
+  return dtype_is_quantized(dtype);
 }
 
 // Per-path tables, defined in qdot_scalar.cpp and qdot_x86.cpp (null where a dtype has no

@@ -1,6 +1,7 @@
 #include "model/weight_dtype.h"
 
 #include "core/error.h"
+#include "core/kquant.h"
 #include "core/quant.h"
 #include "kernels/thread_pool.h"
 
@@ -53,7 +54,7 @@ DType kept_dtype(DType stored, const Shape& shape, const WeightUse& use,
       shape.back() % block == 0 && (!use.last_axis_cut || use.cut_granule % block == 0);
   if (fits) return wanted;
   // A k-quant matrix cut inside its super-blocks of 256 keeps 8 bits where its cuts allow.
-  if ((wanted == DType::Q4_K || wanted == DType::Q6_K) &&
+  if (dtype_block_elems(wanted) == kKQuantBlock &&
       use.cut_granule % dtype_block_elems(DType::Q8_0) == 0) {
     return DType::Q8_0;
   }

@@ -1,29 +1,30 @@
 #!/usr/bin/python3
-"""Huddle reads GGUF k-quants (Q4_K, Q6_K) exactly, and llama.cpp reads the same file.
+"""Huddle reads the block types of llama.cpp's K-quant files (Q4_K, Q5_K, Q6_K, and Q5_0 and
+Q8_0 where rows are not whole super-blocks) exactly, and llama.cpp reads the same files.
 
-Written from ggml's block layouts (ggml-common.h; docs/gguf.md), sharing no code with Huddle:
-1. A random Llama with rows of 256 (`huddle synth`, llama-tiny's tokenizer) is written as an F32
-   GGUF by `huddle quantize --type f32`.
-2. numpy rewrites it as a Q4_K_M-like file: every matrix Q4_K, the output head and the attention
-   values Q6_K (a simple quantiser of its own: any valid blocks do), and a second file where
-   those matrices are Q8_0 blocks (ggml's reference rounding) of numpy's own dequantisation of
-   the k-quant blocks.
-3. Huddle keeps Q4_K and Q6_K blocks as they are (their own kernels, core/kquant.h). With
-   `--weight-dtype f32` both files widen to the same F32 weights, so `huddle run` must give the
-   same logits bit for bit: any difference is a wrong k-quant value.
-4. Without it, Huddle's k-quant kernels multiply the blocks by activations rounded to int8 blocks
-   of 32; against the reference file (the k-quant matrices as F32) the logits stay within 3 % of
-   the largest and the first 4 greedy ids agree.
-   Two processes (megatron) give the one-process answer within the same bounds.
-5. With node-llama-cpp installed (scripts/node-deps), llama.cpp decodes the k-quant file too; its
-   ids are printed beside Huddle's, and must agree on the first 4 tokens (llama.cpp multiplies
-   the k-quant blocks by 8-bit activations of 256 elements, Huddle by activations of 32, so late
-   near-ties may flip).
+Written from ggml's block layouts (ggml-common.h; docs/gguf.md), sharing no code with Huddle. For
+a random Llama with rows of 256 as Q4_K_M and as Q5_K_M, and one with rows of 384 as Q4_K_M:
+1. `huddle synth` makes it (llama-tiny's tokenizer) and `huddle quantize --type f32` writes it
+   as an F32 GGUF.
+2. numpy rewrites it with the types llama.cpp's Q4_K_M (Q5_K_M) chooses (kquant_type: Q4_K or
+   Q5_K, Q6_K for the head and some attention values and down projections; Q5_0 and Q8_0 where
+   rows are not whole super-blocks), with quantisers of its own (any valid blocks do), and writes
+   a second file where those matrices are F32 of numpy's own decoding of the blocks.
+3. Huddle keeps every block as it is (core/quant.h, core/kquant.h). With `--weight-dtype f32`
+   both files widen to the same F32 weights, so `huddle run` must give the same logits bit for
+   bit: any difference is a wrong value.
+4. Without it, Huddle's kernels multiply the blocks by activations rounded to int8 blocks of 32;
+   against the reference file the logits stay within 3 % of the largest and the first 4 greedy
+   ids agree. Two processes (megatron) give the one-process answer within the same bounds.
+5. With node-llama-cpp installed (scripts/node-deps), llama.cpp decodes the file too; its ids are
+   printed beside Huddle's, and must agree on the first 4 tokens (llama.cpp multiplies k-quant
+   blocks by 8-bit activations of 256 elements, Huddle by activations of 32, so late near-ties
+   may flip).
 6. A Q4_K tensor whose rows are not whole super-blocks of 256 is refused, naming the tensor.
 
 Usage: gguf_kquant_check.py HUDDLE_BINARY FIXTURES_DIR. Exit 0 on success, 1 on a mismatch.
-       gguf_kquant_check.py --rewrite F32.gguf OUT.gguf: only write OUT as the Q4_K_M-like copy
-       of an F32 GGUF (bench/llamacpp/decode_bench.py --types q4_k_m uses it).
+       gguf_kquant_check.py --rewrite F32.gguf OUT.gguf: only write OUT as the Q4_K_M copy of an
+       F32 GGUF (bench/llamacpp/decode_bench.py --types q4_k_m uses it).
 """
 import json
 import os
@@ -41,7 +42,7 @@ import gguf_numpy_reference as ref  # noqa: E402  (its Q8_0 reference quantiser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "..", "bench", "llamacpp")
-GGML_F32, GGML_Q5_0, GGML_Q8_0, GGML_Q4_K, GGML_Q6_K = 0, 6, 8, 12, 14
+GGML_F32, GGML_Q5_0, GGML_Q8_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K = 0, 6, 8, 12, 13, 14
 CONFIG = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 512,
     "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
@@ -119,6 +120,63 @@ def write_gguf(path, kv, n_kv, tensors, align=32):
 
 def f16(x):
     return np.asarray(x, dtype=np.float32).astype(np.float16)
+
+
+def kquant_scales(sc, mn):
+    """Q4_K's and Q5_K's 12 bytes of 6-bit scales and mins [blocks, 8] each."""
+    scales = np.zeros((len(sc), 12), np.uint8)
+    scales[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    scales[:, 4:8] = (mn[:, 0:4] & 63) | ((mn[:, 4:8] >> 4) << 6)
+    scales[:, 8:12] = (sc[:, 4:8] & 15) | ((mn[:, 4:8] & 15) << 4)
+    return scales
+
+
+def kquant_unscales(s):
+    s = s.astype(np.int64)
+    sc = np.concatenate([s[:, 0:4] & 63, (s[:, 8:12] & 15) | ((s[:, 0:4] >> 6) << 4)], axis=1)
+    mn = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)], axis=1)
+    return sc, mn
+
+
+def quantize_q5_k(x):
+    """[n] f32 -> Q5_K bytes: as quantize_q4_k on 31 steps; the high bit of element l of
+    sub-block j at bit j of qh[l]."""
+    sub = x.reshape(-1, 8, 32).astype(np.float32)
+    lo = np.minimum(sub.min(-1), 0)
+    scale = (sub.max(-1) - lo) / 31
+    offset = -lo
+    d = f16(scale.max(-1) / 63).astype(np.float32)
+    dmin = f16(offset.max(-1) / 63).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d[:, None] > 0, np.rint(scale / d[:, None]), 0).clip(0, 63).astype(np.uint8)
+        mn = np.where(dmin[:, None] > 0, np.rint(offset / dmin[:, None]), 0).clip(0, 63)
+        mn = mn.astype(np.uint8)
+        step = d[:, None] * sc
+        q = np.where(step[..., None] > 0,
+                     np.rint((sub + (dmin[:, None] * mn)[..., None]) / step[..., None]), 0)
+    q = q.clip(0, 31).astype(np.uint8)
+    low = q & 15
+    qs = (low[:, 0::2, :] | (low[:, 1::2, :] << 4)).reshape(len(sub), 128)
+    qh = ((q >> 4).astype(np.uint16) << np.arange(8, dtype=np.uint16)[None, :, None]).sum(1)
+    out = np.zeros(len(sub), dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
+                                    ("qh", "u1", 32), ("qs", "u1", 128)])
+    out["d"], out["dmin"], out["s"] = f16(d), f16(dmin), kquant_scales(sc, mn)
+    out["qh"], out["qs"] = qh.astype(np.uint8), qs
+    return out.tobytes()
+
+
+def dequantize_q5_k(blob, n):
+    b = np.frombuffer(blob, dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
+                                   ("qh", "u1", 32), ("qs", "u1", 128)])
+    assert len(b) * 256 == n
+    sc, mn = kquant_unscales(b["s"])
+    qs = b["qs"].reshape(-1, 4, 32).astype(np.int64)
+    low = np.stack([qs & 15, qs >> 4], axis=2).reshape(-1, 8, 32)
+    high = (b["qh"].astype(np.int64)[:, None, :] >> np.arange(8)[None, :, None]) & 1
+    q = low | (high << 4)
+    d = b["d"].astype(np.float64)[:, None, None]
+    dmin = b["dmin"].astype(np.float64)[:, None, None]
+    return (d * sc[..., None] * q - dmin * mn[..., None]).astype(np.float32).reshape(n)
 
 
 def quantize_q4_k(x):
@@ -228,6 +286,7 @@ def dequantize_q8_0(blob, n):
 
 
 KQUANT = {GGML_Q4_K: (quantize_q4_k, dequantize_q4_k),
+          GGML_Q5_K: (quantize_q5_k, dequantize_q5_k),
           GGML_Q6_K: (quantize_q6_k, dequantize_q6_k),
           GGML_Q5_0: (quantize_q5_0, dequantize_q5_0),
           GGML_Q8_0: (ref.q8_0_bytes, dequantize_q8_0)}
@@ -235,7 +294,7 @@ KQUANT = {GGML_Q4_K: (quantize_q4_k, dequantize_q4_k),
 FALLBACK = {GGML_Q4_K: GGML_Q5_0, GGML_Q6_K: GGML_Q8_0}
 
 
-def kquant_type(name, n_layers):
+def kquant_type(name, n_layers, base=GGML_Q4_K):
     """llama.cpp's Q4_K_M choice (llama-quant.cpp): the head Q6_K; the attention values and the
     MLP down projections Q6_K in the layers that get more bits (the first and last eighth, and
     every third between), Q4_K elsewhere; everything else Q4_K."""
@@ -244,11 +303,11 @@ def kquant_type(name, n_layers):
     if name.endswith("attn_v.weight") or name.endswith("ffn_down.weight"):
         i = int(name.split(".")[1])
         more = i < n_layers // 8 or i >= 7 * n_layers // 8 or (i - n_layers // 8) % 3 == 2
-        return GGML_Q6_K if more else GGML_Q4_K
-    return GGML_Q4_K
+        return GGML_Q6_K if more else base
+    return base
 
 
-def rewrite(f32_path, kquant_path, reference_path=None):
+def rewrite(f32_path, kquant_path, reference_path=None, base=GGML_Q4_K):
     """Writes the F32 GGUF's matrices as llama.cpp's Q4_K_M would (kquant_type; rows that are not
     whole super-blocks as Q5_0 or Q8_0) to kquant_path,
     and, given reference_path, the same file with those matrices as F32 of numpy's decoding of
@@ -264,7 +323,7 @@ def rewrite(f32_path, kquant_path, reference_path=None):
         n = int(np.prod(ne))
         blob = data[start + off:start + off + 4 * n]
         if len(ne) == 2 and ne[0] % 32 == 0:
-            k = kquant_type(name, n_layers)
+            k = kquant_type(name, n_layers, base)
             if ne[0] % 256 != 0:
                 k = FALLBACK[k]
             quantize, dequantize = KQUANT[k]
@@ -296,7 +355,7 @@ def huddle_run(huddle, gguf, ids, out_npy, *extra):
     return json.loads(r.stdout.splitlines()[0])["generated"]
 
 
-def check_model(huddle, fixtures, tmp, config, tag):
+def check_model(huddle, fixtures, tmp, config, tag, base=GGML_Q4_K):
     """Steps 1-5 of the docstring on a model of `config`; returns (failures, kv, kv count, the
     k-quant file's tensors)."""
     failures = 0
@@ -317,11 +376,12 @@ def check_model(huddle, fixtures, tmp, config, tag):
 
     kfile = os.path.join(tmp, f"q4_k_m-{tag}.gguf")
     rfile = os.path.join(tmp, f"reference-{tag}.gguf")
-    kv, n_kv, kquant, counts = rewrite(f32, kfile, rfile)
-    names = {GGML_Q4_K: "Q4_K", GGML_Q6_K: "Q6_K", GGML_Q5_0: "Q5_0", GGML_Q8_0: "Q8_0"}
-    print(f"[{tag}] Q4_K_M file: " +
+    kv, n_kv, kquant, counts = rewrite(f32, kfile, rfile, base)
+    names = {GGML_Q4_K: "Q4_K", GGML_Q5_K: "Q5_K", GGML_Q6_K: "Q6_K", GGML_Q5_0: "Q5_0",
+             GGML_Q8_0: "Q8_0"}
+    print(f"[{tag}] file: " +
           ", ".join(f"{counts[t]} {names[t]}" for t in sorted(counts)) + " matrices; the rest F32")
-    assert counts.get(GGML_Q4_K) and counts.get(GGML_Q6_K)
+    assert counts.get(base) and counts.get(GGML_Q6_K)
 
     prompt = json.load(open(os.path.join(fixtures, "references",
                                          "llama-tiny.generate.json")))["prompt"]
@@ -379,6 +439,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         failures, kv, n_kv, kquant = check_model(huddle, fixtures, tmp, CONFIG, "rows256")
         failures += check_model(huddle, fixtures, tmp, CONFIG_384, "rows384")[0]
+        # Q5_K_M: Q5_K where Q4_K_M has Q4_K (llama.cpp falls back to Q5_1 for rows that are not
+        # whole super-blocks, which Huddle does not read: rows of 256 only).
+        failures += check_model(huddle, fixtures, tmp, CONFIG, "q5_k_m", GGML_Q5_K)[0]
 
         # A Q4_K tensor whose rows are not whole super-blocks: refused by name.
         bad = [(n, ([128, ne[1] * 2] if n == "blk.0.attn_q.weight" else ne), t, blob)

@@ -425,7 +425,7 @@ TEST_P(CollectiveFailureTest, MalformedTensorHeadersAreRefused) {
     const char* error;
   };
   const std::vector<Bad> cases = {
-      {header(9, 1, {4}), "unknown dtype 9"},
+      {header(200, 1, {4}), "unknown dtype 200"},
       {header(0, 9, std::vector<std::uint64_t>(9, 1)), "rank 9 exceeds 8"},
       {header(0, 2, {4}), "16 bytes for rank 2"},
       {header(0, 2, {1ull << 40, 1ull << 40}), "exceeds the limit"},

@@ -32,12 +32,13 @@ using testing::supported_isas;
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
 
-constexpr DType kQuantised[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+constexpr DType kQuantised[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+                                DType::Q4_K, DType::Q5_K, DType::Q6_K};
 constexpr DType kPacked[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K,
-                             DType::Q6_K, DType::F16,  DType::BF16};
+                             DType::Q5_K, DType::Q6_K, DType::F16,  DType::BF16};
 
 bool is_kquant(DType dtype) {
-  return dtype == DType::Q4_K || dtype == DType::Q6_K;
+  return dtype_block_elems(dtype) == kKQuantBlock;
 }
 
 bool is_quantised(DType dtype) {
@@ -86,7 +87,7 @@ TEST(PackedWeight, OnlyLowPrecisionOutInWeightsPack) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->blocks(), 16);  // sub-blocks of 32
   EXPECT_EQ(p->groups(), 2);
-  EXPECT_EQ(p->group_bytes(), 2 * detail::kPackedQ4KSuperBytes);
+  EXPECT_EQ(p->group_bytes(), 2 * detail::packed_kq_super_bytes(DType::Q4_K));
 }
 
 // Rows around the group of 16 (padded last groups), K with odd block counts, T around the
@@ -255,7 +256,7 @@ TEST(PackedWeight, ExtremeQ6KSumsExactly) {
 // state the same operations.
 TEST(PackedWeight, ReadOnlyTypesRowKernelsGiveThePackedBits) {
   std::mt19937 rng(31);
-  for (DType dtype : {DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType dtype : {DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const Tensor x = random_tensor(rng, {3, 1024});
     const Tensor w = random_weight(rng, dtype, 40, 1024, true);
     Tensor rows = Tensor::empty(DType::F32, {3, 40});
