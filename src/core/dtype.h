@@ -4,8 +4,8 @@
 // store `block_elems` consecutive elements of a row in one `block_bytes` block, bit-compatible with
 // GGUF/ggml's blocks of the same name (src/core/quant.h, src/core/kquant.h); a row of such a
 // tensor must hold a whole number of blocks, and views may only cut a row at block boundaries.
-// Q5_0 and the k-quants Q4_K, Q5_K and Q6_K are read from GGUF files, never written: Huddle has no
-// quantiser for them.
+// Q5_0, Q5_1 and the k-quants Q4_K, Q5_K and Q6_K are read from GGUF files, never written: Huddle
+// has no quantiser for them.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +24,7 @@ namespace huddle {
   X(Q8_0, "Q8_0", 32, 34)   \
   X(Q4_0, "Q4_0", 32, 18)   \
   X(Q5_0, "Q5_0", 32, 22)   \
+  X(Q5_1, "Q5_1", 32, 24)   \
   X(Q4_K, "Q4_K", 256, 144) \
   X(Q5_K, "Q5_K", 256, 176) \
   X(Q6_K, "Q6_K", 256, 210)

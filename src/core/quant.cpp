@@ -83,7 +83,13 @@ Tensor random_blocks(std::mt19937& rng, DType type, std::int64_t rows, std::int6
     for (auto& v : array) v = static_cast<std::remove_reference_t<decltype(v)>>(byte(rng));
   };
   for (std::int64_t b = 0; b < rows * (cols / dtype_block_elems(type)); ++b) {
-    if (type == DType::Q5_0) {
+    if (type == DType::Q5_1) {
+      BlockQ5_1& block = static_cast<BlockQ5_1*>(w.raw())[b];
+      block.d = f32_to_f16(size(rng) / 16);  // d · q + m within about ±magnitude
+      block.m = f32_to_f16(-size(rng));
+      random_bytes(block.qh);
+      random_bytes(block.q);
+    } else if (type == DType::Q5_0) {
       BlockQ5_0& block = static_cast<BlockQ5_0*>(w.raw())[b];
       block.d = f32_to_f16(size(rng) / 16);  // d · (q - 16) within ±magnitude
       random_bytes(block.qh);
@@ -121,6 +127,13 @@ void q5_0_quants(const BlockQ5_0& b, std::uint8_t out[32]) {
   }
 }
 
+void q5_1_quants(const BlockQ5_1& b, std::uint8_t out[32]) {
+  BlockQ5_0 as_q5_0;  // the same quants
+  std::memcpy(as_q5_0.qh, b.qh, sizeof b.qh);
+  std::memcpy(as_q5_0.q, b.q, sizeof b.q);
+  q5_0_quants(as_q5_0, out);
+}
+
 void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
   HUDDLE_CHECK(dtype_fits(dtype, n), "{} row of {} elements is not whole blocks", dtype_name(dtype),
                n);
@@ -144,6 +157,7 @@ void quantize_row(DType dtype, const float* x, void* out, std::int64_t n) {
       quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n / kQuantBlock);
       return;
     case DType::Q5_0:  // read from GGUF files only
+    case DType::Q5_1:
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
@@ -176,6 +190,18 @@ void dequantize_row(DType dtype, const void* in, float* x, std::int64_t n) {
     case DType::Q4_0:
       dequantize_q4_0(static_cast<const BlockQ4_0*>(in), x, n / kQuantBlock);
       return;
+    case DType::Q5_1: {
+      const auto* blocks = static_cast<const std::byte*>(in);
+      for (std::int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {
+        BlockQ5_1 block;  // the rows of a mapped file may be unaligned
+        std::memcpy(&block, blocks + b * static_cast<std::int64_t>(sizeof block), sizeof block);
+        std::uint8_t q[32];
+        q5_1_quants(block, q);
+        const float d = f16_to_f32(block.d), m = f16_to_f32(block.m);
+        for (int i = 0; i < 32; ++i) x[i] = d * static_cast<float>(q[i]) + m;
+      }
+      return;
+    }
     case DType::Q5_0: {
       const auto* blocks = static_cast<const std::byte*>(in);
       for (std::int64_t b = 0; b < n / kQuantBlock; ++b, x += kQuantBlock) {

@@ -20,11 +20,10 @@ namespace huddle {
 inline constexpr std::int64_t kQuantBlock = 32;
 
 // Dtypes a matrix weight (linear weight, embedding table) may have: F32, F16, BF16, Q8_0, Q4_0,
-// Q5_0, Q4_K, Q5_K, Q6_K.
+// every block type.
 constexpr bool is_weight_dtype(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::Q8_0 ||
-         t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q5_K ||
-         t == DType::Q6_K;
+         dtype_is_quantized(t);
 }
 
 struct BlockQ8_0 {
@@ -45,6 +44,16 @@ static_assert(sizeof(BlockQ5_0) == 22);
 
 // Block b's 32 values q in [0, 31] (an element is d · (q - 16)).
 void q5_0_quants(const BlockQ5_0& b, std::uint8_t out[32]);
+
+//   Q5_1: { f16 d; f16 m; uint32 qh; uint8 q[16]; } x[i] = d * q5[i] + m, q5 as Q5_0's (where
+//         llama.cpp's Q5_K_M meets rows that are not whole super-blocks)
+struct BlockQ5_1 {
+  std::uint16_t d, m;  // f16 scale and offset
+  std::uint8_t qh[4];
+  std::uint8_t q[kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+void q5_1_quants(const BlockQ5_1& b, std::uint8_t out[32]);
 
 struct BlockQ4_0 {
   std::uint16_t d;                  // f16 scale
@@ -67,7 +76,7 @@ constexpr bool can_quantize(DType t) {
          t == DType::Q4_0;
 }
 
-// [rows, cols] blocks of a dtype Huddle reads but does not write (Q5_0, Q4_K, Q5_K, Q6_K): random
+// [rows, cols] blocks of a dtype Huddle reads but does not write (Q5_0, Q5_1, k-quants): random
 // quants, scales (and mins), each block's scales drawn so that its values lie within about
 // ±magnitude. The tests, the profiler and the benchmarks multiply these.
 Tensor random_blocks(std::mt19937& rng, DType type, std::int64_t rows, std::int64_t cols,

@@ -193,6 +193,7 @@ Tensor Checkpoint::load_f32(std::string_view name) const {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q5_0:
+    case DType::Q5_1:
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K: {

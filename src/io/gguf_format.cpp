@@ -336,6 +336,8 @@ std::optional<DType> ggml_dtype(std::uint32_t id) {
       return DType::Q4_0;
     case 6:
       return DType::Q5_0;
+    case 7:
+      return DType::Q5_1;
     case 8:
       return DType::Q8_0;
     case 12:
@@ -361,6 +363,8 @@ std::optional<std::uint32_t> ggml_type_id(DType dtype) {
       return 2;
     case DType::Q5_0:
       return 6;
+    case DType::Q5_1:
+      return 7;
     case DType::Q8_0:
       return 8;
     case DType::Q4_K:

@@ -85,7 +85,7 @@ struct GgufValue {
 };
 
 // ggml tensor types, by id. X(enum name, id): every type a llama.cpp file may hold, so that a
-// refused one is named. Huddle reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K
+// refused one is named. Huddle reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K
 // (ggml_dtype).
 // One type per line: clang-format folds this list differently on each run.
 // clang-format off

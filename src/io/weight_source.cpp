@@ -16,6 +16,7 @@ Tensor widen_to_f32(const Tensor& stored, std::string_view what) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q5_0:
+    case DType::Q5_1:
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K: {

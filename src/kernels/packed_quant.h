@@ -18,21 +18,30 @@ inline constexpr int kPackedTokens = 8;
 // of block b + 1 (64 bytes), then the quants of b, of b + 1 (Q4_0: 4 chunks of 64 nibble bytes,
 // Q8_0: 8 chunks of 64 int8, Q5_0: Q4_0's 4 chunks and one of their high bits, where for row j
 // byte 4j + e holds at bit c the high bit of element 4c + e and at bit 4 + c that of element
-// 16 + 4c + e), every piece on 64 bytes. An odd last block's pair is padded with zeros. One
-// sequential stream per group.
+// 16 + 4c + e; Q5_1: Q5_0's, with the 16 f16 offsets m of block b and b + 1 (64 bytes) after the
+// scales), every piece on 64 bytes. An odd last block's pair is padded with zeros. One sequential
+// stream per group.
 constexpr std::int64_t packed_quant_bytes(DType t) {
-  return t == DType::Q8_0 ? 512 : t == DType::Q5_0 ? 256 + 64 : 256;
+  return t == DType::Q8_0 ? 512 : t == DType::Q5_0 || t == DType::Q5_1 ? 256 + 64 : 256;
+}
+constexpr std::int64_t packed_pair_header_bytes(DType t) {
+  return t == DType::Q5_1 ? 128 : 64;
 }
 constexpr std::int64_t packed_pair_bytes(DType t) {
-  return 64 + 2 * packed_quant_bytes(t);
+  return packed_pair_header_bytes(t) + 2 * packed_quant_bytes(t);
 }
 template <DType T, class Byte>  // Byte: std::byte or const std::byte
 Byte* packed_scales(Byte* group, std::int64_t b) {
   return group + (b / 2) * packed_pair_bytes(T) + (b % 2) * 32;
 }
 template <DType T, class Byte>
+Byte* packed_mins(Byte* group, std::int64_t b) {  // Q5_1's offsets m
+  return group + (b / 2) * packed_pair_bytes(T) + 64 + (b % 2) * 32;
+}
+template <DType T, class Byte>
 Byte* packed_quants(Byte* group, std::int64_t b) {
-  return group + (b / 2) * packed_pair_bytes(T) + 64 + (b % 2) * packed_quant_bytes(T);
+  return group + (b / 2) * packed_pair_bytes(T) + packed_pair_header_bytes(T) +
+         (b % 2) * packed_quant_bytes(T);
 }
 
 // Q4_K and Q5_K (core/kquant.h): a group is a run of super-blocks of 256 elements, each
@@ -93,7 +102,8 @@ Byte* packed_q6k_quants(Byte* super, std::int64_t j) {  // the high bits at +256
 //   y[t · ldy + j] = Σ_b fma(d_w[j][b] · x[t][b].d, Σ_i w_j[i] · x[t][b].q[i], ·)
 // for rows j < `rows` (<= 16), the integer sum exact. Q4_0 (w = q - 8) takes
 // seeds[t · x_row_blocks + b] = -8 · Σ_i x[t][b].q[i], the offset's part, Q5_0 (w = q - 16)
-// -16 · Σ_i x[t][b].q[i]; Q8_0 ignores seeds.
+// -16 · Σ_i x[t][b].q[i]; Q8_0 ignores seeds. Q5_1 (w = d · q + m) takes S = Σ_i x[t][b].q[i] and
+// computes acc = fma(d · x.d, I, acc); acc = fma(m · x.d, S, acc), I = Σ_i q_i · x.q[i].
 // Q4_K and Q5_K (`blocks` counts sub-blocks of 32, a multiple of 8) take seeds = S = Σ_i
 // x[t][b].q[i] and computes, for sub-block b of super-block s with the row's d, dmin, s_b, m_b:
 //   acc = fma((d · s_b) · x.d, I, acc);  acc = fma(-((dmin · m_b) · x.d), S, acc)

@@ -11,6 +11,7 @@
 //   Q8_0: eight chunks, elements 4c .. 4c + 3. VNNI: the activation shifted to x + 128 is the
 //         unsigned operand and Σ (x + 128)·w - 128·Σ w = Σ x·w, the correction per row computed
 //         once per block for all tokens; AVX2: |w| times x with w's sign (maddubs).
+//   Q5_1: Q5_0's values without the offset, and an FMA of the offsets m by the seed S = Σ x;
 //   Q5_0: four chunks as Q4_0's with each value's high bit or-ed in from a fifth chunk; its
 //         offset of 16 the caller's seed, as Q4_0's of 8.
 //   Q6_K: each block of 32 as a Q4_0 block's nibbles with the high 2 bits or-ed in from two more
@@ -155,6 +156,53 @@ HUDDLE_VNNI void q5_group_vnni(const std::byte* group, std::int64_t blocks, int 
       }
       const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xb.d));
       acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[t]);
+    }
+  }
+  const auto mask = static_cast<__mmask16>(rows >= 16 ? 0xFFFF : (1u << rows) - 1);
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, mask, acc[t]);
+}
+
+template <int T>
+HUDDLE_VNNI void q5_1_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
+                                 const BlockQ8A* x, const std::int32_t* seeds,
+                                 std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  const __m512i low4 = _mm512_set1_epi8(15);
+  __m512 acc[T];
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::byte* q = packed_quants<DType::Q5_1>(group, b);
+    prefetch_lines<6>(q);
+    const __m512i h = _mm512_load_si512(q + 256);
+    __m512i lo[4], hi[4];
+    const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
+      const __m512i v = _mm512_load_si512(q + C * 64);
+      lo[C] = q5_with_high_bit<C, false>(_mm512_and_si512(v, low4), h);
+      hi[C] = q5_with_high_bit<C, true>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), h);
+    };
+    unpack(std::integral_constant<int, 0>{});
+    unpack(std::integral_constant<int, 1>{});
+    unpack(std::integral_constant<int, 2>{});
+    unpack(std::integral_constant<int, 3>{});
+    const __m512 dw =
+        _mm512_cvtph_ps(_mm256_load_si256(m256(packed_scales<DType::Q5_1>(group, b))));
+    const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256(m256(packed_mins<DType::Q5_1>(group, b))));
+    HUDDLE_UNROLL_ALL
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8A& xb = x[t * x_row_blocks + b];
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+      HUDDLE_UNROLL_ALL
+      for (int c = 0; c < 4; ++c) {
+        s0 = _mm512_dpbusd_epi32(s0, lo[c], _mm512_set1_epi32(four_bytes(xb.q + 4 * c)));
+        s1 = _mm512_dpbusd_epi32(s1, hi[c], _mm512_set1_epi32(four_bytes(xb.q + 16 + 4 * c)));
+      }
+      const __m512 dx = _mm512_set1_ps(xb.d);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                               acc[t]);
+      acc[t] =
+          _mm512_fmadd_ps(_mm512_mul_ps(mw, dx),
+                          _mm512_set1_ps(static_cast<float>(seeds[t * x_row_blocks + b])), acc[t]);
     }
   }
   const auto mask = static_cast<__mmask16>(rows >= 16 ? 0xFFFF : (1u << rows) - 1);
@@ -457,6 +505,61 @@ HUDDLE_AVX2 void group_avx2(const std::byte* group, std::int64_t blocks, int row
   }
 }
 
+// Q5_1 on AVX2: Q5_0's sums without the seed, then packed_quant.h's two FMAs per block.
+template <int T>
+HUDDLE_AVX2 void q5_1_tokens_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                                  const BlockQ8A* x, const std::int32_t* seeds,
+                                  std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
+  __m256 acc[T][2];
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::byte* q = packed_quants<DType::Q5_1>(group, b);
+    prefetch_lines<6>(q);
+    const __m256i dh = _mm256_load_si256(m256(packed_scales<DType::Q5_1>(group, b)));
+    const __m256i mh = _mm256_load_si256(m256(packed_mins<DType::Q5_1>(group, b)));
+    const __m256 dw[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(dh)),
+                          _mm256_cvtph_ps(_mm256_extracti128_si256(dh, 1))};
+    const __m256 mw[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(mh)),
+                          _mm256_cvtph_ps(_mm256_extracti128_si256(mh, 1))};
+    HUDDLE_UNROLL_ALL
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8A& xb = x[t * x_row_blocks + b];
+      const __m256 dx = _mm256_set1_ps(xb.d);
+      const __m256 xsum = _mm256_set1_ps(static_cast<float>(seeds[t * x_row_blocks + b]));
+      HUDDLE_UNROLL_ALL
+      for (int half = 0; half < 2; ++half) {
+        const __m256i sum = Q5Avx2Sums::sums(q + half * 32, xb.q, 0);
+        acc[t][half] =
+            _mm256_fmadd_ps(_mm256_mul_ps(dw[half], dx), _mm256_cvtepi32_ps(sum), acc[t][half]);
+        acc[t][half] = _mm256_fmadd_ps(_mm256_mul_ps(mw[half], dx), xsum, acc[t][half]);
+      }
+    }
+  }
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) {
+    float out[16];
+    _mm256_storeu_ps(out, acc[t][0]);
+    _mm256_storeu_ps(out + 8, acc[t][1]);
+    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
+  }
+}
+
+HUDDLE_AVX2 void q5_1_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
+                                 const BlockQ8A* x, const std::int32_t* seeds,
+                                 std::int64_t x_row_blocks, int tokens, float* y,
+                                 std::int64_t ldy) {
+  int t = 0;
+  for (; t + 2 <= tokens; t += 2) {
+    q5_1_tokens_avx2<2>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                        x_row_blocks, y + t * ldy, ldy);
+  }
+  if (t < tokens) {
+    q5_1_tokens_avx2<1>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
+                        x_row_blocks, y + t * ldy, ldy);
+  }
+}
+
 // Q4_K and Q5_K (K) on AVX2: Q4_0's (Q5_0's) sums without the seed, then packed_quant.h's two
 // FMAs per sub-block.
 template <DType K, int T>
@@ -642,6 +745,12 @@ struct Q8PackedVnni {
   static constexpr FixedGroup run = &q8_group_vnni<T>;
 };
 template <int T>
+struct Q51PackedVnni {
+  static constexpr FixedGroup run = &q5_1_group_vnni<T>;
+};
+constexpr GroupTable kQ51PackedVnni =
+    token_table<Q51PackedVnni>(std::make_integer_sequence<int, kPackedTokens>{});
+template <int T>
 struct Q5PackedVnni {
   static constexpr FixedGroup run = &q5_group_vnni<T>;
 };
@@ -685,6 +794,8 @@ PackedFn avx2_packed(DType dtype) {
       return &group_avx2<Q4Avx2Sums>;
     case DType::Q5_0:
       return &group_avx2<Q5Avx2Sums>;
+    case DType::Q5_1:
+      return &q5_1_group_avx2;
     case DType::Q8_0:
       return &group_avx2<Q8Avx2Sums>;
     case DType::Q4_K:
@@ -704,6 +815,8 @@ PackedFn avx512vnni_packed(DType dtype) {
       return &vnni_any<kQ4PackedVnni>;
     case DType::Q5_0:
       return &vnni_any<kQ5PackedVnni>;
+    case DType::Q5_1:
+      return &vnni_any<kQ51PackedVnni>;
     case DType::Q8_0:
       return &vnni_any<kQ8PackedVnni>;
     case DType::Q4_K:

@@ -115,6 +115,59 @@ void group_scalar_q5_0(const std::byte* group, std::int64_t blocks, int rows,
   }
 }
 
+// A Q5_1 group (packed_quant.h): Q5_0's, with each block's offsets beside its scales.
+void pack_group_q5_1(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  const std::int64_t blocks = w.dim(1) / detail::kQBlock;
+  const std::int64_t r0 = g * kRows;
+  const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
+  const auto* base = static_cast<const std::byte*>(w.raw());
+  std::memset(out, 0, static_cast<std::size_t>(group_bytes));
+  for (std::int64_t j = 0; j < rows; ++j) {
+    const std::byte* row = base + dtype_bytes(DType::Q5_1, (r0 + j) * w.row_stride());
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      BlockQ5_1 block;
+      std::memcpy(&block, row + b * static_cast<std::int64_t>(sizeof block), sizeof block);
+      std::memcpy(detail::packed_scales<DType::Q5_1>(out, b) + 2 * j, &block.d, 2);
+      std::memcpy(detail::packed_mins<DType::Q5_1>(out, b) + 2 * j, &block.m, 2);
+      std::uint8_t q[32];
+      q5_1_quants(block, q);
+      pack_block_quants(q, true, static_cast<int>(j), detail::packed_quants<DType::Q5_1>(out, b));
+    }
+  }
+}
+
+// Row j's d and m of block b of a packed Q5_1 group.
+void q5_1_scale_min(const std::byte* group, std::int64_t b, int j, float& d, float& m) {
+  std::uint16_t h;
+  std::memcpy(&h, detail::packed_scales<DType::Q5_1>(group, b) + 2 * j, 2);
+  d = f16_to_f32(h);
+  std::memcpy(&h, detail::packed_mins<DType::Q5_1>(group, b) + 2 * j, 2);
+  m = f16_to_f32(h);
+}
+
+// The scalar Q5_1 kernel: packed_quant.h's operations, one output at a time.
+void group_scalar_q5_1(const std::byte* group, std::int64_t blocks, int rows,
+                       const detail::BlockQ8A* x, const std::int32_t* seeds,
+                       std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
+  for (int t = 0; t < tokens; ++t) {
+    for (int j = 0; j < rows; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const detail::BlockQ8A& xb = x[t * x_row_blocks + b];
+        std::uint8_t q[32];
+        unpack_block_quants(detail::packed_quants<DType::Q5_1>(group, b), true, j, q);
+        std::int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) sum += q[i] * xb.q[i];
+        float d = 0.0f, m = 0.0f;
+        q5_1_scale_min(group, b, j, d, m);
+        acc = std::fma(d * xb.d, static_cast<float>(sum), acc);
+        acc = std::fma(m * xb.d, static_cast<float>(seeds[t * x_row_blocks + b]), acc);
+      }
+      y[t * ldy + j] = acc;
+    }
+  }
+}
+
 // A Q4_K or Q5_K group (packed_quant.h): per super-block the rows' d and dmin, their sub-block
 // scales and mins as bytes, and each sub-block's quants laid out as a Q4_0 (Q5_0) block's.
 template <DType T>
@@ -409,7 +462,9 @@ void linear_packed(const Tensor& x, const PackedWeight& w, const float* bias, Te
       seeds[2 * i + 1] = -32 * half[1];
     } else {
       const std::int32_t sum = half[0] + half[1];
-      seeds[i] = dtype == DType::Q4_0 ? -8 * sum : dtype == DType::Q5_0 ? -16 * sum : sum;
+      seeds[i] = dtype == DType::Q4_0   ? -8 * sum
+                 : dtype == DType::Q5_0 ? -16 * sum
+                                        : sum;  // Q5_1, Q4_K, Q5_K: S
     }
   }
   const detail::PackedFn fn = detail::packed_fn(w.dtype(), active_isa());
@@ -469,6 +524,16 @@ void PackedWeight::unpack_row(std::int64_t r, float* out) const {
       std::uint16_t h;
       std::memcpy(&h, g + 32 * i + 2 * j, 2);
       out[i] = dtype_ == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+    return;
+  }
+  if (dtype_ == DType::Q5_1) {  // as dequantize_row: d · q + m
+    for (std::int64_t b = 0; b < blocks_; ++b, out += detail::kQBlock) {
+      std::uint8_t q[32];
+      unpack_block_quants(detail::packed_quants<DType::Q5_1>(g, b), true, j, q);
+      float d = 0.0f, m = 0.0f;
+      q5_1_scale_min(g, b, j, d, m);
+      for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(q[i]) + m;
     }
     return;
   }
@@ -567,6 +632,7 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
                     : t == DType::Q5_K ? &pack_group_kq<DType::Q5_K>
                     : t == DType::Q6_K ? &pack_group_q6k
                     : t == DType::Q5_0 ? &pack_group_q5_0
+                    : t == DType::Q5_1 ? &pack_group_q5_1
                     : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
                                        : &pack_group<DType::Q8_0>;
   // Runs of groups of about 16 MB of rows, each packed in parallel, then reported consumed.
@@ -634,6 +700,7 @@ PackedFn packed_fn(DType dtype, Isa isa) {
   if (dtype == DType::Q5_K) return &group_scalar_kq<DType::Q5_K>;
   if (dtype == DType::Q6_K) return &group_scalar_q6k;
   if (dtype == DType::Q5_0) return &group_scalar_q5_0;
+  if (dtype == DType::Q5_1) return &group_scalar_q5_1;
   return dtype == DType::Q4_0 ? &group_scalar<DType::Q4_0> : &group_scalar<DType::Q8_0>;
 }
 

@@ -184,6 +184,27 @@ float dot_q5_0(const void* w, const void* x, std::int64_t k) {
   return acc;
 }
 
+// The operations packed_quant.h states for Q5_1, so a row gets the packed kernels' bits.
+float dot_q5_1(const void* w, const void* x, std::int64_t k) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  const auto* xb = static_cast<const BlockQ8A*>(x);
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < k / kQBlock; ++b) {
+    BlockQ5_1 block;
+    std::memcpy(&block, wb + b * static_cast<std::int64_t>(sizeof block), sizeof block);
+    std::uint8_t q[32];
+    q5_1_quants(block, q);
+    std::int32_t sum = 0, xsum = 0;
+    for (int i = 0; i < 32; ++i) {
+      sum += q[i] * xb[b].q[i];
+      xsum += xb[b].q[i];
+    }
+    acc = std::fma(f16_to_f32(block.d) * xb[b].d, static_cast<float>(sum), acc);
+    acc = std::fma(f16_to_f32(block.m) * xb[b].d, static_cast<float>(xsum), acc);
+  }
+  return acc;
+}
+
 // The operations packed_quant.h states for Q4_K and Q5_K, so a row gets the packed kernels' bits.
 template <DType T>
 float dot_kq(const void* w, const void* x, std::int64_t k) {
@@ -258,6 +279,8 @@ DotFn scalar_dot(DType dtype) {
       return &dot_q4_0;
     case DType::Q5_0:
       return &dot_q5_0;
+    case DType::Q5_1:
+      return &dot_q5_1;
     case DType::Q4_K:
       return &dot_kq<DType::Q4_K>;
     case DType::Q5_K:

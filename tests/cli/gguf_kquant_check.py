@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""Huddle reads the block types of llama.cpp's K-quant files (Q4_K, Q5_K, Q6_K, and Q5_0 and
+"""Huddle reads the block types of llama.cpp's K-quant files (Q4_K, Q5_K, Q6_K, and Q5_0, Q5_1 and
 Q8_0 where rows are not whole super-blocks) exactly, and llama.cpp reads the same files.
 
 Written from ggml's block layouts (ggml-common.h; docs/gguf.md), sharing no code with Huddle. For
-a random Llama with rows of 256 as Q4_K_M and as Q5_K_M, and one with rows of 384 as Q4_K_M:
+a random Llama with rows of 256 and one with rows of 384, each as Q4_K_M and as Q5_K_M:
 1. `huddle synth` makes it (llama-tiny's tokenizer) and `huddle quantize --type f32` writes it
    as an F32 GGUF.
 2. numpy rewrites it with the types llama.cpp's Q4_K_M (Q5_K_M) chooses (kquant_type: Q4_K or
-   Q5_K, Q6_K for the head and some attention values and down projections; Q5_0 and Q8_0 where
-   rows are not whole super-blocks), with quantisers of its own (any valid blocks do), and writes
+   Q5_K, Q6_K for the head and some attention values and down projections; Q5_0, Q5_1 and Q8_0
+   where rows are not whole super-blocks), with quantisers of its own (any valid blocks do), and writes
    a second file where those matrices are F32 of numpy's own decoding of the blocks.
 3. Huddle keeps every block as it is (core/quant.h, core/kquant.h). With `--weight-dtype f32`
    both files widen to the same F32 weights, so `huddle run` must give the same logits bit for
@@ -42,7 +42,7 @@ import gguf_numpy_reference as ref  # noqa: E402  (its Q8_0 reference quantiser)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "..", "..", "bench", "llamacpp")
-GGML_F32, GGML_Q5_0, GGML_Q8_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K = 0, 6, 8, 12, 13, 14
+GGML_F32, GGML_Q5_0, GGML_Q5_1, GGML_Q8_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K = 0, 6, 7, 8, 12, 13, 14
 CONFIG = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 512,
     "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
@@ -280,6 +280,33 @@ def dequantize_q5_0(blob, n):
     return (b["d"].astype(np.float64)[:, None] * (q - 16)).astype(np.float32).reshape(n)
 
 
+def quantize_q5_1(x):
+    """[n] f32 -> Q5_1 bytes: ggml's reference rounding (quantize_row_q5_1_ref)."""
+    blk = x.reshape(-1, 32).astype(np.float32)
+    lo, hi = blk.min(-1), blk.max(-1)
+    d = ((hi - lo) / np.float32(31)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    q = np.minimum(31, np.trunc((blk - lo[:, None]) * inv[:, None] + np.float32(0.5)))
+    q = q.astype(np.uint8)
+    qs = (q[:, :16] & 15) | ((q[:, 16:] & 15) << 4)
+    qh = ((q >> 4).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(-1).astype("<u4")
+    out = np.zeros(len(blk), dtype=[("d", "<f2"), ("m", "<f2"), ("qh", "<u4"), ("qs", "u1", 16)])
+    out["d"], out["m"], out["qh"], out["qs"] = f16(d), f16(lo), qh, qs
+    return out.tobytes()
+
+
+def dequantize_q5_1(blob, n):
+    b = np.frombuffer(blob, dtype=[("d", "<f2"), ("m", "<f2"), ("qh", "<u4"), ("qs", "u1", 16)])
+    assert len(b) * 32 == n
+    qs = b["qs"].astype(np.int64)
+    high = (b["qh"].astype(np.int64)[:, None] >> np.arange(32)) & 1
+    q = np.concatenate([qs & 15, qs >> 4], axis=1) | (high << 4)
+    # d · q is exact in f32 (an f16 times 5 bits), so one rounding of the sum is ggml's.
+    return (b["d"].astype(np.float64)[:, None] * q + b["m"].astype(np.float64)[:, None]).astype(
+        np.float32).reshape(n)
+
+
 def dequantize_q8_0(blob, n):
     b = np.frombuffer(blob, dtype=[("d", "<f2"), ("q", "i1", 32)])
     return (b["d"].astype(np.float64)[:, None] * b["q"]).astype(np.float32).reshape(n)
@@ -289,9 +316,10 @@ KQUANT = {GGML_Q4_K: (quantize_q4_k, dequantize_q4_k),
           GGML_Q5_K: (quantize_q5_k, dequantize_q5_k),
           GGML_Q6_K: (quantize_q6_k, dequantize_q6_k),
           GGML_Q5_0: (quantize_q5_0, dequantize_q5_0),
+          GGML_Q5_1: (quantize_q5_1, dequantize_q5_1),
           GGML_Q8_0: (ref.q8_0_bytes, dequantize_q8_0)}
 # llama.cpp's fallback for rows that are not whole super-blocks (llama-quant.cpp).
-FALLBACK = {GGML_Q4_K: GGML_Q5_0, GGML_Q6_K: GGML_Q8_0}
+FALLBACK = {GGML_Q4_K: GGML_Q5_0, GGML_Q5_K: GGML_Q5_1, GGML_Q6_K: GGML_Q8_0}
 
 
 def kquant_type(name, n_layers, base=GGML_Q4_K):
@@ -378,7 +406,7 @@ def check_model(huddle, fixtures, tmp, config, tag, base=GGML_Q4_K):
     rfile = os.path.join(tmp, f"reference-{tag}.gguf")
     kv, n_kv, kquant, counts = rewrite(f32, kfile, rfile, base)
     names = {GGML_Q4_K: "Q4_K", GGML_Q5_K: "Q5_K", GGML_Q6_K: "Q6_K", GGML_Q5_0: "Q5_0",
-             GGML_Q8_0: "Q8_0"}
+             GGML_Q5_1: "Q5_1", GGML_Q8_0: "Q8_0"}
     print(f"[{tag}] file: " +
           ", ".join(f"{counts[t]} {names[t]}" for t in sorted(counts)) + " matrices; the rest F32")
     assert counts.get(base) and counts.get(GGML_Q6_K)
@@ -439,9 +467,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         failures, kv, n_kv, kquant = check_model(huddle, fixtures, tmp, CONFIG, "rows256")
         failures += check_model(huddle, fixtures, tmp, CONFIG_384, "rows384")[0]
-        # Q5_K_M: Q5_K where Q4_K_M has Q4_K (llama.cpp falls back to Q5_1 for rows that are not
-        # whole super-blocks, which Huddle does not read: rows of 256 only).
+        # Q5_K_M: Q5_K where Q4_K_M has Q4_K (and Q5_1 where rows are not whole super-blocks).
         failures += check_model(huddle, fixtures, tmp, CONFIG, "q5_k_m", GGML_Q5_K)[0]
+        failures += check_model(huddle, fixtures, tmp, CONFIG_384, "q5_k_m-rows384", GGML_Q5_K)[0]
 
         # A Q4_K tensor whose rows are not whole super-blocks: refused by name.
         bad = [(n, ([128, ne[1] * 2] if n == "blk.0.attn_q.weight" else ne), t, blob)

@@ -32,9 +32,9 @@ using testing::supported_isas;
 // Products of exactly representable values: float32 accumulation error only.
 constexpr double kTol = 2e-5;
 
-constexpr DType kQuantised[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,
+constexpr DType kQuantised[] = {DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0,
                                 DType::Q4_K, DType::Q5_K, DType::Q6_K};
-constexpr DType kPacked[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K,
+constexpr DType kPacked[] = {DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
                              DType::Q5_K, DType::Q6_K, DType::F16,  DType::BF16};
 
 bool is_kquant(DType dtype) {
@@ -42,7 +42,7 @@ bool is_kquant(DType dtype) {
 }
 
 bool is_quantised(DType dtype) {
-  return dtype == DType::Q4_0 || dtype == DType::Q5_0 || dtype == DType::Q8_0 || is_kquant(dtype);
+  return dtype_is_quantized(dtype);
 }
 
 // The activation a packed product multiplies: int8-block rounded for Q4_0/Q8_0, as is for 16-bit.
@@ -256,7 +256,7 @@ TEST(PackedWeight, ExtremeQ6KSumsExactly) {
 // state the same operations.
 TEST(PackedWeight, ReadOnlyTypesRowKernelsGiveThePackedBits) {
   std::mt19937 rng(31);
-  for (DType dtype : {DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType dtype : {DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const Tensor x = random_tensor(rng, {3, 1024});
     const Tensor w = random_weight(rng, dtype, 40, 1024, true);
     Tensor rows = Tensor::empty(DType::F32, {3, 40});
