@@ -120,28 +120,34 @@ HUDDLE_VNNI inline __m512i q5_with_high_bit(__m512i v, __m512i h) {
   return _mm512_or_si512(v, _mm512_and_si512(moved, bit4));
 }
 
+// A Q5_0 / Q5_1 / Q5_K block's quants at q: four nibble chunks and a high-bit chunk after them
+// (packed_quant.h), as the 5-bit values of elements 4c .. 4c + 3 (lo[c]) and 16 + 4c .. (hi[c]).
+HUDDLE_VNNI inline void unpack_q5_chunks(const std::byte* q, __m512i lo[4], __m512i hi[4]) {
+  const __m512i low4 = _mm512_set1_epi8(15);
+  const __m512i h = _mm512_load_si512(q + 256);
+  const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
+    const __m512i v = _mm512_load_si512(q + C * 64);
+    lo[C] = q5_with_high_bit<C, false>(_mm512_and_si512(v, low4), h);
+    hi[C] = q5_with_high_bit<C, true>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), h);
+  };
+  unpack(std::integral_constant<int, 0>{});
+  unpack(std::integral_constant<int, 1>{});
+  unpack(std::integral_constant<int, 2>{});
+  unpack(std::integral_constant<int, 3>{});
+}
+
 template <int T>
 HUDDLE_VNNI void q5_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
                                const BlockQ8A* x, const std::int32_t* seeds,
                                std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
-  const __m512i low4 = _mm512_set1_epi8(15);
   __m512 acc[T];
   HUDDLE_UNROLL_ALL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::byte* q = packed_quants<DType::Q5_0>(group, b);
     prefetch_lines<6>(q);
-    const __m512i h = _mm512_load_si512(q + 256);
     __m512i lo[4], hi[4];
-    const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
-      const __m512i v = _mm512_load_si512(q + C * 64);
-      lo[C] = q5_with_high_bit<C, false>(_mm512_and_si512(v, low4), h);
-      hi[C] = q5_with_high_bit<C, true>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), h);
-    };
-    unpack(std::integral_constant<int, 0>{});
-    unpack(std::integral_constant<int, 1>{});
-    unpack(std::integral_constant<int, 2>{});
-    unpack(std::integral_constant<int, 3>{});
+    unpack_q5_chunks(q, lo, hi);
     const __m512 dw =
         _mm512_cvtph_ps(_mm256_load_si256(m256(packed_scales<DType::Q5_0>(group, b))));
     HUDDLE_UNROLL_ALL
@@ -167,24 +173,14 @@ template <int T>
 HUDDLE_VNNI void q5_1_group_vnni(const std::byte* group, std::int64_t blocks, int rows,
                                  const BlockQ8A* x, const std::int32_t* seeds,
                                  std::int64_t x_row_blocks, float* y, std::int64_t ldy) {
-  const __m512i low4 = _mm512_set1_epi8(15);
   __m512 acc[T];
   HUDDLE_UNROLL_ALL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::byte* q = packed_quants<DType::Q5_1>(group, b);
     prefetch_lines<6>(q);
-    const __m512i h = _mm512_load_si512(q + 256);
     __m512i lo[4], hi[4];
-    const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
-      const __m512i v = _mm512_load_si512(q + C * 64);
-      lo[C] = q5_with_high_bit<C, false>(_mm512_and_si512(v, low4), h);
-      hi[C] = q5_with_high_bit<C, true>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), h);
-    };
-    unpack(std::integral_constant<int, 0>{});
-    unpack(std::integral_constant<int, 1>{});
-    unpack(std::integral_constant<int, 2>{});
-    unpack(std::integral_constant<int, 3>{});
+    unpack_q5_chunks(q, lo, hi);
     const __m512 dw =
         _mm512_cvtph_ps(_mm256_load_si256(m256(packed_scales<DType::Q5_1>(group, b))));
     const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256(m256(packed_mins<DType::Q5_1>(group, b))));
@@ -271,20 +267,16 @@ HUDDLE_VNNI void kq_group_vnni(const std::byte* group, std::int64_t blocks, int 
       // A sub-block's quants and its share of the header.
       prefetch_lines<K == DType::Q5_K ? 6 : 5, kAheadQ4K>(q);
       __m512i lo[4], hi[4];
-      const auto unpack = [&]<int C>(std::integral_constant<int, C>) {
-        const __m512i v = _mm512_load_si512(q + C * 64);
-        lo[C] = _mm512_and_si512(v, low4);
-        hi[C] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-        if constexpr (K == DType::Q5_K) {
-          const __m512i h = _mm512_load_si512(q + 256);
-          lo[C] = q5_with_high_bit<C, false>(lo[C], h);
-          hi[C] = q5_with_high_bit<C, true>(hi[C], h);
+      if constexpr (K == DType::Q5_K) {
+        unpack_q5_chunks(q, lo, hi);
+      } else {
+        HUDDLE_UNROLL_ALL
+        for (int c = 0; c < 4; ++c) {
+          const __m512i v = _mm512_load_si512(q + c * 64);
+          lo[c] = _mm512_and_si512(v, low4);
+          hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
         }
-      };
-      unpack(std::integral_constant<int, 0>{});
-      unpack(std::integral_constant<int, 1>{});
-      unpack(std::integral_constant<int, 2>{});
-      unpack(std::integral_constant<int, 3>{});
+      }
       const std::byte* sm = packed_kq_scales(super, j);
       const __m512 step =
           _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(m128(sm)))));

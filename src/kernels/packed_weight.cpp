@@ -72,23 +72,30 @@ void unpack_block_quants(const std::byte* quants, bool five, int j, std::uint8_t
   }
 }
 
-// A Q5_0 group (packed_quant.h): Q4_0's pairs, each block's quants its nibbles in Q4_0's
-// chunks and a chunk of their high bits.
-void pack_group_q5_0(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+// A Q5_0 or Q5_1 group (packed_quant.h): Q4_0's pairs, each block's quants its nibbles in Q4_0's
+// chunks and a chunk of their high bits; Q5_1's offsets beside its scales.
+template <DType T>
+void pack_group_q5(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
+  using Block = std::conditional_t<T == DType::Q5_0, BlockQ5_0, BlockQ5_1>;
   const std::int64_t blocks = w.dim(1) / detail::kQBlock;
   const std::int64_t r0 = g * kRows;
   const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
   const auto* base = static_cast<const std::byte*>(w.raw());
   std::memset(out, 0, static_cast<std::size_t>(group_bytes));
   for (std::int64_t j = 0; j < rows; ++j) {
-    const std::byte* row = base + dtype_bytes(DType::Q5_0, (r0 + j) * w.row_stride());
+    const std::byte* row = base + dtype_bytes(T, (r0 + j) * w.row_stride());
     for (std::int64_t b = 0; b < blocks; ++b) {
-      BlockQ5_0 block;
+      Block block;
       std::memcpy(&block, row + b * static_cast<std::int64_t>(sizeof block), sizeof block);
-      std::memcpy(detail::packed_scales<DType::Q5_0>(out, b) + 2 * j, &block.d, 2);
+      std::memcpy(detail::packed_scales<T>(out, b) + 2 * j, &block.d, 2);
       std::uint8_t q[32];
-      q5_0_quants(block, q);
-      pack_block_quants(q, true, static_cast<int>(j), detail::packed_quants<DType::Q5_0>(out, b));
+      if constexpr (T == DType::Q5_0) {
+        q5_0_quants(block, q);
+      } else {
+        std::memcpy(detail::packed_mins<T>(out, b) + 2 * j, &block.m, 2);
+        q5_1_quants(block, q);
+      }
+      pack_block_quants(q, true, static_cast<int>(j), detail::packed_quants<T>(out, b));
     }
   }
 }
@@ -111,27 +118,6 @@ void group_scalar_q5_0(const std::byte* group, std::int64_t blocks, int rows,
         acc = std::fma(f16_to_f32(scale) * xb.d, static_cast<float>(sum), acc);
       }
       y[t * ldy + j] = acc;
-    }
-  }
-}
-
-// A Q5_1 group (packed_quant.h): Q5_0's, with each block's offsets beside its scales.
-void pack_group_q5_1(const Tensor& w, std::int64_t g, std::int64_t group_bytes, std::byte* out) {
-  const std::int64_t blocks = w.dim(1) / detail::kQBlock;
-  const std::int64_t r0 = g * kRows;
-  const std::int64_t rows = std::min(kRows, w.dim(0) - r0);
-  const auto* base = static_cast<const std::byte*>(w.raw());
-  std::memset(out, 0, static_cast<std::size_t>(group_bytes));
-  for (std::int64_t j = 0; j < rows; ++j) {
-    const std::byte* row = base + dtype_bytes(DType::Q5_1, (r0 + j) * w.row_stride());
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      BlockQ5_1 block;
-      std::memcpy(&block, row + b * static_cast<std::int64_t>(sizeof block), sizeof block);
-      std::memcpy(detail::packed_scales<DType::Q5_1>(out, b) + 2 * j, &block.d, 2);
-      std::memcpy(detail::packed_mins<DType::Q5_1>(out, b) + 2 * j, &block.m, 2);
-      std::uint8_t q[32];
-      q5_1_quants(block, q);
-      pack_block_quants(q, true, static_cast<int>(j), detail::packed_quants<DType::Q5_1>(out, b));
     }
   }
 }
@@ -631,8 +617,8 @@ std::shared_ptr<const PackedWeight> PackedWeight::pack(const Tensor& w, WeightLa
                     : t == DType::Q4_K ? &pack_group_kq<DType::Q4_K>
                     : t == DType::Q5_K ? &pack_group_kq<DType::Q5_K>
                     : t == DType::Q6_K ? &pack_group_q6k
-                    : t == DType::Q5_0 ? &pack_group_q5_0
-                    : t == DType::Q5_1 ? &pack_group_q5_1
+                    : t == DType::Q5_0 ? &pack_group_q5<DType::Q5_0>
+                    : t == DType::Q5_1 ? &pack_group_q5<DType::Q5_1>
                     : t == DType::Q4_0 ? &pack_group<DType::Q4_0>
                                        : &pack_group<DType::Q8_0>;
   // Runs of groups of about 16 MB of rows, each packed in parallel, then reported consumed.
