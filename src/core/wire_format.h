@@ -46,6 +46,12 @@ std::optional<WireFormat> parse_wire_option(std::string_view text);
 // not a multiple: its largest common divisor with it).
 inline constexpr std::int64_t kWireAllReduceRow = 64;
 
+// Whether each value is encoded on its own (f32, f16, bf16): then a row's columns may travel
+// joined with another's and decode to the same floats. Not int8, whose scale spans the row.
+constexpr bool is_per_element(WireFormat format) {
+  return format != WireFormat::Int8;
+}
+
 // Bytes of one row of `cols` values.
 std::size_t wire_row_bytes(WireFormat format, std::int64_t cols);
 // Bytes per value, the per-row scale of int8 spread over `cols` values: what cost models use.

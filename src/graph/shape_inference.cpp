@@ -30,6 +30,17 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
   if (arity >= 0 && static_cast<int>(in.size()) != arity) {
     mismatch(op, fmt::format("{} takes {} inputs, got {}", op_name(kind), arity, in.size()));
   }
+  if (kind == OpKind::Concat && a.axis == 1 && !in.empty() &&
+      std::all_of(in.begin(), in.end(), [](const Shape& s) { return s.size() == 2; })) {
+    // Columns of [rows, w] matrices joined (a lowering's fused gather): rows may be symbolic.
+    Shape out{in[0][0], 0};
+    for (const Shape& s : in) {
+      expect_dim(s[0], in[0][0], op, "rows");
+      if (s[1] <= 0) mismatch(op, fmt::format("columns of {} are not positive", shape_str(s)));
+      out[1] += s[1];
+    }
+    return out;
+  }
   switch (kind) {
     case OpKind::Embedding:
       expect_rank(in[0], 1, op, "ids");

@@ -135,12 +135,15 @@ void concat(const std::vector<const Tensor*>& inputs, int axis, Tensor& y) {
   const std::int64_t out_row = out[static_cast<std::size_t>(axis)] * inner;
   std::int64_t offset = 0;
   for (const Tensor* t : inputs) {
-    HUDDLE_CHECK(t->contiguous() && t->rank() == y.rank());
+    HUDDLE_CHECK(t->rank() == y.rank() && (t->contiguous() || (t->rank() == 2 && axis == 1)));
     const std::int64_t row = t->dim(axis) * inner;
+    // A 2-D input joined along columns may be a column view (its row stride wider than a row).
+    const std::int64_t src_row = t->rank() == 2 && axis == 1 ? t->row_stride() : row;
     const float* src = t->f32();
     float* dst = y.f32() + offset;
     for (std::int64_t o = 0; o < outer; ++o) {
-      std::memcpy(dst + o * out_row, src + o * row, static_cast<std::size_t>(row) * sizeof(float));
+      std::memcpy(dst + o * out_row, src + o * src_row,
+                  static_cast<std::size_t>(row) * sizeof(float));
     }
     offset += row;
   }

@@ -25,7 +25,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& y);
 // y = act(x), element-wise; y may alias x.
 void unary(const ActivationSpec& act, const Tensor& x, Tensor& y);
 
-// y = inputs joined along `axis` (0 <= axis < rank).
+// y = inputs joined along `axis` (0 <= axis < rank). Inputs are contiguous, or 2-D column views
+// (row stride wider than a row) when joined along columns (axis 1).
 void concat(const std::vector<const Tensor*>& inputs, int axis, Tensor& y);
 
 // y[i...] = x[starts[d] + i_d · steps[d] ...] for every dimension d (steps != 0; y's shape gives

@@ -102,8 +102,10 @@ class Lowering1D final : public LoweringEngine {
     OpAttrs attrs = op.attrs;
     attrs.local_queries = true;
     const ValueId q = get(op.inputs[0], Layout::Tokens);
-    const ValueId k = get(op.inputs[1], Layout::Replicated);
-    const ValueId v = get(op.inputs[2], Layout::Replicated);
+    // Every device's keys and values, gathered in one collective.
+    const std::vector<ValueId> kv =
+        get_gathered_together({op.inputs[1], op.inputs[2]}, Layout::Replicated);
+    const ValueId k = kv[0], v = kv[1];
     define(op, emit(op.kind, op.name, {q, k, v}, attrs, op.role, op.layer), Layout::Tokens);
   }
 

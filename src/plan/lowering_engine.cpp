@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace huddle::lowering {
 
 const char* layout_name(Layout layout) {
@@ -64,6 +66,52 @@ ValueId LoweringEngine::get(ValueId id, Layout want) {
     result = move(id, have_id, have, want, name);
   }
   if (reusable_move(want)) moved_[key] = result;
+  return result;
+}
+
+std::vector<ValueId> LoweringEngine::get_gathered_together(const std::vector<ValueId>& ids,
+                                                           Layout want) {
+  std::vector<ValueId> together;  // model values whose gathers are fused
+  for (ValueId id : ids) {
+    const Value& v = g_.value(id);
+    const auto it = lowered_.find(id);
+    const bool fusable = want == Layout::Replicated && v.kind == ValueKind::Activation &&
+                         v.dtype == DType::F32 && v.shape.size() == 2 && it != lowered_.end() &&
+                         it->second.second == Layout::Tokens && !moved_.contains({id, want}) &&
+                         is_per_element(wire_for(p_, g_, id));
+    if (!fusable) continue;
+    const Value& first = together.empty() ? v : g_.value(together.front());
+    if (first.shape[0] != v.shape[0] ||
+        wire_for(p_, g_, together.empty() ? id : together.front()) != wire_for(p_, g_, id)) {
+      continue;
+    }
+    if (std::find(together.begin(), together.end(), id) == together.end()) together.push_back(id);
+  }
+  if (together.size() >= 2) {
+    std::vector<ValueId> parts;
+    std::string name;
+    for (ValueId id : together) {
+      parts.push_back(lowered_.at(id).first);
+      name += (name.empty() ? "" : "+") + g_.value(id).name;
+    }
+    OpAttrs join;
+    join.axis = 1;
+    const ValueId joined = emit(OpKind::Concat, name, std::move(parts), join, OpRole::Other);
+    const ValueId gathered = move(together.front(), joined, Layout::Tokens, want,
+                                  fmt::format("{}@{}", name, layout_name(want)));
+    std::int64_t col = 0;
+    for (ValueId id : together) {
+      const Value& v = g_.value(id);
+      OpAttrs view;
+      view.col_begin = col;
+      view.width = v.shape[1];
+      col += v.shape[1];
+      moved_[{id, want}] = emit(OpKind::SliceCols, fmt::format("{}@{}", v.name, layout_name(want)),
+                                {gathered}, view, OpRole::Other);
+    }
+  }
+  std::vector<ValueId> result;
+  for (ValueId id : ids) result.push_back(get(id, want));
   return result;
 }
 

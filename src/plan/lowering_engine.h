@@ -78,6 +78,14 @@ class LoweringEngine {
   // The lowered value of model value `id` in layout `want`, inserting the move if needed. Inputs
   // are replicated (every device receives the step's ids); weights are whole.
   ValueId get(ValueId id, Layout want);
+  // get() for several values read by one op, with their gathers fused: F32 activations of the
+  // same rows lowered as Tokens and wanted Replicated travel as one all-gather of their joined
+  // columns ([L, sum w] -> [T, sum w], then a column view per value) instead of one each: one
+  // ring of messages and one synchronisation instead of several. The lowering's move() is asked
+  // for that gather as a move of ids[0] (its wire format), so it must turn Tokens -> Replicated
+  // into an all-gather. Values are fused only while their wire format is per element (f32, f16,
+  // bf16: the same bits as separate gathers); with int8 (a scale per row) each goes alone.
+  std::vector<ValueId> get_gathered_together(const std::vector<ValueId>& ids, Layout want);
   // Weight value `id` whole, or cut to `slices` (at most one per axis), composed with the slice it
   // may already be (GPT-2's q/k/v blocks of c_attn).
   ValueId weight(ValueId id);

@@ -254,8 +254,12 @@ class Simulator {
       return linear_time(d, BlockType::Attention, r, 2.0 * r * H * (q_width + 2 * kv_width), 3) +
              rope(d, r * (q_width + kv_width));
     });
-    collective(all_gather(kv_width), {});
-    collective(all_gather(kv_width), {});
+    if (is_per_element(wire_)) {
+      collective(all_gather(2 * kv_width), {});  // one gather of k and v joined (lowering.cpp)
+    } else {
+      collective(all_gather(kv_width), {});
+      collective(all_gather(kv_width), {});
+    }
     each([&](int d) {
       const double r = static_cast<double>(rows(d));
       return op_time(d, OpClass::Attention, BlockType::Attention,

@@ -16,8 +16,8 @@
 // Synchronisation: a collective starts when every device has finished the compute before it
 // (bulk-synchronous). Galaxy overlap: an all-gather whose consumers are linears, and a
 // reduce-scatter whose producer is a linear, take max(comm, that linear's compute) per device
-// instead of the sum (ideal tiling); megatron's all-reduce and sp's K/V all-gathers do not
-// overlap (as in the executor).
+// instead of the sum (ideal tiling); megatron's all-reduce and sp's K/V all-gather (one, of
+// their joined columns, except with int8 on the wire: two) do not overlap (as in the executor).
 #pragma once
 
 #include "graph/graph.h"
