@@ -7,6 +7,10 @@ min..max) of the other R runs, the speedup over one process, and the communicati
 overlap left exposed (from the trace; the device with the most; averaged over the session's runs).
 
   bench/distributed_bench.py --model /tmp/models/gpt2 [--tokens 128] [--devices 2] [--runs 5]
+
+With --rounds R every configuration runs R sessions, the configurations interleaved round by
+round (A B C A B C ...), so that a host whose speed drifts during the sitting slows each alike;
+the figures are over every session's runs.
 """
 import argparse
 import json
@@ -18,11 +22,12 @@ import sys
 import tempfile
 
 
-def run_once(args, strategy, devices, ids, trace, wire):
+def run_once(args, strategy, devices, ids, trace, wire, chunks):
     cmd = [args.huddle, "run", "--model", args.model, "--ids", ids, "--threads", str(args.threads), "--json",
            "--repeat", str(args.runs + 1)]
     if devices > 1:
-        cmd += ["--local-devices", str(devices), "--strategy", strategy, "--trace", trace, "--wire", wire]
+        cmd += ["--local-devices", str(devices), "--strategy", strategy, "--trace", trace, "--wire", wire,
+                "--gather-chunks", str(chunks)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -38,6 +43,10 @@ def main():
     p.add_argument("--strategies", default="megatron,sp,galaxy")
     p.add_argument("--wires", default="f32",
                    help="activation wire formats to run each strategy with (f32,f16,bf16,int8)")
+    p.add_argument("--gather-chunks", default="1",
+                   help="chunk counts of the all-gathers to run each strategy with (e.g. 1,4)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="sessions per configuration, interleaved across configurations")
     p.add_argument("--json-out", help="also write the results as JSON here")
     args = p.parse_args()
 
@@ -47,29 +56,40 @@ def main():
     ids = ",".join(str(rng.randrange(vocab)) for _ in range(args.tokens))
     trace = os.path.join(tempfile.mkdtemp(prefix="huddle-bench-"), "trace.json")
 
+    plan = [("local", 1, "f32", 1)] + [(s, args.devices, w, int(c)) for s in args.strategies.split(",")
+                                       for w in args.wires.split(",")
+                                       for c in args.gather_chunks.split(",")]
+    prefill = {cfg: [] for cfg in plan}
+    exposed = {cfg: [] for cfg in plan}
+    sent = {cfg: 0 for cfg in plan}
+    for rnd in range(args.rounds):
+        for cfg in plan:
+            strategy, devices, wire, chunks = cfg
+            # One session per configuration and round: its first run warms up and is dropped.
+            r = run_once(args, strategy, devices, ids, trace, wire, chunks)
+            prefill[cfg] += r["prefill_ms_runs"][1:]
+            # The trace covers every run of the session, warm-up included: exposed comm per run.
+            exposed[cfg].append(max(r.get("exposed_comm_ms", [0.0])) / (args.runs + 1))
+            sent[cfg] = max([d.get("bytes_sent", 0) for d in r.get("devices", [])] or [0])
+            print(f"  round {rnd + 1}: {strategy} ({wire}, {chunks} chunks): "
+                  f"{statistics.median(r['prefill_ms_runs'][1:]):.1f} ms", file=sys.stderr)
     rows = []
-    plan = [("local", 1, "f32")] + [(s, args.devices, w) for s in args.strategies.split(",")
-                                    for w in args.wires.split(",")]
-    for strategy, devices, wire in plan:
-        # One session per strategy: the first run warms up (page faults, caches) and is dropped.
-        r = run_once(args, strategy, devices, ids, trace, wire)
-        prefill = r["prefill_ms_runs"][1:]
-        # The trace covers every run of the session, warm-up included: exposed comm per run.
-        exposed = max(r.get("exposed_comm_ms", [0.0])) / (args.runs + 1)
-        rows.append({"strategy": strategy, "devices": devices, "wire": wire,
-                     "bytes_sent": max([d.get("bytes_sent", 0) for d in r.get("devices", [])] or [0]),
-                     "prefill_ms": statistics.median(prefill),
-                     "min_ms": min(prefill), "max_ms": max(prefill), "exposed_comm_ms": exposed})
-        print(f"  {strategy} ({wire}): {rows[-1]['prefill_ms']:.1f} ms", file=sys.stderr)
+    for cfg in plan:
+        strategy, devices, wire, chunks = cfg
+        rows.append({"strategy": strategy, "devices": devices, "wire": wire, "gather_chunks": chunks,
+                     "bytes_sent": sent[cfg], "prefill_ms": statistics.median(prefill[cfg]),
+                     "min_ms": min(prefill[cfg]), "max_ms": max(prefill[cfg]),
+                     "exposed_comm_ms": statistics.median(exposed[cfg])})
 
     base = rows[0]["prefill_ms"]
     print(f"# {args.model}, {args.tokens}-token prompt, {args.threads} thread(s) per process, "
-          f"median of {args.runs} runs after a warm-up, one session per strategy")
-    print("| strategy | wire | processes | prefill ms (min..max) | speedup vs 1 process "
+          f"median of {args.runs} runs after a warm-up per session, {args.rounds} interleaved session(s) "
+          f"per configuration")
+    print("| strategy | wire | gather chunks | processes | prefill ms (min..max) | speedup vs 1 process "
           "| exposed comm ms (max over devices) | MB sent (device with most, whole session) |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['strategy']} | {r['wire']} | {r['devices']} | {r['prefill_ms']:.1f} "
+        print(f"| {r['strategy']} | {r['wire']} | {r['gather_chunks']} | {r['devices']} | {r['prefill_ms']:.1f} "
               f"({r['min_ms']:.1f}..{r['max_ms']:.1f}) | {base / r['prefill_ms']:.2f}x | "
               f"{r['exposed_comm_ms']:.1f} | {r['bytes_sent'] / 1e6:.1f} |")
     if args.json_out:

@@ -50,7 +50,8 @@ struct RunOptions {
   std::string shares;
   std::string providers;  // --strategy assign: execution providers (docs/assignment.md)
   std::string plan_file;
-  std::string wire;  // --wire
+  std::string wire;       // --wire
+  int gather_chunks = 0;  // --gather-chunks (0: the planner's choice, or 1)
   std::string cluster_file;
   std::string save_plan;
   std::string trace;
@@ -195,6 +196,7 @@ void run(const RunOptions& o) {
   choice.providers = o.providers;
   choice.plan_file = o.plan_file;
   choice.wire = parse_wire_option(o.wire);
+  if (o.gather_chunks > 0) choice.gather_chunks = o.gather_chunks;
   choice.cluster_file = o.cluster_file;
   choice.timeout_s = o.timeout_s;
   choice.link.latency = net::Duration(o.link_latency_ms);
@@ -381,6 +383,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--plan", options->plan_file, "Run a saved plan (JSON) instead of --strategy")
       ->group(dist);
   cmd->add_option("--wire", options->wire, kWireHelp)->group(dist);
+  cmd->add_option("--gather-chunks", options->gather_chunks,
+                  "Chunks each device's rows of an all-gather travel in, the linears reading "
+                  "them running on each as it lands (default: the planner's choice, else 1)")
+      ->check(CLI::Range(1, Plan::kMaxGatherChunks))
+      ->group(dist);
   cmd->add_option("--cluster", options->cluster_file,
                   "Cluster file (devices in --workers order, primary first): plan with --strategy "
                   "galaxy, hepti, auto, ... (default auto)")

@@ -357,8 +357,19 @@ void all_gather(net::Transport& transport, Tensor data, const RowPartition& part
   auto caller_fn = [&] {
     call(r);
     for (int s = 0; s < n - 1; ++s) {
-      progress.wait(Progress::kParts, s + 1);
-      call(mod(r - s - 1, n));
+      const int part = mod(r - s - 1, n);
+      const std::size_t first = step_start[static_cast<std::size_t>(s)];
+      const std::size_t last = step_start[static_cast<std::size_t>(s) + 1];
+      if (first == last) {  // an empty part
+        progress.wait(Progress::kParts, s + 1);
+        call(part);
+        continue;
+      }
+      // Each chunk's rows as soon as they are in `data`.
+      for (std::size_t k = first; k < last; ++k) {
+        progress.wait(Progress::kReceived, static_cast<std::int64_t>(k) + 1);
+        if (on_part) on_part(part, received[k].begin, received[k].end);
+      }
     }
   };
   run_ring(progress, send_fn, recv_fn, caller_fn);

@@ -8,8 +8,9 @@
 // Chunking: every part travels as messages of whole rows of at most chunk_bytes (at least one
 // row), and a rank forwards each chunk as soon as it has it, so a part streams around the ring
 // instead of hopping whole. Sends and receives run on two helper threads; hooks run on the
-// caller's thread, so caller computation overlaps the transfers. Collectives whose every part
-// is one message of at most 16 KiB (decode steps) run inline on the caller's thread instead:
+// caller's thread, so caller computation overlaps the transfers, chunk by chunk (the smaller the
+// chunks, the sooner compute starts on arrived rows; the more messages). Collectives whose every
+// part is one message of at most 16 KiB (decode steps) run inline on the caller's thread instead:
 // send a step's part, receive the next, call the hook; no threads, same messages and tags.
 //
 // Bytes on the wire per rank (payload; add 28 bytes of framing per chunk), with
@@ -37,7 +38,7 @@
 namespace huddle::collectives {
 
 struct RingOptions {
-  std::size_t chunk_bytes = std::size_t{1} << 20;  // on the wire
+  std::size_t chunk_bytes = kRingChunkBytes;  // on the wire
   // The form f32 rows travel in (core/wire_format.h); other dtypes travel as their bytes. With a
   // lossy format an all-gather first rounds this rank's rows in place to what the others decode
   // and forwards received rows as they arrived, so every rank ends with the same values; a
@@ -45,8 +46,10 @@ struct RingOptions {
   WireFormat wire = WireFormat::F32;
 };
 
-// Called once per part, including this rank's own part (first) and empty parts, as soon as the
-// rows [row_begin, row_end) of `part` are in `data`. Runs on the caller's thread.
+// Called with rows [row_begin, row_end) of `part` as soon as they are in `data`: this rank's own
+// part first (whole), then every other part in ring order (r-1, r-2, ...), each as the chunks it
+// arrives in (in row order; one call for a part sent as one message, and for an empty part), so
+// the calls for a part cover its rows exactly once. Runs on the caller's thread.
 using PartReady = std::function<void(int part, std::int64_t row_begin, std::int64_t row_end)>;
 
 // Fills `tile` ([count(part), cols], a view of `data`) with this rank's partial sums for the

@@ -42,6 +42,10 @@ std::string_view wire_format_names();
 // choices for anything else.
 std::optional<WireFormat> parse_wire_option(std::string_view text);
 
+// The largest message a ring collective sends by default (collectives::RingOptions): parts are
+// streamed around the ring in chunks of whole rows of at most this many bytes.
+inline constexpr std::size_t kRingChunkBytes = std::size_t{1} << 20;
+
 // all_reduce in a lossy format encodes rows of this many values (fewer when the tensor's size is
 // not a multiple: its largest common divisor with it).
 inline constexpr std::int64_t kWireAllReduceRow = 64;

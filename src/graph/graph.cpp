@@ -188,6 +188,7 @@ nlohmann::json Graph::to_json() const {
                         {"inputs", inputs}};
     if (!op.attrs.group.empty()) j["group"] = op.attrs.group;
     if (op.attrs.wire != WireFormat::F32) j["wire"] = wire_format_name(op.attrs.wire);
+    if (op.attrs.chunks != 1) j["chunks"] = op.attrs.chunks;
     ops.push_back(std::move(j));
   }
   std::vector<std::string> outputs;

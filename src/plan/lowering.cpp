@@ -51,8 +51,10 @@ class Lowering1D final : public LoweringEngine {
     const Value& v = g_.value(id);
     OpAttrs wire;
     wire.wire = wire_for(p_, g_, id);
-    if (have == Layout::Tokens && want == Layout::Replicated)
+    if (have == Layout::Tokens && want == Layout::Replicated) {
+      wire.chunks = p_.gather_chunks;
       return emit(OpKind::AllGather, name, {have_id}, wire, OpRole::Other);
+    }
     if (have == Layout::Replicated && want == Layout::Tokens)
       return emit(OpKind::LocalRows, name, {have_id}, {}, OpRole::Other);
     if (have == Layout::Partial && want == Layout::Tokens)

@@ -140,6 +140,7 @@ nlohmann::json Plan::to_json() const {
                       {"token_shares", token_shares},
                       {"layers", layer_list}};
   if (wire != WireFormat::F32) j["wire"] = wire_format_name(wire);
+  if (gather_chunks != 1) j["gather_chunks"] = gather_chunks;
   if (grid) j["grid"] = {{"rows", grid->rows}, {"cols", grid->cols}};
   if (pipeline) j["pipeline"] = pipeline->to_json();
   if (rows) j["rows"] = rows->to_json();
@@ -185,6 +186,13 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
     const std::optional<WireFormat> wire = parse_wire_format(w.str());
     if (!wire) w.fail(fmt::format("unknown wire format (one of {})", wire_format_names()));
     p.wire = *wire;
+  }
+  if (root.has("gather_chunks")) {
+    const Reader c = root.at("gather_chunks");
+    const std::int64_t chunks = c.integer();
+    if (chunks < 1 || chunks > kMaxGatherChunks)
+      c.fail(fmt::format("{} chunks; 1 to {}", chunks, kMaxGatherChunks));
+    p.gather_chunks = static_cast<int>(chunks);
   }
   if (root.has("grid")) {
     const Reader g = root.at("grid");

@@ -17,6 +17,7 @@
 //            "ffn": 3072},
 //  "devices": [{"name": "primary"}, {"name": "127.0.0.1:7001"}],
 //  "token_shares": [5, 3], "wire": "f16" (optional: f32, f16, bf16 or int8),
+//  "gather_chunks": 4 (optional, default 1),
 //  "layers": [{"attention": "heads", "heads": [[0, 8], [8, 12]],
 //              "mlp": "columns", "columns": [[0, 1920], [1920, 3072]],
 //              "residual": "tokens"}, ...]}
@@ -104,6 +105,12 @@ struct Plan {
   // The form activations travel in between devices (core/wire_format.h); JSON "wire", omitted
   // for f32 (exact, the default). The model's outputs (logits) always travel exactly.
   WireFormat wire = WireFormat::F32;
+  // Galaxy's overlap granularity: each device's rows of an all-gather whose readers are linears
+  // travel as this many chunks (1 to kMaxGatherChunks; also at most 1 MiB each), and the linears
+  // run on each chunk as it lands, so compute on arrived rows covers the transfer of the rest.
+  // Planners choose it with the cost model; JSON "gather_chunks", omitted for 1.
+  int gather_chunks = 1;
+  static constexpr int kMaxGatherChunks = 64;
   std::vector<LayerPlan> layers;
   std::optional<Grid> grid;          // 2D-tiled plans only; then every layer is Tiled2D
   std::optional<Pipeline> pipeline;  // pipeline plans only; then `layers` is empty

@@ -83,4 +83,11 @@ std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<doub
   return ranges_from_counts(counts);
 }
 
+std::int64_t gather_chunk_rows(std::int64_t largest_part, int chunks, std::size_t row_bytes,
+                               std::size_t max_chunk_bytes) {
+  const std::int64_t even = (std::max<std::int64_t>(largest_part, 1) + chunks - 1) / chunks;
+  const auto fit = static_cast<std::int64_t>(max_chunk_bytes / std::max<std::size_t>(row_bytes, 1));
+  return std::max<std::int64_t>(1, std::min(even, fit));
+}
+
 }  // namespace huddle

@@ -1,6 +1,7 @@
 // Proportional integer splits: the pure slicing functions every planner uses.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -27,6 +28,12 @@ std::vector<Range> split_ranges(std::int64_t total, const std::vector<double>& s
 // total is smaller than the part count.
 std::vector<Range> split_at_least_one(std::int64_t total, const std::vector<double>& shares,
                                       const std::string& what);
+
+// Rows per message when an all-gather's parts (the largest `largest_part` rows, each row
+// `row_bytes` on the wire) travel in `chunks` chunks (Plan::gather_chunks): the largest part
+// divided evenly, and no chunk over `max_chunk_bytes` (at least one row).
+std::int64_t gather_chunk_rows(std::int64_t largest_part, int chunks, std::size_t row_bytes,
+                               std::size_t max_chunk_bytes);
 
 // Ranges from counts.
 std::vector<Range> ranges_from_counts(const std::vector<std::int64_t>& counts);

@@ -169,20 +169,61 @@ class Simulator {
   }
 
   // A collective taking `comm` seconds; `overlapped[d]` is compute device d runs inside it, which
-  // hides communication only on a device with a core to spare for it.
-  void collective(double comm, const std::vector<double>& overlapped) {
+  // hides communication only on a device with a core to spare for it; `tail[d]` (empty: none) is
+  // the part of it that can only start once the transfers are done.
+  void collective(double comm, const std::vector<double>& overlapped,
+                  const std::vector<double>& tail = {}) {
     double phase = 0;
     for (int d = 0; d < n_; ++d) {
       const auto i = static_cast<std::size_t>(d);
       const double inside = overlapped.empty() ? 0.0 : overlapped[i];
+      const double after = tail.empty() ? 0.0 : tail[i];
       const bool overlap = cluster_.device(ring_[i]).overlaps_communication();
       devices_[i].compute_s += inside;
       devices_[i].comm_s += comm;
-      devices_[i].exposed_comm_s += overlap ? std::max(0.0, comm - inside) : comm;
-      phase = std::max(phase, pending_[i] + (overlap ? std::max(comm, inside) : comm + inside));
+      devices_[i].exposed_comm_s += overlap ? std::max(0.0, comm - (inside - after)) : comm;
+      phase = std::max(
+          phase, pending_[i] + (overlap ? std::max(comm, inside - after) + after : comm + inside));
       pending_[i] = 0;
     }
     latency_ += phase;
+  }
+
+  // An all-gather of `width` columns whose rows feed linears taking `linears[d]` seconds on every
+  // row (Galaxy's overlap, as the executor runs it): device d computes its own rows while the ring
+  // runs and then each chunk as it lands (Plan::gather_chunks chunks per part, gather_chunk_rows
+  // rows each), so only the compute on the last chunk to arrive (of part d+1) follows the
+  // transfers; every chunk beyond a part's first costs each ring step one more message (the
+  // link's fixed cost of an exchange).
+  void gather_into_linears(double width, const std::vector<double>& linears) {
+    if (n_ == 1) return collective(0, linears);
+    const auto w = static_cast<std::int64_t>(width);
+    const std::size_t row_bytes = wire_row_bytes(wire_, w);
+    const std::int64_t largest = *std::max_element(rows_.begin(), rows_.end());
+    const std::int64_t chunk =
+        gather_chunk_rows(largest, plan_.gather_chunks, row_bytes, kRingChunkBytes);
+    double message_s = 0;
+    std::int64_t extra_messages = 0;  // per step, at most: the largest part's chunks beyond one
+    for (int d = 0; d < n_; ++d) {
+      const LinkSpec& link = cluster_.link(ring_[static_cast<std::size_t>(d)],
+                                           ring_[static_cast<std::size_t>((d + 1) % n_)]);
+      message_s =
+          std::max(message_s, link.duplex_latency_s > 0 ? link.duplex_latency_s : link.latency_s);
+    }
+    extra_messages = std::max<std::int64_t>(0, (largest + chunk - 1) / chunk - 1);
+    const double comm =
+        all_gather(width) + static_cast<double>((n_ - 1) * extra_messages) * message_s;
+    std::vector<double> tail;
+    for (int d = 0; d < n_; ++d) {
+      const std::int64_t last_rows = rows((d + 1) % n_);
+      const std::int64_t last_chunk =
+          last_rows == 0 ? 0 : last_rows - (last_rows - 1) / chunk * chunk;
+      tail.push_back(tokens_ > 0
+                         ? linears[static_cast<std::size_t>(d)] * static_cast<double>(last_chunk) /
+                               static_cast<double>(tokens_)
+                         : 0.0);
+    }
+    collective(comm, linears, tail);
   }
 
   // Compute of a split block part, per device.
@@ -223,7 +264,7 @@ class Simulator {
                            2.0 * static_cast<double>(tokens_) * H * width, 3);
       });
       if (tok) {
-        collective(all_gather(H), qkv);
+        gather_into_linears(H, qkv);
       } else {
         each([&](int d) { return qkv[static_cast<std::size_t>(d)]; });
       }
@@ -280,7 +321,7 @@ class Simulator {
                            static_cast<int>(in_linears));
       });
       if (tok) {
-        collective(all_gather(H), up);
+        gather_into_linears(H, up);
       } else {
         each([&](int d) { return up[static_cast<std::size_t>(d)]; });
       }

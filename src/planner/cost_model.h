@@ -14,9 +14,11 @@
 // embedding runs on device 0, which sends each device its rows (token-split) or all rows
 // (replicated) straight (transfers in parallel, each on its own link).
 // Synchronisation: a collective starts when every device has finished the compute before it
-// (bulk-synchronous). Galaxy overlap: an all-gather whose consumers are linears, and a
-// reduce-scatter whose producer is a linear, take max(comm, that linear's compute) per device
-// instead of the sum (ideal tiling); megatron's all-reduce and sp's K/V all-gather (one, of
+// (bulk-synchronous). Galaxy overlap: an all-gather whose consumers are linears takes
+// max(comm, their compute but that on the last chunk to arrive) + the last chunk's compute per
+// device (the plan's gather_chunks chunks per part, each chunk beyond one costing a message's
+// fixed time per ring step); a reduce-scatter whose producer is a linear takes max(comm, that
+// linear's compute) (ideal tiling); megatron's all-reduce and sp's K/V all-gather (one, of
 // their joined columns, except with int8 on the wire: two) do not overlap (as in the executor).
 #pragma once
 

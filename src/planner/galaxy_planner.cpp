@@ -158,8 +158,8 @@ PlanResult plan_galaxy(const PlanRequest& request) {
   for (int d = 0; d < request.cluster.size(); ++d) all.insert(d);
   rebalancer.balance(BlockType::Mlp, all);
   rebalancer.balance(BlockType::Attention, all);
-  PlanResult result =
-      evaluate_plan(galaxy_plan(c, request.cluster, split), "tensor+sequence", request);
+  PlanResult result = evaluate_with_best_gather_chunks(galaxy_plan(c, request.cluster, split),
+                                                       "tensor+sequence", request);
   check_memory(result.prediction, request.cluster, "galaxy");
   return result;
 }

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "planner/auto_planner.h"
+#include "planner/constants.h"
 #include "planner/galaxy_planner.h"
 #include "planner/hepti_planner.h"
 #include "planner/pipeline_planners.h"
@@ -120,6 +121,26 @@ PlanResult evaluate_plan(Plan plan, std::string mode, const PlanRequest& request
   result.document = plan.to_json();
   result.plan = std::move(plan);
   return result;
+}
+
+PlanResult evaluate_with_best_gather_chunks(Plan plan, std::string mode,
+                                            const PlanRequest& request) {
+  if (plan.num_devices() == 1 || plan.tiled_2d() || plan.pipelined() || plan.row_split() ||
+      plan.op_assigned()) {
+    return evaluate_plan(std::move(plan), std::move(mode), request);
+  }
+  int best = 1;
+  double best_s = kInf;
+  for (const int chunks : {1, 2, 4, 8, 16}) {
+    plan.gather_chunks = chunks;
+    const double s = request.cost.predict(plan, request.cluster, request.seq_len).latency_s;
+    if (s < best_s) {
+      best_s = s;
+      best = chunks;
+    }
+  }
+  plan.gather_chunks = best;
+  return evaluate_plan(std::move(plan), std::move(mode), request);
 }
 
 std::vector<std::string> device_names(const ClusterSpec& cluster) {

@@ -662,6 +662,15 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       if (single) {
         on_part(0, 0, out.dim(0));
       } else if (op.kind == OpKind::AllGather) {
+        if (op.attrs.chunks > 1) {
+          std::int64_t largest = 0;
+          for (int p = 0; p < step.partition.parts(); ++p)
+            largest = std::max(largest, step.partition.count(p));
+          const std::size_t row_bytes = wire_row_bytes(ring.wire, out.dim(1));
+          ring.chunk_bytes = static_cast<std::size_t>(gather_chunk_rows(
+                                 largest, op.attrs.chunks, row_bytes, ring.chunk_bytes)) *
+                             row_bytes;
+        }
         collectives::all_gather(*transport, out, step.partition, on_part, ring);
       } else {
         collectives::gather_rows(*transport, out, step.partition, /*root=*/0);

@@ -59,6 +59,11 @@ Planned choose_unchecked(const PlanChoice& choice, const Model& model, std::int6
                                    wire_format_name(*choice.wire), choice.plan_file,
                                    wire_format_name(out.plan.wire)));
     }
+    if (choice.gather_chunks && *choice.gather_chunks != out.plan.gather_chunks) {
+      throw UsageError(fmt::format("--gather-chunks {}: the plan {} says \"gather_chunks\": {}",
+                                   *choice.gather_chunks, choice.plan_file,
+                                   out.plan.gather_chunks));
+    }
     return out;
   }
   const WireFormat wire = choice.wire.value_or(WireFormat::F32);
@@ -88,6 +93,7 @@ Planned choose_unchecked(const PlanChoice& choice, const Model& model, std::int6
         choice.strategy.empty() ? (workers.empty() ? "local" : "galaxy") : choice.strategy,
         model.config(), devices, choice.shares);
     out.plan.wire = wire;
+    out.plan.gather_chunks = choice.gather_chunks.value_or(1);
     return out;
   }
   const CostModel cost(model.config(), model.graph(), wire);
@@ -95,6 +101,7 @@ Planned choose_unchecked(const PlanChoice& choice, const Model& model, std::int6
   const PlanResult result =
       run_planner(out.planner, PlanRequest{cost, *out.cluster, prompt_tokens, std::nullopt});
   out.plan = result.runnable();
+  if (choice.gather_chunks) out.plan.gather_chunks = *choice.gather_chunks;
   std::fprintf(stderr, "huddle: planner %s chose %s (%s) on %d of %d devices, predicted %.1f ms\n",
                result.strategy.c_str(), out.plan.strategy.c_str(), result.mode.c_str(),
                out.plan.num_devices(), out.cluster->size(), result.prediction.latency_s * 1e3);

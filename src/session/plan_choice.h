@@ -24,6 +24,9 @@ struct PlanChoice {
   std::string cluster_file;    // devices in the workers' order, primary first
   // --wire: the form activations travel in (core/wire_format.h); unset = f32, or a saved plan's.
   std::optional<WireFormat> wire;
+  // --gather-chunks: Plan::gather_chunks instead of the planner's choice (or 1); with a saved
+  // plan it must agree with the plan's.
+  std::optional<int> gather_chunks;
   double timeout_s = 10;    // profiling: a silent peer is an error after this long
   net::LinkEmulation link;  // profiling: emulated link (testbed)
 };

@@ -209,6 +209,36 @@ TEST(DistributedCli, WireFormatsTravelBetweenProcessesAndBadOnesAreRefused) {
   EXPECT_TRUE(contains(r.err, "--wire fp8: expected one of f32, f16, bf16, int8")) << r.err;
 }
 
+TEST(DistributedCli, GatherChunksTravelBetweenProcessesAndConflictsAreRefused) {
+  testing::TempDir dir;
+  const std::string model = fixture_model("llama-tiny");
+  const std::vector<std::string> base = {
+      "run", "--model",    model,   "--ids", "5,6,7,8,9,10,11,12,13", "--local-devices",
+      "3",   "--strategy", "galaxy"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const auto whole = run_huddle(with({"--dump-logits", dir / "whole.npy"}));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const auto chunked = run_huddle(with({"--gather-chunks", "4", "--save-plan", dir / "c.json",
+                                        "--dump-logits", dir / "chunked.npy"}));
+  ASSERT_EQ(chunked.exit_code, 0) << chunked.err;
+  EXPECT_LE(
+      testing::relative_error(io::read_npy(dir / "chunked.npy"), io::read_npy(dir / "whole.npy")),
+      1e-5);
+  std::ifstream in(dir / "c.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["gather_chunks"], 4);
+  auto r = run_huddle({"run", "--model", model, "--ids", "5,6", "--local-devices", "3", "--plan",
+                       dir / "c.json", "--gather-chunks", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--gather-chunks 2: the plan")) << r.err;
+  r = run_huddle(with({"--gather-chunks", "0"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--gather-chunks")) << r.err;
+}
+
 TEST(DistributedCli, WrongKeyAndGarbageAreRefusedAndWorkerKeepsServing) {
   testing::TempDir dir;
   const auto good = testing::make_key_file(dir.path(), "good.key");

@@ -67,23 +67,26 @@ RingOptions small_chunks() {
   return RingOptions{2 * kCols * sizeof(float)};
 }
 
-TEST_P(CollectivesTest, AllGatherMatchesTheSerialResultAndCallsTheHookOncePerPart) {
+TEST_P(CollectivesTest, AllGatherMatchesTheSerialResultAndCallsTheHookOnEveryChunkAsItLands) {
   for (const auto& counts : count_cases(n())) {
     const RowPartition p(counts);
     for (const RingOptions& options : {RingOptions{}, small_chunks()}) {
+      const bool chunked = options.chunk_bytes == small_chunks().chunk_bytes;
       run_ranks(n(), [&](int r) {
         Tensor data = Tensor::zeros(DType::F32, {p.rows(), kCols});
         for (std::int64_t i = p.offset(r); i < p.end(r); ++i) {
           for (std::int64_t j = 0; j < kCols; ++j) data.f32()[i * kCols + j] = owned_value(i, j);
         }
-        std::vector<int> parts;
+        struct Call {
+          int part;
+          std::int64_t begin, end;
+        };
+        std::vector<Call> calls;
         bool rows_ready = true;
         all_gather(
             cluster_.rank(r), data, p,
             [&](int part, std::int64_t b, std::int64_t e) {
-              parts.push_back(part);
-              EXPECT_EQ(b, p.offset(part));
-              EXPECT_EQ(e, p.end(part));
+              calls.push_back({part, b, e});
               for (std::int64_t i = b; i < e; ++i) {
                 if (data.f32()[i * kCols + kCols - 1] != owned_value(i, kCols - 1))
                   rows_ready = false;
@@ -91,10 +94,25 @@ TEST_P(CollectivesTest, AllGatherMatchesTheSerialResultAndCallsTheHookOncePerPar
             },
             options);
         EXPECT_TRUE(rows_ready) << "hook called before its rows arrived";
-        ASSERT_EQ(parts.size(), static_cast<std::size_t>(n()));
-        EXPECT_EQ(parts.front(), r);
-        std::sort(parts.begin(), parts.end());
-        for (int i = 0; i < n(); ++i) EXPECT_EQ(parts[static_cast<std::size_t>(i)], i);
+        // Parts in ring order from this rank's own; each part's calls cover its rows once, in
+        // order: the own part whole, the others in as many calls as they travelled in chunks.
+        std::size_t c = 0;
+        for (int s = 0; s < n(); ++s) {
+          const int part = (r - s + n()) % n();
+          std::int64_t next = p.offset(part);
+          int part_calls = 0;
+          while (c < calls.size() && calls[c].part == part) {
+            EXPECT_EQ(calls[c].begin, next) << "rank " << r << " part " << part;
+            next = calls[c].end;
+            ++part_calls;
+            ++c;
+          }
+          EXPECT_EQ(next, p.end(part)) << "rank " << r << " part " << part;
+          const std::int64_t rows = p.count(part);
+          const std::int64_t expected = s == 0 || rows <= 2 || !chunked ? 1 : (rows + 1) / 2;
+          EXPECT_EQ(part_calls, expected) << "rank " << r << " part " << part << " step " << s;
+        }
+        EXPECT_EQ(c, calls.size());
         for (std::int64_t i = 0; i < p.rows(); ++i) {
           for (std::int64_t j = 0; j < kCols; ++j) {
             ASSERT_EQ(data.f32()[i * kCols + j], owned_value(i, j)) << "rank " << r << " row " << i;

@@ -130,5 +130,35 @@ TEST(Galaxy, MoreDevicesThanHeadsIsAPlanError) {
   EXPECT_THROW(plan_galaxy(PlanRequest{*bert.cost, many, 128, std::nullopt}), PlanError);
 }
 
+// The chunk count of Galaxy's overlapped gathers comes from the cost model: on a link slower
+// than the GEMMs reading the rows, smaller chunks let compute start on arrived rows sooner (the
+// prediction falls); where messages cost more than that saves, or the link is fast, one chunk
+// per part stays. The chosen count is the best the cost model sees among those tried.
+TEST(Galaxy, GatherChunksAreTheCostModelsBest) {
+  const testing::PaperModel bert = testing::paper_model("bert", "bert-large");
+  struct Link {
+    double bps, latency_s;
+    bool chunked;  // whether more than one chunk should win
+  };
+  for (const Link& l : {Link{1e8, 1e-5, true}, Link{1e10, 1e-5, false}, Link{1e8, 5e-2, false}}) {
+    const ClusterSpec c =
+        testing::nano_cluster("LM", testing::kAmpleBytes, LinkSpec{l.bps, l.latency_s});
+    const PlanRequest request{*bert.cost, c, 256, std::nullopt};
+    const PlanResult r = plan_galaxy(request);
+    ASSERT_TRUE(r.plan);
+    EXPECT_EQ(r.plan->gather_chunks > 1, l.chunked) << l.bps << " bit/s, " << l.latency_s << " s";
+    Plan other = *r.plan;
+    for (const int chunks : {1, 2, 4, 8, 16}) {
+      other.gather_chunks = chunks;
+      EXPECT_LE(r.prediction.latency_s, bert.cost->predict(other, c, 256).latency_s)
+          << chunks << " chunks predicted faster than the chosen " << r.plan->gather_chunks;
+    }
+    if (l.chunked) {
+      other.gather_chunks = 1;
+      EXPECT_LT(r.prediction.latency_s, bert.cost->predict(other, c, 256).latency_s);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace huddle

@@ -1,6 +1,7 @@
 // Every strategy on 2, 3 and 4 devices with uneven shares gives the single-device answer.
 // Devices are threads joined by the in-process transport; the programs, collectives and session
 // protocol are the ones the TCP workers run.
+#include "core/error.h"
 #include "io/npy.h"
 #include "model/model.h"
 #include "net/inproc_transport.h"
@@ -15,6 +16,7 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <exception>
 #include <thread>
@@ -45,6 +47,53 @@ TEST_P(Distributed, MatchesSingleDeviceReference) {
 
   if (!model.config().causal) return;
   testing::expect_reference_greedy(model, plan, c.model);
+}
+
+// Galaxy's gathers in chunks (Plan::gather_chunks): the linears run on each chunk of rows as it
+// lands, down to one row per chunk, and the answer stays the single-device one.
+TEST(DistributedChunks, GalaxyWithChunkedGathersMatchesTheReference) {
+  for (const std::string model_name : {"gpt2-tiny", "llama-tiny"}) {
+    const Model model = Model::load(testing::fixture_model(model_name));
+    const std::string stem = "references/" + model_name + ".16";
+    const auto ids = testing::read_ids(testing::fixture(stem + ".ids.json"));
+    const Tensor reference = io::read_npy(testing::fixture(stem + ".npy"));
+    for (const std::vector<double>& shares :
+         std::vector<std::vector<double>>{{5, 3, 1}, {4, 1, 2, 3}}) {
+      for (const int chunks : {3, Plan::kMaxGatherChunks}) {
+        std::vector<std::string> devices;
+        for (std::size_t i = 0; i < shares.size(); ++i) devices.push_back("d" + std::to_string(i));
+        Plan plan = make_plan("galaxy", model.config(), devices, shares);
+        plan.gather_chunks = chunks;
+        plan.validate(model.config(), "test plan");
+        Tensor out;
+        run_in_process(model, plan,
+                       [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
+        ASSERT_EQ(out.shape(), reference.shape());
+        EXPECT_LE(testing::relative_error(out, reference), 1e-4)
+            << model_name << " " << shares.size() << " devices, " << chunks << " chunks";
+        testing::expect_reference_greedy(model, plan, model_name);
+      }
+    }
+  }
+}
+
+TEST(DistributedChunks, GatherChunksRoundTripThroughJsonAndOutOfRangeCountsAreRefused) {
+  const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
+  Plan plan = make_plan("galaxy", model.config(), {"a", "b"}, {1, 1});
+  EXPECT_FALSE(plan.to_json().contains("gather_chunks"));  // plans without it read as before
+  plan.gather_chunks = 8;
+  nlohmann::json j = plan.to_json();
+  EXPECT_EQ(j["gather_chunks"], 8);
+  EXPECT_EQ(Plan::from_json(j, "p.json").gather_chunks, 8);
+  for (const int bad : {0, -1, Plan::kMaxGatherChunks + 1}) {
+    j["gather_chunks"] = bad;
+    try {
+      Plan::from_json(j, "p.json");
+      ADD_FAILURE() << bad << " chunks accepted";
+    } catch (const PlanError& e) {
+      EXPECT_NE(std::string(e.what()).find("p.json: gather_chunks"), std::string::npos) << e.what();
+    }
+  }
 }
 
 std::vector<Case> all_cases() {
