@@ -117,6 +117,8 @@ ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string
       if (by.has("connection")) spec.connection_gflops = by.at("connection").positive();
     }
     if (d.has("cores")) spec.cores = d.at("cores").positive();
+    if (d.has("comm_cpu_ns_per_byte"))
+      spec.comm_cpu_s_per_byte = d.at("comm_cpu_ns_per_byte").positive() * 1e-9;
     if (d.has("quota_share")) {
       spec.quota_share = d.at("quota_share").positive();
       if (spec.quota_share > 1) d.at("quota_share").fail("must be at most 1");
@@ -184,6 +186,7 @@ nlohmann::json ClusterSpec::to_json() const {
                                {"mlp", d.mlp_gflops},
                                {"connection", d.connection_gflops}}}};
     if (d.cores > 0) device["cores"] = d.cores;
+    if (d.comm_cpu_s_per_byte > 0) device["comm_cpu_ns_per_byte"] = d.comm_cpu_s_per_byte * 1e9;
     if (d.quota_share > 0) device["quota_share"] = d.quota_share;
     if (d.curves) {
       device["op_curves"] = {{"gemm", curve_json(d.curves->gemm)},

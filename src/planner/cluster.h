@@ -64,6 +64,11 @@ struct DeviceSpec {
   // moving data takes the same CPU as compute, so communication cannot hide behind compute.
   double cores = 0;
   bool overlaps_communication() const { return cores == 0 || cores >= 2; }
+  // Seconds of this device's CPU a byte it sends or receives takes (sealing or opening it,
+  // copies), at its CPU share; 0: unknown. On a device that cannot overlap communication, only
+  // this part of a collective keeps the CPU from compute: the rest is waiting on the link, which
+  // compute (Galaxy's GEMM on arrived rows) does overlap. JSON "comm_cpu_ns_per_byte".
+  double comm_cpu_s_per_byte = 0;
   // The share of its threads' CPU time its CPU quota allowed when measured (1: no quota; 0:
   // unknown). The online estimator scales the speed by the quota's share now over this one.
   double quota_share = 0;

@@ -171,59 +171,90 @@ class Simulator {
   // A collective taking `comm` seconds; `overlapped[d]` is compute device d runs inside it, which
   // hides communication only on a device with a core to spare for it; `tail[d]` (empty: none) is
   // the part of it that can only start once the transfers are done.
+  // `moved[d]` (empty: unknown) is the bytes device d sends and receives in it: on a device with
+  // no core to spare whose CPU cost per byte is known, that CPU time cannot overlap compute but
+  // the rest of the collective (the link) can.
   void collective(double comm, const std::vector<double>& overlapped,
-                  const std::vector<double>& tail = {}) {
+                  const std::vector<double>& tail = {}, const std::vector<double>& moved = {}) {
     double phase = 0;
     for (int d = 0; d < n_; ++d) {
       const auto i = static_cast<std::size_t>(d);
       const double inside = overlapped.empty() ? 0.0 : overlapped[i];
       const double after = tail.empty() ? 0.0 : tail[i];
-      const bool overlap = cluster_.device(ring_[i]).overlaps_communication();
+      const DeviceSpec& device = cluster_.device(ring_[i]);
+      // The part of the collective compute cannot hide on this device.
+      double busy = 0;
+      if (!device.overlaps_communication()) {
+        busy = comm;
+        if (inside > 0 && !moved.empty() && device.comm_cpu_s_per_byte > 0)
+          busy = std::min(comm, moved[i] * device.comm_cpu_s_per_byte);
+      }
+      const double waiting = comm - busy;  // on the link: overlaps compute
       devices_[i].compute_s += inside;
       devices_[i].comm_s += comm;
-      devices_[i].exposed_comm_s += overlap ? std::max(0.0, comm - (inside - after)) : comm;
-      phase = std::max(
-          phase, pending_[i] + (overlap ? std::max(comm, inside - after) + after : comm + inside));
+      devices_[i].exposed_comm_s += busy + std::max(0.0, waiting - (inside - after));
+      phase = std::max(phase, pending_[i] + busy + std::max(waiting, inside - after) + after);
       pending_[i] = 0;
     }
     latency_ += phase;
   }
 
-  // An all-gather of `width` columns whose rows feed linears taking `linears[d]` seconds on every
-  // row (Galaxy's overlap, as the executor runs it): device d computes its own rows while the ring
-  // runs and then each chunk as it lands (Plan::gather_chunks chunks per part, gather_chunk_rows
-  // rows each), so only the compute on the last chunk to arrive (of part d+1) follows the
-  // transfers; every chunk beyond a part's first costs each ring step one more message (the
-  // link's fixed cost of an exchange).
-  void gather_into_linears(double width, const std::vector<double>& linears) {
-    if (n_ == 1) return collective(0, linears);
+  // Wire bytes each device sends plus receives in a ring all-gather (shift 0: it never sends its
+  // successor's part, receives all but its own) or reduce-scatter (shift 1: it sends all but its
+  // own part, receives all but its predecessor's) of `width` columns.
+  std::vector<double> ring_moved(double width, int shift) const {
+    const std::vector<double> b = parts(width);
+    double total = 0;
+    for (double x : b) total += x;
+    std::vector<double> moved;
+    for (int d = 0; d < n_; ++d) {
+      const auto not_sent = static_cast<std::size_t>(shift == 0 ? (d + 1) % n_ : d);
+      const auto not_received = static_cast<std::size_t>(shift == 0 ? d : (d + n_ - 1) % n_);
+      moved.push_back(2 * total - b[not_sent] - b[not_received]);
+    }
+    return moved;
+  }
+
+  // An all-gather of `width` columns whose rows feed linears, `linears(d, rows)` seconds on device
+  // d for `rows` rows (Galaxy's overlap, as the executor runs it): device d runs them on its own
+  // rows while the ring runs and then on each chunk as it lands (Plan::gather_chunks chunks per
+  // part, gather_chunk_rows rows each), so each call reads the weights again, and only the call
+  // on the last chunk to arrive (of part d+1) follows the transfers; every chunk beyond a part's
+  // first costs each ring step one more message (the link's fixed cost of an exchange).
+  template <typename F>
+  void gather_into_linears(double width, F linears) {
+    if (n_ == 1) return collective(0, {linears(0, static_cast<double>(tokens_))});
     const auto w = static_cast<std::int64_t>(width);
     const std::size_t row_bytes = wire_row_bytes(wire_, w);
     const std::int64_t largest = *std::max_element(rows_.begin(), rows_.end());
     const std::int64_t chunk =
         gather_chunk_rows(largest, plan_.gather_chunks, row_bytes, kRingChunkBytes);
     double message_s = 0;
-    std::int64_t extra_messages = 0;  // per step, at most: the largest part's chunks beyond one
     for (int d = 0; d < n_; ++d) {
       const LinkSpec& link = cluster_.link(ring_[static_cast<std::size_t>(d)],
                                            ring_[static_cast<std::size_t>((d + 1) % n_)]);
       message_s =
           std::max(message_s, link.duplex_latency_s > 0 ? link.duplex_latency_s : link.latency_s);
     }
-    extra_messages = std::max<std::int64_t>(0, (largest + chunk - 1) / chunk - 1);
+    const std::int64_t extra_messages =
+        std::max<std::int64_t>(0, (largest + chunk - 1) / chunk - 1);
     const double comm =
         all_gather(width) + static_cast<double>((n_ - 1) * extra_messages) * message_s;
-    std::vector<double> tail;
+    std::vector<double> inside, tail;
     for (int d = 0; d < n_; ++d) {
-      const std::int64_t last_rows = rows((d + 1) % n_);
-      const std::int64_t last_chunk =
-          last_rows == 0 ? 0 : last_rows - (last_rows - 1) / chunk * chunk;
-      tail.push_back(tokens_ > 0
-                         ? linears[static_cast<std::size_t>(d)] * static_cast<double>(last_chunk) /
-                               static_cast<double>(tokens_)
-                         : 0.0);
+      double total = rows(d) > 0 ? linears(d, static_cast<double>(rows(d))) : 0.0;
+      for (int p = 0; p < n_; ++p) {
+        if (p == d) continue;
+        for (std::int64_t b = 0; b < rows(p); b += chunk)
+          total += linears(d, static_cast<double>(std::min(chunk, rows(p) - b)));
+      }
+      // The last part to arrive is d+1's: its last chunk's call follows the transfers.
+      const int p = (d + 1) % n_;
+      const std::int64_t last_rows = rows(p) == 0 ? 0 : rows(p) - (rows(p) - 1) / chunk * chunk;
+      inside.push_back(total);
+      tail.push_back(last_rows > 0 ? linears(d, static_cast<double>(last_rows)) : 0.0);
     }
-    collective(comm, linears, tail);
+    collective(comm, inside, tail, ring_moved(width, 0));
   }
 
   // Compute of a split block part, per device.
@@ -257,16 +288,15 @@ class Simulator {
     const double H = static_cast<double>(c_.hidden), hd = c_.head_dim;
     const auto share = [&](int d) { return layer_share(lp, c_, d); };
     if (lp.attention == BlockSplit::Heads) {
-      const auto qkv = per_device([&](int d) {
+      const auto qkv_rows = [&](int d, double rows) {
         const LayerShare s = share(d);
         const double width = static_cast<double>(s.heads + 2 * s.kv_heads) * hd;
-        return linear_time(d, BlockType::Attention, static_cast<double>(tokens_),
-                           2.0 * static_cast<double>(tokens_) * H * width, 3);
-      });
+        return linear_time(d, BlockType::Attention, rows, 2.0 * rows * H * width, 3);
+      };
       if (tok) {
-        gather_into_linears(H, qkv);
+        gather_into_linears(H, qkv_rows);
       } else {
-        each([&](int d) { return qkv[static_cast<std::size_t>(d)]; });
+        each([&](int d) { return qkv_rows(d, static_cast<double>(tokens_)); });
       }
       each([&](int d) {
         const LayerShare s = share(d);
@@ -281,7 +311,7 @@ class Simulator {
             2.0 * static_cast<double>(tokens_) * static_cast<double>(share(d).heads) * hd * H);
       });
       if (tok) {
-        collective(reduce_scatter(H), out);
+        collective(reduce_scatter(H), out, {}, ring_moved(H, 1));
       } else {
         each([&](int d) { return out[static_cast<std::size_t>(d)]; });
         collective(all_reduce(H), {});
@@ -316,14 +346,14 @@ class Simulator {
     if (lp.mlp == BlockSplit::Columns) {
       const auto cols = [&](int d) { return static_cast<double>(layer_share(lp, c_, d).columns); };
       const double T = static_cast<double>(tokens_);
-      const auto up = per_device([&](int d) {
-        return linear_time(d, BlockType::Mlp, T, 2.0 * T * H * cols(d) * in_linears,
+      const auto up_rows = [&](int d, double rows) {
+        return linear_time(d, BlockType::Mlp, rows, 2.0 * rows * H * cols(d) * in_linears,
                            static_cast<int>(in_linears));
-      });
+      };
       if (tok) {
-        gather_into_linears(H, up);
+        gather_into_linears(H, up_rows);
       } else {
-        each([&](int d) { return up[static_cast<std::size_t>(d)]; });
+        each([&](int d) { return up_rows(d, T); });
       }
       each([&](int d) {
         return op_time(d, OpClass::Elementwise, BlockType::Mlp,
@@ -332,7 +362,7 @@ class Simulator {
       const auto down = per_device(
           [&](int d) { return linear_time(d, BlockType::Mlp, T, 2.0 * T * cols(d) * H); });
       if (tok) {
-        collective(reduce_scatter(H), down);
+        collective(reduce_scatter(H), down, {}, ring_moved(H, 1));
       } else {
         each([&](int d) { return down[static_cast<std::size_t>(d)]; });
         collective(all_reduce(H), {});

@@ -129,12 +129,15 @@ PlanResult evaluate_with_best_gather_chunks(Plan plan, std::string mode,
       plan.op_assigned()) {
     return evaluate_plan(std::move(plan), std::move(mode), request);
   }
+  // More chunks must be predicted faster by this much: within it (rounding, a few messages) the
+  // fewer messages win.
+  constexpr double kChunksGain = 1e-3;
   int best = 1;
   double best_s = kInf;
   for (const int chunks : {1, 2, 4, 8, 16}) {
     plan.gather_chunks = chunks;
     const double s = request.cost.predict(plan, request.cluster, request.seq_len).latency_s;
-    if (s < best_s) {
+    if (s < best_s * (1 - kChunksGain)) {
       best_s = s;
       best = chunks;
     }

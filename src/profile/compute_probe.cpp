@@ -6,6 +6,7 @@
 #include "core/tensor.h"
 #include "kernels/kernels.h"
 #include "kernels/packed_weight.h"
+#include "net/secure_channel.h"
 #include "profile/cpu_quota.h"
 
 #include <nlohmann/json.hpp>
@@ -206,6 +207,7 @@ nlohmann::json ComputeProfile::to_json() const {
       {"fit_error", fit_error},
       {"cpu_share", cpu_share},
       {"quota_share", quota_share},
+      {"comm_cpu_ns_per_byte", comm_cpu_ns_per_byte},
       {"samples", samples},
       {"seconds", seconds},
       {"threads", threads}};
@@ -233,6 +235,9 @@ ComputeProfile ComputeProfile::from_json(const nlohmann::json& j) {
   p.quota_share = j.value("quota_share", 0.0);
   if (!(p.quota_share >= 0 && p.quota_share <= 1))
     throw InputError("a compute profile's quota_share must be in [0, 1]");
+  p.comm_cpu_ns_per_byte = j.value("comm_cpu_ns_per_byte", 0.0);
+  if (!(p.comm_cpu_ns_per_byte >= 0) || !std::isfinite(p.comm_cpu_ns_per_byte))
+    throw InputError("a compute profile's comm_cpu_ns_per_byte must be >= 0");
   p.samples = j.at("samples").get<int>();
   p.seconds = j.at("seconds").get<double>();
   p.threads = j.at("threads").get<int>();
@@ -406,6 +411,9 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   }
   p.threads = kernels::num_threads();
   p.quota_share = cpu_quota_share(p.threads);
+  // 1 MiB messages (a collective's chunk), CPU time turned into wall time at the CPU share.
+  p.comm_cpu_ns_per_byte =
+      net::measure_channel_cpu_s_per_byte(std::size_t{1} << 20, 0.05) * 1e9 / p.cpu_share;
   derive_block_speeds(s, p);
   p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return p;

@@ -51,6 +51,9 @@ struct ComputeProfile {
   // without a quota; 0 unknown (a profile from before it was recorded). The online estimator
   // scales the device's speed by the quota's share at each step over this one.
   double quota_share = 0;
+  // Wall nanoseconds per byte this device's transport spends on a byte it sends or receives
+  // (net::measure_channel_cpu_s_per_byte over the CPU share); 0: not measured (older profiles).
+  double comm_cpu_ns_per_byte = 0;
   int samples = 0;
   double seconds = 0;  // wall time the probe took
   int threads = 0;     // kernel threads it ran with

@@ -123,6 +123,7 @@ class Profiler {
       d.curves = m.compute.curves;
       d.cores = m.compute.threads * m.compute.cpu_share;
       d.quota_share = m.compute.quota_share;
+      d.comm_cpu_s_per_byte = m.compute.comm_cpu_ns_per_byte * 1e-9;
       devices.push_back(d);
       nlohmann::json detail = m.compute.to_json();
       detail["name"] = d.name;

@@ -409,5 +409,16 @@ TEST(Tampering, TruncatedFrameThenCloseIsAnError) {
   EXPECT_THAT(line, HasSubstr("peer closed the connection after"));
 }
 
+// The channel's CPU cost per byte (what `huddle profile` reports as comm_cpu_ns_per_byte): a
+// positive, finite figure, and messages too small to amortise a frame's fixed work cost more per
+// byte than large ones.
+TEST(SecureChannel, CpuCostPerByteIsMeasured) {
+  const double large = measure_channel_cpu_s_per_byte(std::size_t{1} << 20, 0.02);
+  const double tiny = measure_channel_cpu_s_per_byte(16, 0.02);
+  EXPECT_GT(large, 0.0);
+  EXPECT_LT(large, 1e-6);  // under a microsecond a byte: far above what any CPU sealing takes
+  EXPECT_GT(tiny, large);
+}
+
 }  // namespace
 }  // namespace huddle::net
