@@ -128,8 +128,8 @@ struct OpAttrs {
   // all_gather, reduce_scatter, all_reduce, all_gather_cols, pipe_send / pipe_recv, row_exchange:
   // the form f32 activations travel in (core/wire_format.h; f32 = exact).
   WireFormat wire = WireFormat::F32;
-  // all_gather: each device's rows travel in this many chunks (at most 1 MiB each), and linears
-  // reading the result run on each chunk as it lands (Plan::gather_chunks).
+  // all_gather whose readers are linears: each device's rows travel in this many chunks (at most
+  // 1 MiB each), and the linears run on each chunk as it lands (Plan::gather_chunks).
   int chunks = 1;
   int threads = 0;  // 0: the kernels' pool; 1: this thread only (operator assignment's cpu1)
   // Imported (ONNX) ops. Conv and pool windows stay explicit so a row-splitting planner

@@ -662,7 +662,7 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       if (single) {
         on_part(0, 0, out.dim(0));
       } else if (op.kind == OpKind::AllGather) {
-        if (op.attrs.chunks > 1) {
+        if (op.attrs.chunks > 1 && !consumers.empty()) {  // chunks only help linears start
           std::int64_t largest = 0;
           for (int p = 0; p < step.partition.parts(); ++p)
             largest = std::max(largest, step.partition.count(p));
