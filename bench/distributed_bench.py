@@ -61,6 +61,7 @@ def main():
                                        for c in args.gather_chunks.split(",")]
     prefill = {cfg: [] for cfg in plan}
     exposed = {cfg: [] for cfg in plan}
+    layers = {cfg: [] for cfg in plan}
     sent = {cfg: 0 for cfg in plan}
     for rnd in range(args.rounds):
         for cfg in plan:
@@ -70,6 +71,11 @@ def main():
             prefill[cfg] += r["prefill_ms_runs"][1:]
             # The trace covers every run of the session, warm-up included: exposed comm per run.
             exposed[cfg].append(max(r.get("exposed_comm_ms", [0.0])) / (args.runs + 1))
+            # Per layer, on the device with the most exposed communication (slot 0: outside blocks).
+            by_layer = r.get("exposed_comm_ms_by_layer", [])
+            if by_layer:
+                worst = max(by_layer, key=sum)
+                layers[cfg].append([t / (args.runs + 1) for t in worst[1:]])
             sent[cfg] = max([d.get("bytes_sent", 0) for d in r.get("devices", [])] or [0])
             print(f"  round {rnd + 1}: {strategy} ({wire}, {chunks} chunks): "
                   f"{statistics.median(r['prefill_ms_runs'][1:]):.1f} ms", file=sys.stderr)
@@ -79,19 +85,24 @@ def main():
         rows.append({"strategy": strategy, "devices": devices, "wire": wire, "gather_chunks": chunks,
                      "bytes_sent": sent[cfg], "prefill_ms": statistics.median(prefill[cfg]),
                      "min_ms": min(prefill[cfg]), "max_ms": max(prefill[cfg]),
-                     "exposed_comm_ms": statistics.median(exposed[cfg])})
+                     "exposed_comm_ms": statistics.median(exposed[cfg]),
+                     # per block: the median over sessions of each layer's exposed time per run
+                     "exposed_comm_ms_by_layer": [statistics.median(col) for col in zip(*layers[cfg])]})
 
     base = rows[0]["prefill_ms"]
     print(f"# {args.model}, {args.tokens}-token prompt, {args.threads} thread(s) per process, "
           f"median of {args.runs} runs after a warm-up per session, {args.rounds} interleaved session(s) "
           f"per configuration")
     print("| strategy | wire | gather chunks | processes | prefill ms (min..max) | speedup vs 1 process "
-          "| exposed comm ms (max over devices) | MB sent (device with most, whole session) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| exposed comm ms (max over devices) | per layer ms (mean, min..max) "
+          "| MB sent (device with most, whole session) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        per = r["exposed_comm_ms_by_layer"]
+        per_text = f"{statistics.mean(per):.2f} ({min(per):.2f}..{max(per):.2f})" if per else ""
         print(f"| {r['strategy']} | {r['wire']} | {r['gather_chunks']} | {r['devices']} | {r['prefill_ms']:.1f} "
               f"({r['min_ms']:.1f}..{r['max_ms']:.1f}) | {base / r['prefill_ms']:.2f}x | "
-              f"{r['exposed_comm_ms']:.1f} | {r['bytes_sent'] / 1e6:.1f} |")
+              f"{r['exposed_comm_ms']:.1f} | {per_text} | {r['bytes_sent'] / 1e6:.1f} |")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"model": args.model, "tokens": args.tokens, "rows": rows}, f, indent=1)

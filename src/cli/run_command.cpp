@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -238,8 +239,13 @@ void run(const RunOptions& o) {
   const std::vector<std::vector<Span>> spans = session.finish();
   if (!o.trace.empty()) write_chrome_trace(o.trace, device_names, spans);
   std::vector<double> exposed_comm_ms;
+  std::vector<std::vector<double>> exposed_comm_ms_by_layer;  // [device][outside blocks, layers]
   for (const auto& device_spans : spans) {
-    if (distributed) exposed_comm_ms.push_back(exposed_comm_us(device_spans) / 1000.0);
+    if (!distributed) continue;
+    std::vector<double> by_layer = exposed_comm_by_layer_us(device_spans);
+    for (double& t : by_layer) t /= 1000.0;
+    exposed_comm_ms.push_back(std::accumulate(by_layer.begin(), by_layer.end(), 0.0));
+    exposed_comm_ms_by_layer.push_back(std::move(by_layer));
   }
 
   if (!o.dump_logits.empty()) io::write_npy(o.dump_logits, result.prompt_output);
@@ -269,7 +275,10 @@ void run(const RunOptions& o) {
                         {"weight_bytes", model.weight_bytes()},
                         // This process's peak resident memory (VmHWM), weights included.
                         {"peak_rss_bytes", peak_resident_bytes()}};
-    if (!exposed_comm_ms.empty()) j["exposed_comm_ms"] = exposed_comm_ms;
+    if (!exposed_comm_ms.empty()) {
+      j["exposed_comm_ms"] = exposed_comm_ms;
+      j["exposed_comm_ms_by_layer"] = exposed_comm_ms_by_layer;
+    }
     if (session.predicted_ms()) j["predicted_ms"] = *session.predicted_ms();
     if (!replans.empty()) j["replans"] = replans;
     if (!session.recoveries().empty()) j["recoveries"] = session.recoveries_json();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace huddle::lowering {
 
@@ -21,7 +22,9 @@ const char* layout_name(Layout layout) {
 
 LoweringEngine::LoweringEngine(const Graph& graph, const ModelConfig& config, const Plan& plan,
                                int rank)
-    : g_(graph), c_(config), p_(plan), rank_(rank) {}
+    : g_(graph), c_(config), p_(plan), rank_(rank), value_layer_(graph.values().size(), -1) {
+  for (const Op& op : graph.ops()) value_layer_[static_cast<std::size_t>(op.output)] = op.layer;
+}
 
 Program LoweringEngine::run() {
   for (const Op& op : g_.ops()) lower_op(op);
@@ -53,6 +56,7 @@ ValueId LoweringEngine::get(ValueId id, Layout want) {
   const auto key = std::make_pair(id, want);
   if (const auto m = moved_.find(key); m != moved_.end()) return m->second;
   const std::string name = fmt::format("{}@{}", v.name, layout_name(want));
+  const int outer_layer = std::exchange(move_layer_, value_layer_[static_cast<std::size_t>(id)]);
   ValueId result = -1;
   if (have == Layout::Replicated && want == Layout::Primary) {
     result = have_id;  // device 0 holds it too
@@ -65,6 +69,7 @@ ValueId LoweringEngine::get(ValueId id, Layout want) {
   } else {
     result = move(id, have_id, have, want, name);
   }
+  move_layer_ = outer_layer;
   if (reusable_move(want)) moved_[key] = result;
   return result;
 }
@@ -96,6 +101,8 @@ std::vector<ValueId> LoweringEngine::get_gathered_together(const std::vector<Val
     }
     OpAttrs join;
     join.axis = 1;
+    const int outer_layer =
+        std::exchange(move_layer_, value_layer_[static_cast<std::size_t>(together.front())]);
     const ValueId joined = emit(OpKind::Concat, name, std::move(parts), join, OpRole::Other);
     const ValueId gathered = move(together.front(), joined, Layout::Tokens, want,
                                   fmt::format("{}@{}", name, layout_name(want)));
@@ -109,6 +116,7 @@ std::vector<ValueId> LoweringEngine::get_gathered_together(const std::vector<Val
       moved_[{id, want}] = emit(OpKind::SliceCols, fmt::format("{}@{}", v.name, layout_name(want)),
                                 {gathered}, view, OpRole::Other);
     }
+    move_layer_ = outer_layer;
   }
   std::vector<ValueId> result;
   for (ValueId id : ids) result.push_back(get(id, want));
@@ -155,7 +163,7 @@ ValueId LoweringEngine::weight_tile(ValueId id, const std::vector<WeightSlice>& 
 
 ValueId LoweringEngine::emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs,
                              const OpAttrs& attrs, OpRole role, int layer) {
-  return out_.add_op(kind, name, std::move(inputs), attrs, role, layer);
+  return out_.add_op(kind, name, std::move(inputs), attrs, role, layer >= 0 ? layer : move_layer_);
 }
 
 void LoweringEngine::define(const Op& op, ValueId id, Layout layout) {

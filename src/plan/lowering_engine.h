@@ -90,6 +90,7 @@ class LoweringEngine {
   // may already be (GPT-2's q/k/v blocks of c_attn).
   ValueId weight(ValueId id);
   ValueId weight_tile(ValueId id, const std::vector<WeightSlice>& slices);
+  // Ops emitted with layer -1 inside a move take the moved value's layer.
   ValueId emit(OpKind kind, const std::string& name, std::vector<ValueId> inputs,
                const OpAttrs& attrs, OpRole role, int layer = -1);
   void define(const Op& op, ValueId id, Layout layout);
@@ -125,6 +126,10 @@ class LoweringEngine {
 
   std::map<std::pair<ValueId, Layout>, ValueId> moved_;
   std::map<ValueId, ValueId> weights_;
+  std::vector<int> value_layer_;  // model value -> the layer of the op defining it (-1: none)
+  // While a move is emitted: the layer of the value it moves, given to the ops it emits (so a
+  // trace can say which layer's communication was exposed); -1 otherwise.
+  int move_layer_ = -1;
 };
 
 }  // namespace huddle::lowering

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <numeric>
 
 namespace huddle {
 namespace {
@@ -83,8 +84,8 @@ void write_chrome_trace(const std::string& path, const std::vector<std::string>&
   if (!out) throw Error(fmt::format("{}: cannot write the trace", path));
 }
 
-double exposed_comm_us(const std::vector<Span>& spans) {
-  double total = 0;
+std::vector<double> exposed_comm_by_layer_us(const std::vector<Span>& spans) {
+  std::vector<double> by_layer(1, 0.0);
   for (const Span& comm : spans) {
     if (comm.category != "comm") continue;
     // Compute that ran inside the collective (overlapped GEMM tiles) hid part of it.
@@ -95,9 +96,16 @@ double exposed_comm_us(const std::vector<Span>& spans) {
         hidden += s.duration_us;
       }
     }
-    total += std::max(0.0, comm.duration_us - hidden);
+    const auto slot = static_cast<std::size_t>(std::max(comm.layer, -1) + 1);
+    if (slot >= by_layer.size()) by_layer.resize(slot + 1, 0.0);
+    by_layer[slot] += std::max(0.0, comm.duration_us - hidden);
   }
-  return total;
+  return by_layer;
+}
+
+double exposed_comm_us(const std::vector<Span>& spans) {
+  const std::vector<double> by_layer = exposed_comm_by_layer_us(spans);
+  return std::accumulate(by_layer.begin(), by_layer.end(), 0.0);
 }
 
 }  // namespace huddle

@@ -40,5 +40,9 @@ void write_chrome_trace(const std::string& path, const std::vector<std::string>&
 // Communication time of one device that no compute overlapped: the length of its comm spans
 // less the compute spans (GEMM tiles run inside a collective) that lie within them.
 double exposed_comm_us(const std::vector<Span>& spans);
+// The same by the layer of each comm span (the layer of the value a collective moves): element
+// l + 1 for layer l, element 0 for communication outside the blocks (embedding, head, outputs);
+// one element more than the largest layer seen (at least one).
+std::vector<double> exposed_comm_by_layer_us(const std::vector<Span>& spans);
 
 }  // namespace huddle

@@ -68,6 +68,14 @@ TEST_P(FusedGather, KeysAndValuesTravelInOneAllGatherPerLayer) {
       EXPECT_EQ(v->attrs.col_begin, k->attrs.width);
     }
   }
+  // Data movement carries the layer of the value it moves (traces file communication by layer).
+  const Program rank1 = lower(model.graph(), model.config(), plan, 1);
+  for (const Op& op : rank1.graph.ops()) {
+    if (op.kind == OpKind::AllGather && op.name.starts_with("blk.")) {
+      EXPECT_GE(op.layer, 0) << op.name;
+      EXPECT_TRUE(op.name.starts_with("blk." + std::to_string(op.layer) + ".")) << op.name;
+    }
+  }
   // With int8's per-row scale the two are gathered apart: one more gather per layer.
   const GatherCount fused = count_gathers(lower(model.graph(), model.config(), plan, 1));
   plan.wire = WireFormat::Int8;

@@ -262,5 +262,25 @@ TEST(OpTiming, SpansCarryCpuTimeThroughJsonAndOlderSpansReadAsUnmeasured) {
       TransportError);
 }
 
+// Exposed communication per layer: each comm span less the compute inside it, filed under its
+// layer (slot 0 outside the blocks); the slots sum to exposed_comm_us.
+TEST(OpTiming, ExposedCommunicationIsSplitByLayer) {
+  const std::vector<Span> spans = {
+      {"embed@tokens", "comm", -1, 0, 10},           // 10 exposed, outside the blocks
+      {"blk.0.norm@replicated", "comm", 0, 10, 20},  // 20 less the 15 of GEMM inside: 5
+      {"blk.0.q", "compute", 0, 12, 15},
+      {"blk.0.attn", "compute", 0, 30, 40},     // outside every comm span
+      {"blk.2.down@tokens", "comm", 2, 70, 8},  // 8: nothing inside
+  };
+  const std::vector<double> by_layer = exposed_comm_by_layer_us(spans);
+  ASSERT_EQ(by_layer.size(), 4u);
+  EXPECT_DOUBLE_EQ(by_layer[0], 10);
+  EXPECT_DOUBLE_EQ(by_layer[1], 5);
+  EXPECT_DOUBLE_EQ(by_layer[2], 0);
+  EXPECT_DOUBLE_EQ(by_layer[3], 8);
+  EXPECT_DOUBLE_EQ(exposed_comm_us(spans), 23);
+  EXPECT_EQ(exposed_comm_by_layer_us({}), std::vector<double>{0.0});
+}
+
 }  // namespace
 }  // namespace huddle
