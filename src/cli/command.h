@@ -28,6 +28,9 @@ std::vector<std::string> split_list(const std::string& text);
 // "5,3,1" -> {5, 3, 1}: relative device speeds; UsageError naming --shares on anything else.
 std::vector<double> parse_shares(const std::string& text);
 
+inline constexpr const char* kGatherChunksHelp =
+    "Chunks each device's rows of an all-gather travel in, the linears reading them running on "
+    "each as it lands (default: the planner's choice, else 1; docs/distributed.md, 'Chunks')";
 inline constexpr const char* kWireHelp =
     "Form activations travel in between devices: f32 (exact, default), f16, bf16, int8 "
     "(docs/distributed.md, 'Activations on the wire')";

@@ -392,9 +392,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--plan", options->plan_file, "Run a saved plan (JSON) instead of --strategy")
       ->group(dist);
   cmd->add_option("--wire", options->wire, kWireHelp)->group(dist);
-  cmd->add_option("--gather-chunks", options->gather_chunks,
-                  "Chunks each device's rows of an all-gather travel in, the linears reading "
-                  "them running on each as it lands (default: the planner's choice, else 1)")
+  cmd->add_option("--gather-chunks", options->gather_chunks, kGatherChunksHelp)
       ->check(CLI::Range(1, Plan::kMaxGatherChunks))
       ->group(dist);
   cmd->add_option("--cluster", options->cluster_file,

@@ -46,6 +46,7 @@ struct ServeOptions {
   std::int64_t plan_tokens = 128;  // the prompt length planners plan for
   double replan_threshold = 0.1;   // a planner's plan is replaced by one predicted this much faster
   std::string wire;                // --wire
+  int gather_chunks = 0;           // --gather-chunks (0: the planner's choice, or 1)
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
@@ -127,6 +128,7 @@ void load(const ServeOptions& o, int threads, Loaded& out, std::function<void()>
   session_options.plan_tokens = o.plan_tokens;
   session_options.replan_threshold = o.replan_threshold;
   session_options.plan.wire = parse_wire_option(o.wire);
+  if (o.gather_chunks > 0) session_options.plan.gather_chunks = o.gather_chunks;
   session_options.plan.timeout_s = o.timeout_s;
   session_options.context = o.ctx_size;
   session_options.recover = !o.no_recover;
@@ -337,6 +339,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--plan", o->plan_file, "Run a saved plan (JSON) instead of --strategy")
       ->group(dist);
   cmd->add_option("--wire", o->wire, kWireHelp)->group(dist);
+  cmd->add_option("--gather-chunks", o->gather_chunks, kGatherChunksHelp)
+      ->check(CLI::Range(1, Plan::kMaxGatherChunks))
+      ->group(dist);
   cmd->add_flag("--no-recover", o->no_recover,
                 "Answer 503 once a worker is lost instead of re-planning on the devices left")
       ->group(dist);

@@ -32,7 +32,9 @@ Plan replan(const Planned& before, const Planned& after, const Model& model,
   // A primary that ran alone ("local") grows into the default family, as choose_plan() starts.
   if (is_fixed_strategy(before.plan.strategy) && before.plan.strategy != "local" &&
       !before.plan.op_assigned()) {
-    return make_plan(before.plan.strategy, model.config(), devices, after.shares);
+    Plan plan = make_plan(before.plan.strategy, model.config(), devices, after.shares);
+    plan.gather_chunks = before.plan.gather_chunks;  // a fixed strategy keeps the user's chunks
+    return plan;
   }
   if (after.cluster) {
     return run_planner("auto", PlanRequest{cost, *after.cluster, prompt_tokens, {}}).runnable();

@@ -55,6 +55,10 @@ TEST(SurvivorPlan, FixedStrategyKeepsItsFamilyAndTheOtherShares) {
   const Planned even = plan_without(fixed("galaxy", {}), {"10.0.0.1:7001"}, gpt2(), 16);
   EXPECT_TRUE(even.shares.empty());
   EXPECT_EQ(even.plan.num_devices(), 3);
+  // The chunks its gathers travel in (--gather-chunks) outlive the device.
+  Planned chunked = fixed("galaxy", {5, 3, 2, 1});
+  chunked.plan.gather_chunks = 4;
+  EXPECT_EQ(plan_without(chunked, {"10.0.0.2:7001"}, gpt2(), 16).plan.gather_chunks, 4);
 }
 
 TEST(SurvivorPlan, ThePrimaryAloneRunsLocal) {
