@@ -12,24 +12,12 @@ namespace {
 constexpr std::size_t kQ4KBytes = 2 + 2 + 12 + 128;
 constexpr std::size_t kQ6KBytes = 128 + 64 + 16 + 2;
 
-void dequantize_q4_k_block(const std::uint8_t* bytes, float* out) {
-  BlockQ4_K b;
-  std::memcpy(&b, bytes, sizeof b);  // the rows of a mapped file may be unaligned
-  const float d = f16_to_f32(b.d);
-  const float dmin = f16_to_f32(b.dmin);
-  for (int j = 0; j < 8; ++j) {
-    int scale = 0, min = 0;
-    q4_k_scale_min(b, j, scale, min);
-    const float step = d * static_cast<float>(scale);
-    const float offset = dmin * static_cast<float>(min);
-    std::uint8_t q[32];
-    q4_k_quants(b, j, q);
-    for (int l = 0; l < 32; ++l) out[32 * j + l] = step * static_cast<float>(q[l]) - offset;
-  }
-}
-
-void dequantize_q5_k_block(const std::uint8_t* bytes, float* out) {
-  BlockQ5_K b;
+// A Q4_K or Q5_K block (Block) of values step_j * q - offset_j per sub-block j, its quants from
+// `quants` (q4_k_quants, q5_k_quants).
+template <class Block>
+void dequantize_kq_block(const std::uint8_t* bytes, float* out,
+                         void (*quants)(const Block&, int, std::uint8_t*)) {
+  Block b;
   std::memcpy(&b, bytes, sizeof b);  // the rows of a mapped file may be unaligned
   const float d = f16_to_f32(b.d);
   const float dmin = f16_to_f32(b.dmin);
@@ -39,7 +27,7 @@ void dequantize_q5_k_block(const std::uint8_t* bytes, float* out) {
     const float step = d * static_cast<float>(scale);
     const float offset = dmin * static_cast<float>(min);
     std::uint8_t q[32];
-    q5_k_quants(b, j, q);
+    quants(b, j, q);
     for (int l = 0; l < 32; ++l) out[32 * j + l] = step * static_cast<float>(q[l]) - offset;
   }
 }
@@ -115,9 +103,9 @@ void dequantize_kquant_row(KQuant type, std::span<const std::byte> blocks, std::
   for (std::int64_t i = 0; i < n / kKQuantBlock; ++i) {
     float* y = out.data() + i * kKQuantBlock;
     if (type == KQuant::Q4_K) {
-      dequantize_q4_k_block(b + i * block_bytes, y);
+      dequantize_kq_block<BlockQ4_K>(b + i * block_bytes, y, &q4_k_quants);
     } else if (type == KQuant::Q5_K) {
-      dequantize_q5_k_block(b + i * block_bytes, y);
+      dequantize_kq_block<BlockQ5_K>(b + i * block_bytes, y, &q5_k_quants);
     } else {
       dequantize_q6_k_block(b + i * block_bytes, y);
     }

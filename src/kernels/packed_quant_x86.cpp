@@ -444,6 +444,41 @@ struct Q8Avx2Sums {
   }
 };
 
+// A value per row of the group in f32: rows 0-7 ([0]) and 8-15 ([1]). (A struct: std::array
+// would drop __m256's alignment attribute.)
+struct RowsF32 {
+  __m256 half[2];
+  const __m256& operator[](int i) const { return half[i]; }
+};
+
+// 16 f16 values, one per row of the group, in f32.
+HUDDLE_AVX2 inline RowsF32 f16_rows_avx2(__m256i halves) {
+  return {_mm256_cvtph_ps(_mm256_castsi256_si128(halves)),
+          _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1))};
+}
+
+// Writes each token's accumulators (rows 0-7, 8-15) to its first `rows` outputs.
+template <int T>
+HUDDLE_AVX2 inline void store_rows_avx2(const __m256 (&acc)[T][2], int rows, float* y,
+                                        std::int64_t ldy) {
+  HUDDLE_UNROLL_ALL
+  for (int t = 0; t < T; ++t) {
+    float out[16];
+    _mm256_storeu_ps(out, acc[t][0]);
+    _mm256_storeu_ps(out + 8, acc[t][1]);
+    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
+  }
+}
+
+// The AVX2 kernels take tokens two at a time, then an odd last one: pass(T, t) for a pass of
+// T = std::integral_constant<int, 2 or 1> tokens from token t.
+template <class Pass>
+inline void in_token_pairs(int tokens, Pass pass) {
+  int t = 0;
+  for (; t + 2 <= tokens; t += 2) pass(std::integral_constant<int, 2>{}, t);
+  if (t < tokens) pass(std::integral_constant<int, 1>{}, t);
+}
+
 // Both halves of the group per block, so each block's bytes are read once while in L1 (a Q8_0
 // group at K = 2048 is 34 KB: half by half, the second half came from L2).
 template <class Q, int T>
@@ -457,8 +492,7 @@ HUDDLE_AVX2 void tokens_avx2(const std::byte* group, std::int64_t blocks, int ro
     const std::byte* q = packed_quants<Q::kType>(group, b);
     if constexpr (Q::kLines > 0) prefetch_lines<Q::kLines>(q);
     const __m256i scales = _mm256_load_si256(m256(packed_scales<Q::kType>(group, b)));
-    const __m256 dw[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(scales)),
-                          _mm256_cvtph_ps(_mm256_extracti128_si256(scales, 1))};
+    const RowsF32 dw = f16_rows_avx2(scales);
     HUDDLE_UNROLL_ALL
     for (int t = 0; t < T; ++t) {
       const BlockQ8A& xb = x[t * x_row_blocks + b];
@@ -472,29 +506,18 @@ HUDDLE_AVX2 void tokens_avx2(const std::byte* group, std::int64_t blocks, int ro
       }
     }
   }
-  HUDDLE_UNROLL_ALL
-  for (int t = 0; t < T; ++t) {
-    float out[16];
-    _mm256_storeu_ps(out, acc[t][0]);
-    _mm256_storeu_ps(out + 8, acc[t][1]);
-    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
-  }
+  store_rows_avx2<T>(acc, rows, y, ldy);
 }
 
 template <class Q>
 HUDDLE_AVX2 void group_avx2(const std::byte* group, std::int64_t blocks, int rows,
                             const BlockQ8A* x, const std::int32_t* seeds, std::int64_t x_row_blocks,
                             int tokens, float* y, std::int64_t ldy) {
-  const auto at = [&](int t) { return seeds != nullptr ? seeds + t * x_row_blocks : nullptr; };
-  int t = 0;
-  for (; t + 2 <= tokens; t += 2) {
-    tokens_avx2<Q, 2>(group, blocks, rows, x + t * x_row_blocks, at(t), x_row_blocks, y + t * ldy,
-                      ldy);
-  }
-  if (t < tokens) {
-    tokens_avx2<Q, 1>(group, blocks, rows, x + t * x_row_blocks, at(t), x_row_blocks, y + t * ldy,
-                      ldy);
-  }
+  in_token_pairs(tokens, [&](auto n, int t) {
+    tokens_avx2<Q, decltype(n)::value>(group, blocks, rows, x + t * x_row_blocks,
+                                       seeds != nullptr ? seeds + t * x_row_blocks : nullptr,
+                                       x_row_blocks, y + t * ldy, ldy);
+  });
 }
 
 // Q5_1 on AVX2: Q5_0's sums without the seed, then packed_quant.h's two FMAs per block.
@@ -510,10 +533,8 @@ HUDDLE_AVX2 void q5_1_tokens_avx2(const std::byte* group, std::int64_t blocks, i
     prefetch_lines<6>(q);
     const __m256i dh = _mm256_load_si256(m256(packed_scales<DType::Q5_1>(group, b)));
     const __m256i mh = _mm256_load_si256(m256(packed_mins<DType::Q5_1>(group, b)));
-    const __m256 dw[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(dh)),
-                          _mm256_cvtph_ps(_mm256_extracti128_si256(dh, 1))};
-    const __m256 mw[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(mh)),
-                          _mm256_cvtph_ps(_mm256_extracti128_si256(mh, 1))};
+    const RowsF32 dw = f16_rows_avx2(dh);
+    const RowsF32 mw = f16_rows_avx2(mh);
     HUDDLE_UNROLL_ALL
     for (int t = 0; t < T; ++t) {
       const BlockQ8A& xb = x[t * x_row_blocks + b];
@@ -528,28 +549,17 @@ HUDDLE_AVX2 void q5_1_tokens_avx2(const std::byte* group, std::int64_t blocks, i
       }
     }
   }
-  HUDDLE_UNROLL_ALL
-  for (int t = 0; t < T; ++t) {
-    float out[16];
-    _mm256_storeu_ps(out, acc[t][0]);
-    _mm256_storeu_ps(out + 8, acc[t][1]);
-    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
-  }
+  store_rows_avx2<T>(acc, rows, y, ldy);
 }
 
 HUDDLE_AVX2 void q5_1_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
                                  const BlockQ8A* x, const std::int32_t* seeds,
                                  std::int64_t x_row_blocks, int tokens, float* y,
                                  std::int64_t ldy) {
-  int t = 0;
-  for (; t + 2 <= tokens; t += 2) {
-    q5_1_tokens_avx2<2>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
-                        x_row_blocks, y + t * ldy, ldy);
-  }
-  if (t < tokens) {
-    q5_1_tokens_avx2<1>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
-                        x_row_blocks, y + t * ldy, ldy);
-  }
+  in_token_pairs(tokens, [&](auto n, int t) {
+    q5_1_tokens_avx2<decltype(n)::value>(group, blocks, rows, x + t * x_row_blocks,
+                                         seeds + t * x_row_blocks, x_row_blocks, y + t * ldy, ldy);
+  });
 }
 
 // Q4_K and Q5_K (K) on AVX2: Q4_0's (Q5_0's) sums without the seed, then packed_quant.h's two
@@ -566,10 +576,8 @@ HUDDLE_AVX2 void kq_tokens_avx2(const std::byte* group, std::int64_t blocks, int
     const std::byte* super = packed_kq_super<K>(group, s);
     const __m256i dh = _mm256_load_si256(m256(super));
     const __m256i mh = _mm256_load_si256(m256(super + 32));
-    const __m256 d[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(dh)),
-                         _mm256_cvtph_ps(_mm256_extracti128_si256(dh, 1))};
-    const __m256 dmin[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(mh)),
-                            _mm256_cvtph_ps(_mm256_extracti128_si256(mh, 1))};
+    const RowsF32 d = f16_rows_avx2(dh);
+    const RowsF32 dmin = f16_rows_avx2(mh);
     for (int j = 0; j < kQ4KSubBlocks; ++j) {
       const std::byte* q = packed_kq_quants<K>(super, j);
       prefetch_lines<K == DType::Q5_K ? 6 : 5, kAheadQ4K>(q);
@@ -598,28 +606,17 @@ HUDDLE_AVX2 void kq_tokens_avx2(const std::byte* group, std::int64_t blocks, int
       }
     }
   }
-  HUDDLE_UNROLL_ALL
-  for (int t = 0; t < T; ++t) {
-    float out[16];
-    _mm256_storeu_ps(out, acc[t][0]);
-    _mm256_storeu_ps(out + 8, acc[t][1]);
-    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
-  }
+  store_rows_avx2<T>(acc, rows, y, ldy);
 }
 
 template <DType K>
 HUDDLE_AVX2 void kq_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
                                const BlockQ8A* x, const std::int32_t* seeds,
                                std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
-  int t = 0;
-  for (; t + 2 <= tokens; t += 2) {
-    kq_tokens_avx2<K, 2>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
-                         x_row_blocks, y + t * ldy, ldy);
-  }
-  if (t < tokens) {
-    kq_tokens_avx2<K, 1>(group, blocks, rows, x + t * x_row_blocks, seeds + t * x_row_blocks,
-                         x_row_blocks, y + t * ldy, ldy);
-  }
+  in_token_pairs(tokens, [&](auto n, int t) {
+    kq_tokens_avx2<K, decltype(n)::value>(group, blocks, rows, x + t * x_row_blocks,
+                                          seeds + t * x_row_blocks, x_row_blocks, y + t * ldy, ldy);
+  });
 }
 
 // The AVX2 form of q6_with_high_bits.
@@ -643,8 +640,7 @@ HUDDLE_AVX2 void q6k_tokens_avx2(const std::byte* group, std::int64_t blocks, in
   for (std::int64_t s = 0; s < blocks / 8; ++s) {
     const std::byte* super = packed_q6k_super(group, s);
     const __m256i dh = _mm256_load_si256(m256(super));
-    const __m256 d[2] = {_mm256_cvtph_ps(_mm256_castsi256_si128(dh)),
-                         _mm256_cvtph_ps(_mm256_extracti128_si256(dh, 1))};
+    const RowsF32 d = f16_rows_avx2(dh);
     for (int j = 0; j < 8; ++j) {
       const std::byte* q = packed_q6k_quants(super, j);
       prefetch_lines<6>(q);
@@ -695,27 +691,17 @@ HUDDLE_AVX2 void q6k_tokens_avx2(const std::byte* group, std::int64_t blocks, in
       }
     }
   }
-  HUDDLE_UNROLL_ALL
-  for (int t = 0; t < T; ++t) {
-    float out[16];
-    _mm256_storeu_ps(out, acc[t][0]);
-    _mm256_storeu_ps(out + 8, acc[t][1]);
-    std::memcpy(y + t * ldy, out, static_cast<std::size_t>(rows) * sizeof(float));
-  }
+  store_rows_avx2<T>(acc, rows, y, ldy);
 }
 
 HUDDLE_AVX2 void q6k_group_avx2(const std::byte* group, std::int64_t blocks, int rows,
                                 const BlockQ8A* x, const std::int32_t* seeds,
                                 std::int64_t x_row_blocks, int tokens, float* y, std::int64_t ldy) {
-  int t = 0;
-  for (; t + 2 <= tokens; t += 2) {
-    q6k_tokens_avx2<2>(group, blocks, rows, x + t * x_row_blocks, seeds + 2 * t * x_row_blocks,
-                       x_row_blocks, y + t * ldy, ldy);
-  }
-  if (t < tokens) {
-    q6k_tokens_avx2<1>(group, blocks, rows, x + t * x_row_blocks, seeds + 2 * t * x_row_blocks,
-                       x_row_blocks, y + t * ldy, ldy);
-  }
+  in_token_pairs(tokens, [&](auto n, int t) {  // two seeds per block: one per half
+    q6k_tokens_avx2<decltype(n)::value>(group, blocks, rows, x + t * x_row_blocks,
+                                        seeds + 2 * t * x_row_blocks, x_row_blocks, y + t * ldy,
+                                        ldy);
+  });
 }
 
 // ---- dispatch on the token count ----

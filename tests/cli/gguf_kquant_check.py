@@ -138,12 +138,12 @@ def kquant_unscales(s):
     return sc, mn
 
 
-def quantize_q5_k(x):
-    """[n] f32 -> Q5_K bytes: as quantize_q4_k on 31 steps; the high bit of element l of
-    sub-block j at bit j of qh[l]."""
+def kquant_sub_blocks(x, levels):
+    """[n] f32 (n % 256 == 0) -> Q4_K's / Q5_K's d, dmin [blocks], 6-bit scales and mins
+    [blocks, 8] and quants [blocks, 8, 32] in 0..levels: sub-block min/max on `levels` steps."""
     sub = x.reshape(-1, 8, 32).astype(np.float32)
     lo = np.minimum(sub.min(-1), 0)
-    scale = (sub.max(-1) - lo) / 31
+    scale = (sub.max(-1) - lo) / levels
     offset = -lo
     d = f16(scale.max(-1) / 63).astype(np.float32)
     dmin = f16(offset.max(-1) / 63).astype(np.float32)
@@ -154,12 +154,27 @@ def quantize_q5_k(x):
         step = d[:, None] * sc
         q = np.where(step[..., None] > 0,
                      np.rint((sub + (dmin[:, None] * mn)[..., None]) / step[..., None]), 0)
-    q = q.clip(0, 31).astype(np.uint8)
+    return d, dmin, sc, mn, q.clip(0, levels).astype(np.uint8)
+
+
+def kquant_values(b, q, n):
+    """The [n] f32 values of Q4_K / Q5_K blocks `b` with quants q [blocks, 8, 32]: every product
+    is exact in f32, so float64 then one rounding is ggml's f32 arithmetic."""
+    sc, mn = kquant_unscales(b["s"])
+    d = b["d"].astype(np.float64)[:, None, None]
+    dmin = b["dmin"].astype(np.float64)[:, None, None]
+    return (d * sc[..., None] * q - dmin * mn[..., None]).astype(np.float32).reshape(n)
+
+
+def quantize_q5_k(x):
+    """[n] f32 -> Q5_K bytes: as quantize_q4_k on 31 steps; the high bit of element l of
+    sub-block j at bit j of qh[l]."""
+    d, dmin, sc, mn, q = kquant_sub_blocks(x, 31)
     low = q & 15
-    qs = (low[:, 0::2, :] | (low[:, 1::2, :] << 4)).reshape(len(sub), 128)
+    qs = (low[:, 0::2, :] | (low[:, 1::2, :] << 4)).reshape(len(q), 128)
     qh = ((q >> 4).astype(np.uint16) << np.arange(8, dtype=np.uint16)[None, :, None]).sum(1)
-    out = np.zeros(len(sub), dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
-                                    ("qh", "u1", 32), ("qs", "u1", 128)])
+    out = np.zeros(len(q), dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
+                                  ("qh", "u1", 32), ("qs", "u1", 128)])
     out["d"], out["dmin"], out["s"] = f16(d), f16(dmin), kquant_scales(sc, mn)
     out["qh"], out["qs"] = qh.astype(np.uint8), qs
     return out.tobytes()
@@ -169,40 +184,19 @@ def dequantize_q5_k(blob, n):
     b = np.frombuffer(blob, dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
                                    ("qh", "u1", 32), ("qs", "u1", 128)])
     assert len(b) * 256 == n
-    sc, mn = kquant_unscales(b["s"])
     qs = b["qs"].reshape(-1, 4, 32).astype(np.int64)
     low = np.stack([qs & 15, qs >> 4], axis=2).reshape(-1, 8, 32)
     high = (b["qh"].astype(np.int64)[:, None, :] >> np.arange(8)[None, :, None]) & 1
-    q = low | (high << 4)
-    d = b["d"].astype(np.float64)[:, None, None]
-    dmin = b["dmin"].astype(np.float64)[:, None, None]
-    return (d * sc[..., None] * q - dmin * mn[..., None]).astype(np.float32).reshape(n)
+    return kquant_values(b, low | (high << 4), n)
 
 
 def quantize_q4_k(x):
     """[n] f32 (n % 256 == 0) -> Q4_K bytes: sub-block min/max on 15 steps, 6-bit scales."""
-    sub = x.reshape(-1, 8, 32).astype(np.float32)
-    lo = np.minimum(sub.min(-1), 0)
-    scale = (sub.max(-1) - lo) / 15
-    offset = -lo
-    d = f16(scale.max(-1) / 63).astype(np.float32)
-    dmin = f16(offset.max(-1) / 63).astype(np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sc = np.where(d[:, None] > 0, np.rint(scale / d[:, None]), 0).clip(0, 63).astype(np.uint8)
-        mn = np.where(dmin[:, None] > 0, np.rint(offset / dmin[:, None]), 0).clip(0, 63)
-        mn = mn.astype(np.uint8)
-        step = d[:, None] * sc
-        q = np.where(step[..., None] > 0,
-                     np.rint((sub + (dmin[:, None] * mn)[..., None]) / step[..., None]), 0)
-    q = q.clip(0, 15).astype(np.uint8)
-    scales = np.zeros((len(sub), 12), np.uint8)
-    scales[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
-    scales[:, 4:8] = (mn[:, 0:4] & 63) | ((mn[:, 4:8] >> 4) << 6)
-    scales[:, 8:12] = (sc[:, 4:8] & 15) | ((mn[:, 4:8] & 15) << 4)
-    qs = (q[:, 0::2, :] | (q[:, 1::2, :] << 4)).reshape(len(sub), 128)
-    out = np.zeros(len(sub), dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
-                                    ("qs", "u1", 128)])
-    out["d"], out["dmin"], out["s"], out["qs"] = f16(d), f16(dmin), scales, qs
+    d, dmin, sc, mn, q = kquant_sub_blocks(x, 15)
+    qs = (q[:, 0::2, :] | (q[:, 1::2, :] << 4)).reshape(len(q), 128)
+    out = np.zeros(len(q), dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
+                                  ("qs", "u1", 128)])
+    out["d"], out["dmin"], out["s"], out["qs"] = f16(d), f16(dmin), kquant_scales(sc, mn), qs
     return out.tobytes()
 
 
@@ -210,15 +204,9 @@ def dequantize_q4_k(blob, n):
     b = np.frombuffer(blob, dtype=[("d", "<f2"), ("dmin", "<f2"), ("s", "u1", 12),
                                    ("qs", "u1", 128)])
     assert len(b) * 256 == n
-    s = b["s"].astype(np.int64)
-    sc = np.concatenate([s[:, 0:4] & 63, (s[:, 8:12] & 15) | ((s[:, 0:4] >> 6) << 4)], axis=1)
-    mn = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)], axis=1)
     qs = b["qs"].reshape(-1, 4, 32).astype(np.int64)
     q = np.stack([qs & 15, qs >> 4], axis=2).reshape(-1, 8, 32)  # sub-block 2i low, 2i+1 high
-    d = b["d"].astype(np.float64)[:, None, None]
-    dmin = b["dmin"].astype(np.float64)[:, None, None]
-    # Every product is exact in f32, so float64 then one rounding is ggml's f32 arithmetic.
-    return (d * sc[..., None] * q - dmin * mn[..., None]).astype(np.float32).reshape(n)
+    return kquant_values(b, q, n)
 
 
 def quantize_q6_k(x):
