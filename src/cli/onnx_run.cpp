@@ -7,7 +7,10 @@
 #include "core/error.h"
 #include "io/image.h"
 #include "io/npy.h"
+#include "kernels/cnn.h"
 #include "kernels/kernels.h"
+#include "onnx/channels_last.h"
+#include "onnx/fuse.h"
 #include "onnx/onnx_model.h"
 #include "runtime/executor.h"
 #include "runtime/trace.h"
@@ -171,7 +174,13 @@ void run_onnx(const OnnxRunOptions& o) {
     outputs = distributed->outputs;
     run_ms = distributed->run_ms;
   } else {
-    Executor executor(model->graph(), model->weights(), 0);
+    // One device, whole tensors: channels-last convolutions where they are faster
+    // (channels_last.h).
+    const Graph graph =
+        kernels::channels_last_convs()
+            ? onnx_import::fuse_residual_adds(onnx_import::to_channels_last(model->graph()))
+            : model->graph();
+    Executor executor(graph, model->weights(), 0);
     TraceRecorder recorder;
     if (!o.distribution.trace.empty()) executor.set_observer(recorder.observer());
     for (int i = 0; i < o.repeat; ++i) {

@@ -134,10 +134,17 @@ struct OpAttrs {
   int threads = 0;  // 0: the kernels' pool; 1: this thread only (operator assignment's cpu1)
   // Imported (ONNX) ops. Conv and pool windows stay explicit so a row-splitting planner
   // (EdgeFlow) can derive each band's input rows (kernels::input_rows_for).
-  kernels::Window2d window;                 // conv2d, max_pool, avg_pool
-  std::int64_t groups = 1;                  // conv2d
-  kernels::ActivationSpec act;              // conv2d: fused activation; clip, hard_sigmoid: a, b
-  bool count_include_pad = false;           // avg_pool
+  kernels::Window2d window;        // conv2d, max_pool, avg_pool
+  std::int64_t groups = 1;         // conv2d
+  kernels::ActivationSpec act;     // conv2d: fused activation; clip, hard_sigmoid: a, b
+  bool count_include_pad = false;  // avg_pool
+  // conv2d, max_pool, avg_pool, global_avg_pool: x and the output are channels-last [N,H,W,C]
+  // (onnx/channels_last.h; whole tensors only, never banded), not NCHW.
+  bool channels_last = false;
+  // conv2d (channels-last only): the last input is a residual r shaped like the output, and
+  // y = residual_act(act(conv(x) + bias) + r) (onnx/fuse.h, fuse_residual_adds).
+  bool residual = false;
+  kernels::ActivationSpec residual_act;
   kernels::ResizeSpec resize;               // resize
   int axis = 0;                             // concat, softmax (non-negative)
   bool softmax_flatten = false;             // softmax over all dims from axis (ONNX opset < 13)

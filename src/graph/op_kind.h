@@ -19,8 +19,9 @@ namespace huddle {
   X(HardSigmoid, "hard_sigmoid", 1, "x -> max(0, min(1, act.a x + act.b))")                      \
   X(HardSwish, "hard_swish", 1, "x -> x hard_sigmoid(x; 1/6, 1/2)")                              \
   X(Conv2d, "conv2d", -1,                                                                        \
-    "x[N,C,H,W], w[O,C/groups,kh,kw], (bias[O]) -> [N,O,Ho,Wo]; attrs window (kernel, stride, "  \
-    "pads top/left/bottom/right, dilation), groups, act (fused activation)")                     \
+    "x[N,C,H,W], w[O,C/groups,kh,kw], (bias[O]), (residual) -> [N,O,Ho,Wo]; attrs window "       \
+    "(kernel, stride, pads top/left/bottom/right, dilation), groups, act (fused activation), "   \
+    "channels_last, residual (+ residual_act)")                                                  \
   X(BatchNorm, "batch_norm", 5,                                                                  \
     "x[N,C,...], scale[C], bias[C], mean[C], var[C] -> x's shape; attr eps (folded into the "    \
     "preceding conv2d at load when there is one)")                                               \

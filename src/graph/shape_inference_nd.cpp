@@ -81,12 +81,38 @@ Shape window_shape(const Shape& x, std::int64_t channels, const OpAttrs& a, std:
   return {x[0], channels, band_rows(a, x, ho, op, need), wo};
 }
 
+Shape infer_channels_last(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
+                          std::string_view op) {
+  const bool windowed = kind == OpKind::Conv2d || kind == OpKind::MaxPool ||
+                        kind == OpKind::AvgPool || kind == OpKind::GlobalAvgPool;
+  if (!windowed) fail(op, fmt::format("{} has no channels-last form", op_name(kind)));
+  if (a.banded) fail(op, "a channels-last op computes whole tensors, not row bands");
+  require_rank(in[0], 4, op, "x");
+  // The NCHW op's shape, permuted: x [N,H,W,C] is the NCHW tensor [N,C,H,W] stored channels-last.
+  std::vector<Shape> nchw = in;
+  nchw[0] = {in[0][0], in[0][3], in[0][1], in[0][2]};
+  OpAttrs plain = a;
+  plain.channels_last = false;
+  plain.residual = false;
+  if (a.residual) {
+    if (kind != OpKind::Conv2d || in.size() < 3) fail(op, "only a conv2d adds a residual input");
+    nchw.pop_back();
+  }
+  const Shape y = infer_imported_shape(kind, plain, nchw, op);
+  const Shape out{y[0], y[2], y[3], y[1]};
+  if (a.residual && in.back() != out)
+    fail(op, fmt::format("residual {} does not match the output {}", shape_str(in.back()),
+                         shape_str(out)));
+  return out;
+}
+
 }  // namespace
 
 Shape infer_imported_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
                            std::string_view op) {
   for (std::size_t i = 0; i < in.size(); ++i)
     expect_concrete(in[i], op, fmt::format("input {}", i));
+  if (a.channels_last) return infer_channels_last(kind, a, in, op);
   switch (kind) {
     case OpKind::Add:
     case OpKind::Mul:
@@ -109,6 +135,7 @@ Shape infer_imported_shape(OpKind kind, const OpAttrs& a, const std::vector<Shap
     case OpKind::HardSigmoid:
       return in[0];
     case OpKind::Conv2d: {
+      if (a.residual) fail(op, "a conv2d adds a residual only channels-last");
       if (in.size() != 2 && in.size() != 3) fail(op, "conv2d takes x, w and an optional bias");
       require_rank(in[0], 4, op, "x");
       require_rank(in[1], 4, op, "weight");

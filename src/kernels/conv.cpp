@@ -5,6 +5,7 @@
 #include "kernels/blas.h"
 #include "kernels/cnn.h"
 #include "kernels/conv_dnnl.h"
+#include "kernels/tensor_ops.h"
 #include "kernels/thread_pool.h"
 
 #include <algorithm>
@@ -192,7 +193,7 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d
   HUDDLE_CHECK(!bias || bias->numel() == o);
   check_band(x, win, band);
 #ifdef HUDDLE_WITH_DNNL
-  if (conv2d_dnnl(x, w, bias, win, groups, act, band, y)) return;
+  if (conv2d_dnnl(x, w, bias, win, groups, act, band, y, false, nullptr)) return;
 #endif
   const std::int64_t khw = win.kernel_h * win.kernel_w;
   const bool pointwise = khw == 1 && win.stride_h == 1 && win.stride_w == 1 && win.pad_top == 0 &&
@@ -246,6 +247,43 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d
       });
     }
   }
+}
+
+void conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
+                 std::int64_t groups, const ActivationSpec& act, Tensor& y,
+                 const ActivationSpec* residual_act) {
+  HUDDLE_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && x.contiguous() &&
+               y.contiguous() && w.contiguous());
+  HUDDLE_CHECK(y.dim(0) == x.dim(0) && y.dim(3) == w.dim(0) &&
+               y.dim(1) == window_out_h(win, x.dim(1)) && y.dim(2) == window_out_w(win, x.dim(2)));
+#ifdef HUDDLE_WITH_DNNL
+  if (conv2d_dnnl(x, w, bias, win, groups, act, whole_band(x.dim(1), y.dim(1)), y, true,
+                  residual_act))
+    return;
+#endif
+  // The NCHW path between two transposes (builds without oneDNN, where the graph pass that makes
+  // channels-last convs is not run for speed; tests reach it), then the residual.
+  Tensor xc = Tensor::empty(DType::F32, {x.dim(0), x.dim(3), x.dim(1), x.dim(2)});
+  transpose(x, {0, 3, 1, 2}, xc);
+  Tensor yc = Tensor::empty(DType::F32, {y.dim(0), y.dim(3), y.dim(1), y.dim(2)});
+  conv2d(xc, w, bias, win, groups, act, whole_band(x.dim(1), y.dim(1)), yc);
+  if (!residual_act) {
+    transpose(yc, {0, 2, 3, 1}, y);
+    return;
+  }
+  Tensor conv = Tensor::empty(DType::F32, y.shape());
+  transpose(yc, {0, 2, 3, 1}, conv);
+  float* out = y.f32();
+  for (std::int64_t i = 0; i < y.numel(); ++i) out[i] += conv.f32()[i];
+  apply_activation(*residual_act, out, y.numel());
+}
+
+bool channels_last_convs() {
+#ifdef HUDDLE_WITH_DNNL
+  return true;
+#else
+  return false;
+#endif
 }
 
 }  // namespace huddle::kernels

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -60,12 +61,14 @@ BandView band_view(const Window2d& win, const RowBand& band, std::int64_t held_r
 }
 
 struct Key {
-  std::vector<std::int64_t> dims;  // shapes, window, band view, groups
-  int act = 0;
-  float a = 0, b = 0;
+  std::vector<std::int64_t> dims;  // shapes, window, band view, groups, channels-last, residual
+  int act = 0, residual_act = 0;
+  float a = 0, b = 0, residual_a = 0, residual_b = 0;
   const void* weights = nullptr;  // the weight tensor: its reordered copy is cached with it
   bool bias = false;
-  auto tie() const { return std::tie(dims, act, a, b, weights, bias); }
+  auto tie() const {
+    return std::tie(dims, act, a, b, residual_act, residual_a, residual_b, weights, bias);
+  }
   bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
@@ -76,6 +79,7 @@ struct Conv {
   std::weak_ptr<const void> owner;   // of the weight tensor they were reordered from
   memory::desc src_view, dst_plain;  // what the caller's tensors are
   bool act_after = false;            // an activation oneDNN has no post-op for
+  bool residual_act_after = false;   // the same, after the residual sum
 };
 
 // Appends the activation as a post-op; false when oneDNN has none for it.
@@ -105,41 +109,66 @@ bool post_op(const ActivationSpec& act, dnnl::post_ops& ops) {
   return false;
 }
 
+// x's and y's dimensions as [N, C, H, W], whichever way they are stored.
+Dims nchw_dims(const Tensor& t, bool channels_last) {
+  return channels_last ? Dims{t.dim(0), t.dim(3), t.dim(1), t.dim(2)}
+                       : Dims{t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
+}
+
 std::shared_ptr<const Conv> build(const Tensor& x, const Tensor& w, const Tensor* bias,
                                   const Window2d& win, std::int64_t groups,
-                                  const ActivationSpec& act, const BandView& v, const Tensor& y) {
-  const std::int64_t n = x.dim(0), c = x.dim(1), hx = x.dim(2), wx = x.dim(3);
-  const std::int64_t o = w.dim(0), rows = y.dim(2), wo = y.dim(3);
+                                  const ActivationSpec& act, const BandView& v, const Tensor& y,
+                                  bool channels_last, const ActivationSpec* residual_act) {
+  const Dims xd = nchw_dims(x, channels_last), yd = nchw_dims(y, channels_last);
+  const std::int64_t n = xd[0], c = xd[1], hx = xd[2], wx = xd[3];
+  const std::int64_t o = w.dim(0), rows = yd[2], wo = yd[3];
   auto conv = std::make_shared<Conv>();
-  conv->src_view =
-      memory::desc({n, c, v.rows, wx}, memory::data_type::f32, Dims{c * hx * wx, hx * wx, wx, 1});
+  conv->src_view = memory::desc(
+      {n, c, v.rows, wx}, memory::data_type::f32,
+      channels_last ? Dims{hx * wx * c, 1, wx * c, c} : Dims{c * hx * wx, hx * wx, wx, 1});
   conv->dst_plain =
-      memory::desc({n, o, rows, wo}, memory::data_type::f32, memory::format_tag::nchw);
+      memory::desc({n, o, rows, wo}, memory::data_type::f32,
+                   channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw);
   const Dims wdims = groups == 1 ? Dims{o, c, win.kernel_h, win.kernel_w}
                                  : Dims{groups, o / groups, c / groups, win.kernel_h, win.kernel_w};
-  const auto any = memory::format_tag::any;
-  const memory::desc src_any({n, c, v.rows, wx}, memory::data_type::f32, any);
-  const memory::desc dst_any({n, o, rows, wo}, memory::data_type::f32, any);
-  const memory::desc w_any(wdims, memory::data_type::f32, any);
+  const memory::desc w_any(wdims, memory::data_type::f32, memory::format_tag::any);
   const memory::desc b_md({o}, memory::data_type::f32, memory::format_tag::a);
   const Dims strides{win.stride_h, win.stride_w};
   const Dims dil{win.dilation_h - 1, win.dilation_w - 1};
   const Dims pad_l{v.pad_top, win.pad_left}, pad_r{v.pad_bottom, win.pad_right};
-  const auto desc =
-      bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, src_any, w_any,
-                                             b_md, dst_any, strides, dil, pad_l, pad_r)
-           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, src_any, w_any,
-                                             dst_any, strides, dil, pad_l, pad_r);
   dnnl::post_ops ops;
   conv->act_after = !post_op(act, ops);
+  if (residual_act) {
+    // y = residual_act(act(conv + bias) + y): the sum post-op adds what dst holds on entry.
+    if (conv->act_after) return nullptr;
+    ops.append_sum(1.0f);
+    conv->residual_act_after = !post_op(*residual_act, ops);
+  }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
   // Scratch memory is given per call: primitives run on several threads at once (in-process
   // devices), and the library-managed scratchpad is shared.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  conv->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+  auto primitive_desc = [&](memory::format_tag tag) {
+    const memory::desc src_md({n, c, v.rows, wx}, memory::data_type::f32, tag);
+    const memory::desc dst_md({n, o, rows, wo}, memory::data_type::f32, tag);
+    const auto desc =
+        bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::convolution_direct, src_md, w_any,
+                                               b_md, dst_md, strides, dil, pad_l, pad_r)
+             : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::convolution_direct, src_md, w_any,
+                                               dst_md, strides, dil, pad_l, pad_r);
+    return dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+  };
+  // Channels-last tensors are convolved in place where oneDNN has a JIT kernel for that layout
+  // (its AVX-512 and AVX2 kernels take nhwc); otherwise, and for NCHW, oneDNN picks its layout
+  // and the tensors are reordered in and out.
+  conv->pd = primitive_desc(memory::format_tag::any);
+  if (channels_last) {
+    auto nhwc = primitive_desc(memory::format_tag::nhwc);
+    if (std::string_view(nhwc.impl_info_str()).substr(0, 3) != "ref") conv->pd = std::move(nhwc);
+  }
   conv->prim = dnnl::convolution_forward(conv->pd);
   // The weights, reordered once into the primitive's layout.
   const memory::desc w_plain(wdims, memory::data_type::f32,
@@ -164,44 +193,76 @@ bool same_weights(const Conv& conv, const Tensor& w) {
 // Shared: a slot rebuilt for other weights must not free a primitive another thread is running.
 std::shared_ptr<const Conv> cached(const Tensor& x, const Tensor& w, const Tensor* bias,
                                    const Window2d& win, std::int64_t groups,
-                                   const ActivationSpec& act, const BandView& v, const Tensor& y) {
+                                   const ActivationSpec& act, const BandView& v, const Tensor& y,
+                                   bool channels_last, const ActivationSpec* residual_act) {
   static std::mutex mutex;
   static std::map<Key, std::shared_ptr<const Conv>> cache;
   Key key;
-  key.dims = {x.dim(0),      x.dim(1),     x.dim(2),       x.dim(3),       w.dim(0),
-              w.dim(2),      w.dim(3),     y.dim(2),       y.dim(3),       groups,
-              win.stride_h,  win.stride_w, win.dilation_h, win.dilation_w, win.pad_left,
-              win.pad_right, v.first,      v.rows,         v.pad_top,      v.pad_bottom};
+  key.dims = {x.dim(0),
+              x.dim(1),
+              x.dim(2),
+              x.dim(3),
+              w.dim(0),
+              w.dim(2),
+              w.dim(3),
+              y.dim(2),
+              y.dim(3),
+              groups,
+              win.stride_h,
+              win.stride_w,
+              win.dilation_h,
+              win.dilation_w,
+              win.pad_left,
+              win.pad_right,
+              v.first,
+              v.rows,
+              v.pad_top,
+              v.pad_bottom,
+              channels_last ? 1 : 0,
+              residual_act ? 1 : 0};
   key.act = static_cast<int>(act.kind);
   key.a = act.a;
   key.b = act.b;
+  if (residual_act) {
+    key.residual_act = static_cast<int>(residual_act->kind);
+    key.residual_a = residual_act->a;
+    key.residual_b = residual_act->b;
+  }
   key.weights = w.f32();
   key.bias = bias != nullptr;
   const std::lock_guard<std::mutex> lock(mutex);
   auto& slot = cache[key];
-  if (!slot || !same_weights(*slot, w)) slot = build(x, w, bias, win, groups, act, v, y);
+  if (!slot || !same_weights(*slot, w))
+    slot = build(x, w, bias, win, groups, act, v, y, channels_last, residual_act);
   return slot;
 }
 
 }  // namespace
 
 bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
-                 std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y) {
-  const BandView v = band_view(win, band, x.dim(2));
+                 std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y,
+                 bool channels_last, const ActivationSpec* residual_act) {
+  const BandView v = band_view(win, band, channels_last ? x.dim(1) : x.dim(2));
   if (v.rows <= 0) return false;        // the band reads padding only: the plain path handles it
   omp_set_num_threads(threads_here());  // this thread's OpenMP teams: 1 in a serial scope
-  const std::shared_ptr<const Conv> held = cached(x, w, bias, win, groups, act, v, y);
+  const std::shared_ptr<const Conv> held =
+      cached(x, w, bias, win, groups, act, v, y, channels_last, residual_act);
+  if (!held) return false;  // oneDNN cannot fuse this residual
   const Conv& conv = *held;
   dnnl::engine& e = engine();
   thread_local dnnl::stream stream(e);
-  memory src(conv.src_view, e, const_cast<float*>(x.f32() + v.first * x.dim(3)));
+  const std::int64_t row_floats = channels_last ? x.dim(2) * x.dim(3) : x.dim(3);
+  memory src(conv.src_view, e, const_cast<float*>(x.f32() + v.first * row_floats));
   memory dst(conv.dst_plain, e, y.f32());
   memory src_in = src, dst_out = dst;
   if (conv.pd.src_desc() != conv.src_view) {
     src_in = memory(conv.pd.src_desc(), e);
     dnnl::reorder(src, src_in).execute(stream, src, src_in);
   }
-  if (conv.pd.dst_desc() != conv.dst_plain) dst_out = memory(conv.pd.dst_desc(), e);
+  if (conv.pd.dst_desc() != conv.dst_plain) {
+    dst_out = memory(conv.pd.dst_desc(), e);
+    if (residual_act) dnnl::reorder(dst, dst_out).execute(stream, dst, dst_out);  // the residual
+  }
   thread_local std::vector<std::byte> scratch;
   const std::size_t scratch_bytes = conv.pd.scratchpad_desc().get_size();
   if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);
@@ -217,6 +278,7 @@ bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Win
   if (dst_out != dst) dnnl::reorder(dst_out, dst).execute(stream, dst_out, dst);
   stream.wait();
   if (conv.act_after) apply_activation(act, y.f32(), y.numel());
+  if (conv.residual_act_after) apply_activation(*residual_act, y.f32(), y.numel());
   return true;
 }
 

@@ -7,9 +7,11 @@
 
 namespace huddle::kernels {
 
-// y = act(conv(x, w) + bias) over `band`, as conv2d; false when oneDNN does not take this
-// convolution (the caller computes it). Runs on threads_here() OpenMP threads.
+// y = act(conv(x, w) + bias) over `band`, as conv2d (channels_last: x and y [N, H, W, C], and
+// residual_act as conv2d_nhwc's); false when oneDNN does not take this convolution (the caller
+// computes it, y untouched). Runs on threads_here() OpenMP threads.
 bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
-                 std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y);
+                 std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y,
+                 bool channels_last, const ActivationSpec* residual_act);
 
 }  // namespace huddle::kernels

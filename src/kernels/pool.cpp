@@ -68,6 +68,74 @@ void global_avg_pool(const Tensor& x, Tensor& y) {
   });
 }
 
+void pool2d_nhwc(const Tensor& x, PoolKind kind, const Window2d& win, bool count_include_pad,
+                 Tensor& y) {
+  HUDDLE_CHECK(x.rank() == 4 && y.rank() == 4 && x.contiguous() && y.contiguous());
+  const std::int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
+  const std::int64_t ho = y.dim(1), wo = y.dim(2);
+  HUDDLE_CHECK(y.dim(0) == n && y.dim(3) == c && ho == window_out_h(win, h) &&
+               wo == window_out_w(win, w));
+  const std::int64_t padded_h = h + win.pad_bottom, padded_w = w + win.pad_right;
+  parallel_for(0, n * ho, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t b = r / ho, top = (r % ho) * win.stride_h - win.pad_top;
+      const float* src = x.f32() + b * h * w * c;
+      for (std::int64_t q = 0; q < wo; ++q) {
+        float* dst = y.f32() + (r * wo + q) * c;
+        const std::int64_t left = q * win.stride_w - win.pad_left;
+        std::fill(dst, dst + c,
+                  kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.0f);
+        std::int64_t valid = 0, padded = 0;
+        // Taps in pool2d's order, so each output element is the same float operations.
+        for (std::int64_t i = 0; i < win.kernel_h; ++i) {
+          const std::int64_t ir = top + i * win.dilation_h;
+          const bool row_in = ir >= 0 && ir < h;
+          for (std::int64_t j = 0; j < win.kernel_w; ++j) {
+            const std::int64_t ic = left + j * win.dilation_w;
+            if (ir < padded_h && ic < padded_w) ++padded;
+            if (!row_in || ic < 0 || ic >= w) continue;
+            const float* tap = src + (ir * w + ic) * c;
+            if (kind == PoolKind::Max) {
+              for (std::int64_t k = 0; k < c; ++k) dst[k] = std::max(dst[k], tap[k]);
+            } else {
+              for (std::int64_t k = 0; k < c; ++k) dst[k] += tap[k];
+            }
+            ++valid;
+          }
+        }
+        if (kind == PoolKind::Average) {
+          const std::int64_t div = count_include_pad ? padded : valid;
+          for (std::int64_t k = 0; k < c; ++k)
+            dst[k] = div > 0 ? dst[k] / static_cast<float>(div) : 0.0f;
+        }
+      }
+    }
+  });
+}
+
+void global_avg_pool_nhwc(const Tensor& x, Tensor& y) {
+  HUDDLE_CHECK(x.rank() == 4 && y.numel() == x.dim(0) * x.dim(3) && x.contiguous());
+  const std::int64_t n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
+  // Channel blocks: each sums its channels over every position in order, in double, as
+  // global_avg_pool does per channel.
+  constexpr std::int64_t kBlock = 64;
+  const std::int64_t blocks = (c + kBlock - 1) / kBlock;
+  parallel_for(0, n * blocks, [&](std::int64_t t0, std::int64_t t1) {
+    double sum[kBlock];
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t b = t / blocks, k0 = (t % blocks) * kBlock;
+      const std::int64_t k1 = std::min(c, k0 + kBlock);
+      std::fill(sum, sum + kBlock, 0.0);
+      const float* p = x.f32() + b * hw * c;
+      for (std::int64_t i = 0; i < hw; ++i) {
+        for (std::int64_t k = k0; k < k1; ++k) sum[k - k0] += p[i * c + k];
+      }
+      for (std::int64_t k = k0; k < k1; ++k)
+        y.f32()[b * c + k] = static_cast<float>(sum[k - k0] / static_cast<double>(hw));
+    }
+  });
+}
+
 namespace {
 
 // The input coordinate of output index `o` (ONNX Resize's coordinate_transformation_mode).

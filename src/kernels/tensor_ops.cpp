@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 namespace huddle::kernels {
 namespace {
@@ -82,6 +83,65 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& y, const F& f) {
         }
       },
       std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(inner, 1)));
+}
+
+// A permutation that, with size-1 dimensions dropped and runs of dimensions kept together and in
+// order merged, swaps the last two of [batch, rows, cols] (NCHW <-> NHWC, [.., 85, H·W] ->
+// [.., H·W, 85]); batch is 1 for a plain 2-D transpose.
+struct Batched2d {
+  std::int64_t batch = 1, rows = 1, cols = 1;
+};
+
+std::optional<Batched2d> as_batched_2d(const Shape& x, const std::vector<std::int64_t>& perm) {
+  // Input dims of size > 1, numbered in input order.
+  std::vector<std::int64_t> compact(x.size(), -1), sizes;
+  for (std::size_t d = 0; d < x.size(); ++d) {
+    if (x[d] == 1) continue;
+    compact[d] = static_cast<std::int64_t>(sizes.size());
+    sizes.push_back(x[d]);
+  }
+  // Output order of those dims, merged into runs of consecutive input dims.
+  struct Run {
+    std::int64_t first = 0, last = 0, extent = 1;
+  };
+  std::vector<Run> runs;
+  for (std::int64_t p : perm) {
+    const std::int64_t c = compact[static_cast<std::size_t>(p)];
+    if (c < 0) continue;
+    const std::int64_t size = sizes[static_cast<std::size_t>(c)];
+    if (!runs.empty() && c == runs.back().last + 1) {
+      runs.back().last = c;
+      runs.back().extent *= size;
+    } else {
+      runs.push_back({c, c, size});
+    }
+  }
+  if (runs.size() == 2 && runs[0].first > runs[1].first)
+    return Batched2d{1, runs[1].extent, runs[0].extent};
+  if (runs.size() == 3 && runs[0].first < runs[2].first && runs[2].first < runs[1].first)
+    return Batched2d{runs[0].extent, runs[2].extent, runs[1].extent};
+  return std::nullopt;
+}
+
+// y[b][c][r] = x[b][r][c] for x [batch, rows, cols], in cache-sized tiles.
+void transpose_2d_batched(const float* x, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                          float* y) {
+  constexpr std::int64_t kTile = 32;
+  const std::int64_t row_tiles = (rows + kTile - 1) / kTile;
+  parallel_for(0, batch * row_tiles, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t b = t / row_tiles, r0 = (t % row_tiles) * kTile;
+      const std::int64_t r1 = std::min(rows, r0 + kTile);
+      const float* xb = x + b * rows * cols;
+      float* yb = y + b * rows * cols;
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const std::int64_t c1 = std::min(cols, c0 + kTile);
+        for (std::int64_t c = c0; c < c1; ++c) {
+          for (std::int64_t r = r0; r < r1; ++r) yb[c * rows + r] = xb[r * cols + c];
+        }
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -187,6 +247,10 @@ void slice(const Tensor& x, const std::vector<std::int64_t>& starts,
 void transpose(const Tensor& x, const std::vector<std::int64_t>& perm, Tensor& y) {
   const int rank = x.rank();
   HUDDLE_CHECK(y.rank() == rank && static_cast<int>(perm.size()) == rank && rank <= kMaxRank);
+  if (const auto t = as_batched_2d(x.shape(), perm)) {
+    transpose_2d_batched(x.f32(), t->batch, t->rows, t->cols, y.f32());
+    return;
+  }
   Index xs{};
   std::int64_t stride = 1;
   for (int d = rank - 1; d >= 0; --d) {

@@ -202,4 +202,110 @@ Graph fuse_conv_chains(const Graph& graph, WeightMap& weights, FuseStats* stats)
   return out;
 }
 
+namespace {
+
+std::optional<kernels::ActivationSpec> activation_op(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Relu:
+      return kernels::ActivationSpec{kernels::Activation::Relu, 0, 0};
+    case OpKind::Clip:
+      return kernels::ActivationSpec{kernels::Activation::Clip, op.attrs.act.a, op.attrs.act.b};
+    case OpKind::Sigmoid:
+      return kernels::ActivationSpec{kernels::Activation::Sigmoid, 0, 0};
+    case OpKind::HardSwish:
+      return kernels::ActivationSpec{kernels::Activation::HardSwish, 0, 0};
+    case OpKind::HardSigmoid:
+      return kernels::ActivationSpec{kernels::Activation::HardSigmoid, op.attrs.act.a,
+                                     op.attrs.act.b};
+    default:
+      return std::nullopt;
+  }
+}
+
+// A conv2d's fusion with the Add after it (and the activation after that).
+struct ResidualFusion {
+  ValueId residual = -1;
+  std::size_t last = 0;  // index of the last absorbed op, whose output the fused op computes
+  kernels::ActivationSpec act;
+};
+
+}  // namespace
+
+Graph fuse_residual_adds(const Graph& graph, int* fused) {
+  const Fuser fuser(graph);
+  const auto& ops = graph.ops();
+  std::vector<int> producer(graph.values().size(), -1);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    producer[static_cast<std::size_t>(ops[i].output)] = static_cast<int>(i);
+  std::vector<std::optional<ResidualFusion>> fusion(ops.size());
+  std::vector<bool> absorbed(ops.size(), false);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& conv = ops[i];
+    if (conv.kind != OpKind::Conv2d || !conv.attrs.channels_last || conv.attrs.residual ||
+        conv.attrs.act.kind == kernels::Activation::HardSigmoid)
+      continue;
+    const auto add_index = fuser.sole_reader(conv.output);
+    if (!add_index || ops[*add_index].kind != OpKind::Add || absorbed[*add_index]) continue;
+    const Op& add = ops[*add_index];
+    const ValueId other = add.inputs[0] == conv.output ? add.inputs[1] : add.inputs[0];
+    // The residual must exist when the conv runs (of two convs meeting at an Add, the later one
+    // takes the other's output), and be a separate value of the output's shape.
+    if (other == conv.output || producer[static_cast<std::size_t>(other)] >= static_cast<int>(i) ||
+        graph.value(other).shape != graph.value(conv.output).shape)
+      continue;
+    ResidualFusion f{other, *add_index, {}};
+    absorbed[*add_index] = true;
+    if (const auto act_index = fuser.sole_reader(add.output)) {
+      if (const auto act = activation_op(ops[*act_index])) {
+        f.act = *act;
+        f.last = *act_index;
+        absorbed[*act_index] = true;
+      }
+    }
+    fusion[i] = f;
+  }
+
+  Graph out;
+  std::vector<ValueId> map(graph.values().size(), -1);
+  for (std::size_t v = 0; v < graph.values().size(); ++v) {
+    const Value& val = graph.values()[v];
+    if (val.kind == ValueKind::Input) map[v] = out.add_input(val.name, val.shape, val.dtype);
+  }
+  auto mapped = [&](ValueId old) {
+    ValueId& m = map[static_cast<std::size_t>(old)];
+    if (m < 0) {
+      const Value& val = graph.value(old);
+      HUDDLE_CHECK(val.kind == ValueKind::Weight, "value '{}' used before defined", val.name);
+      m = out.add_weight(val.name, val.shape, val.weight, val.dtype);
+    }
+    return m;
+  };
+  int count = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (absorbed[i]) continue;
+    const Op& op = ops[i];
+    std::vector<ValueId> in;
+    for (ValueId v : op.inputs) in.push_back(mapped(v));
+    if (!fusion[i]) {
+      map[static_cast<std::size_t>(op.output)] =
+          out.add_op(op.kind, op.name, in, op.attrs, op.role, op.layer);
+      continue;
+    }
+    // The conv's place holds for the fused op: its inputs and the residual exist by now, and
+    // nothing between it and the Add reads its output.
+    in.push_back(mapped(fusion[i]->residual));
+    OpAttrs attrs = op.attrs;
+    attrs.residual = true;
+    attrs.residual_act = fusion[i]->act;
+    const ValueId last = ops[fusion[i]->last].output;
+    map[static_cast<std::size_t>(last)] =
+        out.add_op(OpKind::Conv2d, graph.value(last).name, in, attrs, op.role, op.layer);
+    ++count;
+  }
+  for (ValueId o : graph.outputs()) out.add_output(map[static_cast<std::size_t>(o)]);
+  out.validate();
+  if (fused) *fused = count;
+  return out;
+}
+
 }  // namespace huddle::onnx_import

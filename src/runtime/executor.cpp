@@ -439,6 +439,13 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
   if (is_imported_op(op.kind)) {
     if (is_imported_elementwise(op.kind)) {
       out = reusable_or_new(op, op_index, values, out_shape);
+    } else if (op.kind == OpKind::Conv2d && op.attrs.residual) {
+      // The output starts as the residual: its own buffer when nothing else reads it.
+      const auto r = static_cast<std::size_t>(op.inputs.back());
+      const bool dead = last_use_[r] == op_index && !is_output_[r] &&
+                        graph_.values()[r].kind == ValueKind::Activation &&
+                        values[r].contiguous() && op.inputs[0] != op.inputs.back();
+      out = dead ? values[r] : values[r].clone();
     } else if (op.kind != OpKind::Reshape) {
       out = Tensor::empty(DType::F32, out_shape);
     }
@@ -536,8 +543,14 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
       kernels::unary(activation_of(op), in(0), out);
       break;
     case OpKind::Conv2d:
-      kernels::conv2d(in(0), in(1), op.inputs.size() == 3 ? &in(2) : nullptr, a.window, a.groups,
-                      a.act, band_of(op, in(0), out), out);
+      if (a.channels_last) {
+        const std::size_t data_inputs = op.inputs.size() - (a.residual ? 1 : 0);
+        kernels::conv2d_nhwc(in(0), in(1), data_inputs == 3 ? &in(2) : nullptr, a.window, a.groups,
+                             a.act, out, a.residual ? &a.residual_act : nullptr);
+      } else {
+        kernels::conv2d(in(0), in(1), op.inputs.size() == 3 ? &in(2) : nullptr, a.window, a.groups,
+                        a.act, band_of(op, in(0), out), out);
+      }
       break;
     case OpKind::BatchNorm: {
       // Unfolded batch norm (no conv before it): y = (x - mean) / sqrt(var + eps) * scale + bias.
@@ -555,13 +568,22 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
       break;
     }
     case OpKind::MaxPool:
-    case OpKind::AvgPool:
-      kernels::pool2d(
-          in(0), op.kind == OpKind::MaxPool ? kernels::PoolKind::Max : kernels::PoolKind::Average,
-          a.window, a.count_include_pad, band_of(op, in(0), out), out);
+    case OpKind::AvgPool: {
+      const auto kind =
+          op.kind == OpKind::MaxPool ? kernels::PoolKind::Max : kernels::PoolKind::Average;
+      if (a.channels_last) {
+        kernels::pool2d_nhwc(in(0), kind, a.window, a.count_include_pad, out);
+      } else {
+        kernels::pool2d(in(0), kind, a.window, a.count_include_pad, band_of(op, in(0), out), out);
+      }
       break;
+    }
     case OpKind::GlobalAvgPool:
-      kernels::global_avg_pool(in(0), out);
+      if (a.channels_last) {
+        kernels::global_avg_pool_nhwc(in(0), out);
+      } else {
+        kernels::global_avg_pool(in(0), out);
+      }
       break;
     case OpKind::Resize:
       kernels::resize(in(0), a.resize, band_of(op, in(0), out), a.banded ? a.out_rows : out.dim(2),

@@ -4,6 +4,7 @@
 // for every token count, and against the row kernels up to float reassociation (Q4_K: the same
 // bits, qdot.h).
 #include "kernels/packed_weight.h"
+#include "core/error.h"
 #include "core/kquant.h"
 #include "core/quant.h"
 #include "kernels/packed_16bit.h"
