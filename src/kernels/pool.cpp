@@ -19,16 +19,26 @@ void pool2d(const Tensor& x, PoolKind kind, const Window2d& win, bool count_incl
   HUDDLE_CHECK(need.begin >= band.in_begin && need.end <= band.in_begin + hx);
   const std::int64_t padded_h = band.in_height + win.pad_bottom;
   const std::int64_t padded_w = w_in + win.pad_right;
+  // Output columns [q0, q1) whose windows lie inside the image's columns: there a row of output
+  // is accumulated tap by tap over the whole column range (no per-tap bounds checks), in the same
+  // tap order as the border columns, so every output is the same float operations either way.
+  const std::int64_t q0 = std::min(wout, (win.pad_left + win.stride_w - 1) / win.stride_w);
+  const std::int64_t last_tap = (win.kernel_w - 1) * win.dilation_w - win.pad_left;
+  const std::int64_t q1 = std::max(
+      q0, std::min(wout, w_in - 1 - last_tap < 0 ? std::int64_t{0}
+                                                 : (w_in - 1 - last_tap) / win.stride_w + 1));
+  const float init = kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.0f;
   parallel_for(0, nc, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t ch = c0; ch < c1; ++ch) {
       const float* src = x.f32() + ch * hx * w_in;
       float* dst = y.f32() + ch * rows * wout;
       for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t top = (band.out_begin + r) * win.stride_h - win.pad_top;
-        for (std::int64_t q = 0; q < wout; ++q) {
+        float* out = dst + r * wout;
+        // One output at a border column, its taps checked one by one.
+        auto border = [&](std::int64_t q) {
           const std::int64_t left = q * win.stride_w - win.pad_left;
-          float best = -std::numeric_limits<float>::infinity();
-          float sum = 0.0f;
+          float best = init, sum = 0.0f;
           std::int64_t valid = 0, padded = 0;
           for (std::int64_t i = 0; i < win.kernel_h; ++i) {
             const std::int64_t ir = top + i * win.dilation_h;
@@ -44,11 +54,36 @@ void pool2d(const Tensor& x, PoolKind kind, const Window2d& win, bool count_incl
             }
           }
           if (kind == PoolKind::Max) {
-            dst[r * wout + q] = best;
+            out[q] = best;
           } else {
             const std::int64_t div = count_include_pad ? padded : valid;
-            dst[r * wout + q] = div > 0 ? sum / static_cast<float>(div) : 0.0f;
+            out[q] = div > 0 ? sum / static_cast<float>(div) : 0.0f;
           }
+        };
+        for (std::int64_t q = 0; q < q0; ++q) border(q);
+        for (std::int64_t q = q1; q < wout; ++q) border(q);
+        std::fill(out + q0, out + q1, init);
+        std::int64_t valid_rows = 0, padded_rows = 0;
+        for (std::int64_t i = 0; i < win.kernel_h; ++i) {
+          const std::int64_t ir = top + i * win.dilation_h;
+          if (ir < padded_h) ++padded_rows;
+          if (ir < 0 || ir >= band.in_height) continue;
+          ++valid_rows;
+          const float* row = src + (ir - band.in_begin) * w_in;
+          for (std::int64_t j = 0; j < win.kernel_w; ++j) {
+            const float* tap = row + j * win.dilation_w - win.pad_left;
+            if (kind == PoolKind::Max) {
+              for (std::int64_t q = q0; q < q1; ++q)
+                out[q] = std::max(out[q], tap[q * win.stride_w]);
+            } else {
+              for (std::int64_t q = q0; q < q1; ++q) out[q] += tap[q * win.stride_w];
+            }
+          }
+        }
+        if (kind == PoolKind::Average) {
+          const std::int64_t div = (count_include_pad ? padded_rows : valid_rows) * win.kernel_w;
+          for (std::int64_t q = q0; q < q1; ++q)
+            out[q] = div > 0 ? out[q] / static_cast<float>(div) : 0.0f;
         }
       }
     }
