@@ -2,6 +2,7 @@
 
 #include "cli/local_workers.h"
 #include "core/error.h"
+#include "graph/channels_last.h"
 #include "net/key.h"
 #include "plan/plan.h"
 #include "plan/row_graph.h"
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -35,11 +37,13 @@ ClusterSpec equal_devices(int count) {
 }
 
 // Times every row layer and tail op of `model` on this device: a warm-up run (kernel set-up,
-// oneDNN primitive creation), then a traced run.
+// oneDNN primitive creation), then a traced run, channels-last as the row units run
+// (graph/channels_last.h; an op computing a graph output is named "<name>/nhwc" there).
 RowProfile profile_layers(const onnx_import::OnnxModel& model,
                           const std::map<std::string, Tensor>& inputs, const rows::RowGraph& graph,
                           double& total_ms) {
-  Executor executor(model.graph(), model.weights(), 0);
+  const Graph layout = to_channels_last(model.graph());
+  Executor executor(layout, model.weights(), 0);
   executor.run(inputs);
   TraceRecorder recorder;
   executor.set_observer(recorder.observer());
@@ -50,7 +54,11 @@ RowProfile profile_layers(const onnx_import::OnnxModel& model,
   std::map<std::string, double> seconds;
   for (const Span& s : recorder.spans()) seconds[s.name] += s.duration_us * 1e-6;
   const auto measured = [&](std::size_t op) {
-    const auto it = seconds.find(model.graph().ops()[op].name);
+    const Op& o = model.graph().ops()[op];
+    const auto& outs = model.graph().outputs();
+    const bool renamed = layout.find(o.name + "/nhwc") &&
+                         std::find(outs.begin(), outs.end(), o.output) != outs.end();
+    const auto it = seconds.find(renamed ? o.name + "/nhwc" : o.name);
     return it == seconds.end() ? -1.0 : it->second;
   };
   RowProfile profile;

@@ -5,11 +5,11 @@
 #include "cli/command.h"
 #include "cli/onnx_assign.h"
 #include "core/error.h"
+#include "graph/channels_last.h"
 #include "io/image.h"
 #include "io/npy.h"
 #include "kernels/cnn.h"
 #include "kernels/kernels.h"
-#include "onnx/channels_last.h"
 #include "onnx/fuse.h"
 #include "onnx/onnx_model.h"
 #include "runtime/executor.h"
@@ -176,10 +176,9 @@ void run_onnx(const OnnxRunOptions& o) {
   } else {
     // One device, whole tensors: channels-last convolutions where they are faster
     // (channels_last.h).
-    const Graph graph =
-        kernels::channels_last_convs()
-            ? onnx_import::fuse_residual_adds(onnx_import::to_channels_last(model->graph()))
-            : model->graph();
+    const Graph graph = kernels::channels_last_convs()
+                            ? onnx_import::fuse_residual_adds(to_channels_last(model->graph()))
+                            : model->graph();
     Executor executor(graph, model->weights(), 0);
     TraceRecorder recorder;
     if (!o.distribution.trace.empty()) executor.set_observer(recorder.observer());

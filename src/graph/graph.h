@@ -139,7 +139,7 @@ struct OpAttrs {
   kernels::ActivationSpec act;     // conv2d: fused activation; clip, hard_sigmoid: a, b
   bool count_include_pad = false;  // avg_pool
   // conv2d, max_pool, avg_pool, global_avg_pool: x and the output are channels-last [N,H,W,C]
-  // (onnx/channels_last.h; whole tensors only, never banded), not NCHW.
+  // (graph/channels_last.h), not NCHW; row_exchange: its rows are H of [N,H,W,C].
   bool channels_last = false;
   // conv2d (channels-last only): the last input is a residual r shaped like the output, and
   // y = residual_act(act(conv(x) + bias) + r) (onnx/fuse.h, fuse_residual_adds).

@@ -86,7 +86,6 @@ Shape infer_channels_last(OpKind kind, const OpAttrs& a, const std::vector<Shape
   const bool windowed = kind == OpKind::Conv2d || kind == OpKind::MaxPool ||
                         kind == OpKind::AvgPool || kind == OpKind::GlobalAvgPool;
   if (!windowed) fail(op, fmt::format("{} has no channels-last form", op_name(kind)));
-  if (a.banded) fail(op, "a channels-last op computes whole tensors, not row bands");
   require_rank(in[0], 4, op, "x");
   // The NCHW op's shape, permuted: x [N,H,W,C] is the NCHW tensor [N,C,H,W] stored channels-last.
   std::vector<Shape> nchw = in;

@@ -100,18 +100,18 @@ void resize(const Tensor& x, const ResizeSpec& spec, const RowBand& band, std::i
 RowSpan resize_input_rows(const ResizeSpec& spec, std::int64_t in_height, std::int64_t out_height,
                           std::int64_t r0, std::int64_t r1);
 
-// Channels-last forms of conv2d, pool2d and global_avg_pool on whole tensors (no row bands):
-// x [N, H, W, C] -> y [N, Ho, Wo, O]; the same arguments and math as the NCHW kernels. Pooling
-// gives the NCHW kernels' bits (the same taps in the same order); convolution goes through
-// oneDNN's channels-last kernels where it is built (channels_last_convs()), else through the
-// NCHW path between two transposes.
+// Channels-last forms of conv2d, pool2d and global_avg_pool: x [N, Hx, W, C] (the input rows of
+// `band`, as for the NCHW kernels) -> y [N, band rows, Wo, O]; the same arguments and math as the
+// NCHW kernels. Pooling gives the NCHW kernels' bits (the same taps in the same order);
+// convolution goes through oneDNN's channels-last kernels where it is built
+// (channels_last_convs()), else through the NCHW path between two transposes.
 // With `residual_act`, y holds a residual r on entry and leaves as
 // residual_act(act(conv(x, w) + bias) + r) (a ResNet block's end, fused: onnx/fuse.h).
 void conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
-                 std::int64_t groups, const ActivationSpec& act, Tensor& y,
+                 std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y,
                  const ActivationSpec* residual_act = nullptr);
 void pool2d_nhwc(const Tensor& x, PoolKind kind, const Window2d& win, bool count_include_pad,
-                 Tensor& y);
+                 const RowBand& band, Tensor& y);
 void global_avg_pool_nhwc(const Tensor& x, Tensor& y);
 // Whether convolutions run faster channels-last than NCHW here: true where oneDNN is built (its
 // kernels convolve channels-last or blocked; an NCHW tensor is reordered in and out of every

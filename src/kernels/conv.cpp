@@ -250,23 +250,26 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d
 }
 
 void conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
-                 std::int64_t groups, const ActivationSpec& act, Tensor& y,
+                 std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y,
                  const ActivationSpec* residual_act) {
   HUDDLE_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && x.contiguous() &&
                y.contiguous() && w.contiguous());
   HUDDLE_CHECK(y.dim(0) == x.dim(0) && y.dim(3) == w.dim(0) &&
-               y.dim(1) == window_out_h(win, x.dim(1)) && y.dim(2) == window_out_w(win, x.dim(2)));
+               y.dim(1) == band.out_end - band.out_begin &&
+               y.dim(2) == window_out_w(win, x.dim(2)));
+  // The band's rows of x as NCHW dims, for the NCHW checks.
+  const Tensor x_dims = Tensor::borrow(DType::F32, {x.dim(0), x.dim(3), x.dim(1), x.dim(2)},
+                                       const_cast<float*>(x.f32()));
+  check_band(x_dims, win, band);
 #ifdef HUDDLE_WITH_DNNL
-  if (conv2d_dnnl(x, w, bias, win, groups, act, whole_band(x.dim(1), y.dim(1)), y, true,
-                  residual_act))
-    return;
+  if (conv2d_dnnl(x, w, bias, win, groups, act, band, y, true, residual_act)) return;
 #endif
   // The NCHW path between two transposes (builds without oneDNN, where the graph pass that makes
   // channels-last convs is not run for speed; tests reach it), then the residual.
   Tensor xc = Tensor::empty(DType::F32, {x.dim(0), x.dim(3), x.dim(1), x.dim(2)});
   transpose(x, {0, 3, 1, 2}, xc);
   Tensor yc = Tensor::empty(DType::F32, {y.dim(0), y.dim(3), y.dim(1), y.dim(2)});
-  conv2d(xc, w, bias, win, groups, act, whole_band(x.dim(1), y.dim(1)), yc);
+  conv2d(xc, w, bias, win, groups, act, band, yc);
   if (!residual_act) {
     transpose(yc, {0, 2, 3, 1}, y);
     return;

@@ -123,9 +123,12 @@ std::shared_ptr<const Conv> build(const Tensor& x, const Tensor& w, const Tensor
   const std::int64_t n = xd[0], c = xd[1], hx = xd[2], wx = xd[3];
   const std::int64_t o = w.dim(0), rows = yd[2], wo = yd[3];
   auto conv = std::make_shared<Conv>();
+  // One image's batch stride is never used: the band's own extent there lets a channels-last
+  // view equal the nhwc layout oneDNN's kernel takes (else every call would reorder).
+  const std::int64_t image = n == 1 ? v.rows : hx;
   conv->src_view = memory::desc(
       {n, c, v.rows, wx}, memory::data_type::f32,
-      channels_last ? Dims{hx * wx * c, 1, wx * c, c} : Dims{c * hx * wx, hx * wx, wx, 1});
+      channels_last ? Dims{image * wx * c, 1, wx * c, c} : Dims{c * hx * wx, hx * wx, wx, 1});
   conv->dst_plain =
       memory::desc({n, o, rows, wo}, memory::data_type::f32,
                    channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw);

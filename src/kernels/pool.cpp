@@ -104,17 +104,19 @@ void global_avg_pool(const Tensor& x, Tensor& y) {
 }
 
 void pool2d_nhwc(const Tensor& x, PoolKind kind, const Window2d& win, bool count_include_pad,
-                 Tensor& y) {
+                 const RowBand& band, Tensor& y) {
   HUDDLE_CHECK(x.rank() == 4 && y.rank() == 4 && x.contiguous() && y.contiguous());
-  const std::int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
-  const std::int64_t ho = y.dim(1), wo = y.dim(2);
-  HUDDLE_CHECK(y.dim(0) == n && y.dim(3) == c && ho == window_out_h(win, h) &&
-               wo == window_out_w(win, w));
-  const std::int64_t padded_h = h + win.pad_bottom, padded_w = w + win.pad_right;
-  parallel_for(0, n * ho, [&](std::int64_t r0, std::int64_t r1) {
+  const std::int64_t n = x.dim(0), hx = x.dim(1), w = x.dim(2), c = x.dim(3);
+  const std::int64_t rows = band.out_end - band.out_begin, wo = y.dim(2);
+  HUDDLE_CHECK(y.dim(0) == n && y.dim(3) == c && y.dim(1) == rows && wo == window_out_w(win, w));
+  const RowSpan need = input_rows_for(win, band.out_begin, band.out_end, band.in_height);
+  HUDDLE_CHECK(need.begin >= band.in_begin && need.end <= band.in_begin + hx);
+  const std::int64_t padded_h = band.in_height + win.pad_bottom, padded_w = w + win.pad_right;
+  parallel_for(0, n * rows, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t b = r / ho, top = (r % ho) * win.stride_h - win.pad_top;
-      const float* src = x.f32() + b * h * w * c;
+      const std::int64_t b = r / rows;
+      const std::int64_t top = (band.out_begin + r % rows) * win.stride_h - win.pad_top;
+      const float* src = x.f32() + b * hx * w * c;
       for (std::int64_t q = 0; q < wo; ++q) {
         float* dst = y.f32() + (r * wo + q) * c;
         const std::int64_t left = q * win.stride_w - win.pad_left;
@@ -124,12 +126,12 @@ void pool2d_nhwc(const Tensor& x, PoolKind kind, const Window2d& win, bool count
         // Taps in pool2d's order, so each output element is the same float operations.
         for (std::int64_t i = 0; i < win.kernel_h; ++i) {
           const std::int64_t ir = top + i * win.dilation_h;
-          const bool row_in = ir >= 0 && ir < h;
+          const bool row_in = ir >= 0 && ir < band.in_height;
           for (std::int64_t j = 0; j < win.kernel_w; ++j) {
             const std::int64_t ic = left + j * win.dilation_w;
             if (ir < padded_h && ic < padded_w) ++padded;
             if (!row_in || ic < 0 || ic >= w) continue;
-            const float* tap = src + (ir * w + ic) * c;
+            const float* tap = src + ((ir - band.in_begin) * w + ic) * c;
             if (kind == PoolKind::Max) {
               for (std::int64_t k = 0; k < c; ++k) dst[k] = std::max(dst[k], tap[k]);
             } else {

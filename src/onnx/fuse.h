@@ -18,7 +18,7 @@ struct FuseStats {
 // Returns the fused graph; folded weights are added to `weights` (names "<op>.folded_w/_b").
 Graph fuse_conv_chains(const Graph& graph, WeightMap& weights, FuseStats* stats = nullptr);
 
-// A channels-last conv2d (onnx/channels_last.h) whose output only an Add reads, with a residual
+// A channels-last conv2d (graph/channels_last.h) whose output only an Add reads, with a residual
 // of the output's shape as the Add's other operand, and the activation that alone reads the
 // sum, become one conv2d with a residual input (the ResNet and YOLO bottleneck's end):
 // y = residual_act(act(conv(x) + bias) + r), computed by oneDNN's sum post-op on r's buffer.

@@ -1,6 +1,7 @@
 #include "plan/lowering_rows.h"
 
 #include "core/error.h"
+#include "graph/channels_last.h"
 #include "plan/row_graph.h"
 
 #include <fmt/format.h>
@@ -89,7 +90,9 @@ class RowLowering {
         out_.add_output(it->second.first);
       }
     }
-    Program program{rank_, devices_, token_shares_, std::move(out_)};
+    // Channels-last units and rows (graph/channels_last.h): a banded conv reads its rows in
+    // place, and an exchanged band is one contiguous block per image.
+    Program program{rank_, devices_, token_shares_, to_channels_last(out_)};
     program.graph.validate();
     return program;
   }

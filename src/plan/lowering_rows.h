@@ -16,7 +16,9 @@
 // not hold, a row_exchange right after the value's producer moves exactly the rows of the
 // table (plan/row_plan.h), directly between the devices concerned; a device not concerned emits
 // nothing. Devices run their units in graph order and a unit waits only for the rows it reads.
-// Graph outputs are program outputs of device 0, under their model names.
+// Graph outputs are program outputs of device 0, under their model names. The program is then
+// made channels-last (graph/channels_last.h): units convolve and pool [N,H,W,C] bands, and every
+// 4-D exchange moves channels-last rows (contiguous per image), on every device alike.
 #pragma once
 
 #include "plan/lowering.h"

@@ -89,7 +89,9 @@ bool splits_tokens(const Op& op) {
 
 // The rows a conv, pool or resize computes: its band, or the whole output.
 kernels::RowBand band_of(const Op& op, const Tensor& x, const Tensor& y) {
-  return op.attrs.banded ? op.attrs.band : kernels::whole_band(x.dim(2), y.dim(2));
+  if (op.attrs.banded) return op.attrs.band;
+  const int rows = op.attrs.channels_last ? 1 : 2;  // H of [N,H,W,C] or [N,C,H,W]
+  return kernels::whole_band(x.dim(rows), y.dim(rows));
 }
 
 std::string group_text(const std::vector<int>& group) {
@@ -546,7 +548,8 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
       if (a.channels_last) {
         const std::size_t data_inputs = op.inputs.size() - (a.residual ? 1 : 0);
         kernels::conv2d_nhwc(in(0), in(1), data_inputs == 3 ? &in(2) : nullptr, a.window, a.groups,
-                             a.act, out, a.residual ? &a.residual_act : nullptr);
+                             a.act, band_of(op, in(0), out), out,
+                             a.residual ? &a.residual_act : nullptr);
       } else {
         kernels::conv2d(in(0), in(1), op.inputs.size() == 3 ? &in(2) : nullptr, a.window, a.groups,
                         a.act, band_of(op, in(0), out), out);
@@ -572,7 +575,8 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
       const auto kind =
           op.kind == OpKind::MaxPool ? kernels::PoolKind::Max : kernels::PoolKind::Average;
       if (a.channels_last) {
-        kernels::pool2d_nhwc(in(0), kind, a.window, a.count_include_pad, out);
+        kernels::pool2d_nhwc(in(0), kind, a.window, a.count_include_pad, band_of(op, in(0), out),
+                             out);
       } else {
         kernels::pool2d(in(0), kind, a.window, a.count_include_pad, band_of(op, in(0), out), out);
       }

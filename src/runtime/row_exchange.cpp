@@ -14,17 +14,18 @@
 namespace huddle {
 namespace {
 
-// A value seen as [planes, rows, row_len] floats: NCHW -> [N·C, H, W]; any other rank
-// [..., C] -> [numel / C, C, 1] (a "row" is one column: column layers are split by the last axis,
-// rows::split_extent).
+// A value seen as [planes, rows, row_len] floats: NCHW -> [N·C, H, W]; channels-last
+// [N, H, W, C] -> [N, H, W·C]; any other rank [..., C] -> [numel / C, C, 1] (a "row" is one
+// column: column layers are split by the last axis, rows::split_extent).
 struct RowView {
   std::int64_t planes = 1, rows = 1, row_len = 0;
 };
 
-RowView view_of(const Shape& s) {
+RowView view_of(const Shape& s, bool channels_last) {
   std::int64_t n = 1;
   for (std::int64_t d : s) n *= d;
-  if (s.size() == 4) return {s[0] * s[1], s[2], s[3]};
+  if (s.size() == 4)
+    return channels_last ? RowView{s[0], s[1], s[2] * s[3]} : RowView{s[0] * s[1], s[2], s[3]};
   if (s.empty() || s.back() == 0) return {1, 1, n};
   return {n / s.back(), s.back(), 1};
 }
@@ -47,12 +48,19 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
   const int me = transport.rank();
   const std::uint32_t tag =
       kRowExchangeTagBase + (static_cast<std::uint32_t>(a.exchange) & 0xFFFFFFu);
-  const RowView ov = view_of(out_shape);
+  const bool nhwc = a.channels_last && out_shape.size() == 4;
+  const RowView ov = view_of(out_shape, nhwc);
+  // Rows quantised one scale each (int8): an NCHW piece's rows per channel plane; a
+  // channels-last piece's pixels, over their channels.
+  const std::int64_t channels = nhwc ? out_shape[3] : 1;
+  auto scaled_rows = [&](const RowView& pv) {
+    return nhwc ? pv.planes * pv.rows * (pv.row_len / channels) : pv.planes;
+  };
   RowView hv;
   Tensor packed_held;
   if (held != nullptr) {
     packed_held = held->contiguous() ? *held : held->clone();
-    hv = view_of(packed_held.shape());
+    hv = view_of(packed_held.shape(), nhwc);
   }
   // Sends on their own threads, one per destination (each piece packed into one message): the
   // pieces to one peer keep their order, and a slow link does not hold up the others.
@@ -75,9 +83,10 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
             transport.send(peer, tag, std::as_bytes(std::span(buffer)));
             continue;
           }
-          const std::int64_t cols = pv.rows * pv.row_len;
-          encoded.resize(static_cast<std::size_t>(pv.planes) * wire_row_bytes(a.wire, cols));
-          encode_rows(a.wire, buffer.data(), cols, pv.planes, cols, encoded.data());
+          const std::int64_t n_rows = scaled_rows(pv);
+          const std::int64_t cols = pv.planes * pv.rows * pv.row_len / n_rows;
+          encoded.resize(static_cast<std::size_t>(n_rows) * wire_row_bytes(a.wire, cols));
+          encode_rows(a.wire, buffer.data(), cols, n_rows, cols, encoded.data());
           transport.send(peer, tag, encoded);
         }
       } catch (...) {
@@ -100,10 +109,11 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
       if (a.wire == WireFormat::F32) {
         transport.recv_into(r.peer, tag, std::as_writable_bytes(std::span(buffer)));
       } else {
-        const std::int64_t cols = pv.rows * pv.row_len;
-        encoded.resize(static_cast<std::size_t>(pv.planes) * wire_row_bytes(a.wire, cols));
+        const std::int64_t n_rows = scaled_rows(pv);
+        const std::int64_t cols = pv.planes * pv.rows * pv.row_len / n_rows;
+        encoded.resize(static_cast<std::size_t>(n_rows) * wire_row_bytes(a.wire, cols));
         transport.recv_into(r.peer, tag, encoded);
-        decode_rows(a.wire, encoded.data(), pv.planes, cols, buffer.data(), cols);
+        decode_rows(a.wire, encoded.data(), n_rows, cols, buffer.data(), cols);
       }
       copy_rows(buffer.data(), pv, r.begin, out.f32(), ov, a.out_begin, r.begin, r.end);
     }

@@ -103,7 +103,7 @@ TEST(ChannelsLast, PoolingGivesTheNchwBits) {
         Tensor want = nan_like(Tensor::empty(DType::F32, {pc.n, pc.c, ho, wo}));
         pool2d(x, kind, win, include_pad, whole_band(pc.h, ho), want);
         Tensor got = nan_like(Tensor::empty(DType::F32, {pc.n, ho, wo, pc.c}));
-        pool2d_nhwc(to_nhwc(x), kind, win, include_pad, got);
+        pool2d_nhwc(to_nhwc(x), kind, win, include_pad, whole_band(pc.h, ho), got);
         EXPECT_TRUE(same_bits(to_nchw(got), want))
             << "pool c" << pc.c << " h" << pc.h << " k" << pc.k << " pad " << pc.pad;
       }
@@ -146,7 +146,7 @@ TEST(ChannelsLast, ConvolutionMatchesNchw) {
       Tensor want = nan_like(Tensor::empty(DType::F32, {cc.n, cc.o, ho, wo}));
       conv2d(x, w, bias, win, cc.groups, acts[ai], whole_band(cc.h, ho), want);
       Tensor got = nan_like(Tensor::empty(DType::F32, {cc.n, ho, wo, cc.o}));
-      conv2d_nhwc(to_nhwc(x), w, bias, win, cc.groups, acts[ai], got);
+      conv2d_nhwc(to_nhwc(x), w, bias, win, cc.groups, acts[ai], whole_band(cc.h, ho), got);
       EXPECT_TRUE(close(to_nchw(got), want))
           << "conv c" << cc.c << " h" << cc.h << " o" << cc.o << " k" << cc.k << " s" << cc.stride
           << " g" << cc.groups << " act " << activation_name(acts[ai].kind);
@@ -173,11 +173,11 @@ TEST(ChannelsLast, ConvolutionAddsTheResidualInPlace) {
       {{Activation::HardSigmoid, 0.2f, 0.5f}, {Activation::Clip, -0.5f, 0.5f}}};
   for (const auto& [act, residual_act] : cases) {
     Tensor want = Tensor::empty(DType::F32, {1, 11, 11, 16});
-    conv2d_nhwc(to_nhwc(x), w, &b, win, 1, act, want);
+    conv2d_nhwc(to_nhwc(x), w, &b, win, 1, act, whole_band(11, 11), want);
     for (std::int64_t i = 0; i < want.numel(); ++i) want.f32()[i] += r.f32()[i];
     apply_activation(residual_act, want.f32(), want.numel());
     Tensor got = r.clone();
-    conv2d_nhwc(to_nhwc(x), w, &b, win, 1, act, got, &residual_act);
+    conv2d_nhwc(to_nhwc(x), w, &b, win, 1, act, whole_band(11, 11), got, &residual_act);
     EXPECT_TRUE(close(got, want)) << activation_name(act.kind) << " then "
                                   << activation_name(residual_act.kind);
   }

@@ -1,10 +1,10 @@
-// The channels-last layout pass (onnx/channels_last.h): on the three CNN fixtures and on a small
+// The channels-last layout pass (graph/channels_last.h): on the three CNN fixtures and on a small
 // graph built to reach every rule (concat and slice with permuted axes, broadcasting against a
 // per-channel weight and a scalar, a channels-last graph output also read in NCHW, pooling,
 // a reshape of a 1x1 value), the rewritten graph gives the NCHW graph's outputs under the same
 // names and shapes, within the fixtures' tolerance of the float64 references; every conv and
 // pool runs channels-last, and no value is converted between two channels-last ops.
-#include "onnx/channels_last.h"
+#include "graph/channels_last.h"
 #include "cnn_fixtures.h"
 #include "onnx/fuse.h"
 #include "onnx/onnx_model.h"
@@ -18,8 +18,8 @@
 namespace huddle {
 namespace {
 
+using huddle::to_channels_last;
 using onnx_import::OnnxModel;
-using onnx_import::to_channels_last;
 using testing::max_abs_diff;
 
 bool channels_last_op(const Op& op) {

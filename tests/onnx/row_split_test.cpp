@@ -303,6 +303,45 @@ TEST(RowSplit, ColumnSplitHeadMatchesOneDevice) {
 
 // 13 columns over 3 devices, the middle one with none (and the last with none of fc8): it holds
 // no weight of those layers, the others exactly their columns' rows, columns and bias entries.
+// Every device's program is channels-last (graph/channels_last.h): its units convolve and pool
+// [N,H,W,C] bands, every 4-D row exchange moves channels-last rows (so sender and receiver agree),
+// and a value goes through a transpose only where NCHW enters or leaves (the image on device 0,
+// an NCHW-only op such as yolo's resize, the outputs): never NHWC -> NCHW -> NHWC between units.
+TEST(RowSplit, ProgramsAreChannelsLastOnEveryDevice) {
+  for (const std::string name : {"vgg-tiny", "resnet-tiny", "yolo-tiny"}) {
+    const OnnxModel model = OnnxModel::load(testing::fixture("cnn/" + name + ".onnx"));
+    const rows::RowGraph rg = rows::build_row_graph(model.graph());
+    const Plan plan = row_plan(rg, 3, split("uneven", 3));
+    for (int rank = 0; rank < 3; ++rank) {
+      const Program program = lower_rows(model.graph(), plan, rank);
+      const Graph& g = program.graph;
+      std::vector<const Op*> producer(g.values().size(), nullptr);
+      for (const Op& op : g.ops()) producer[static_cast<std::size_t>(op.output)] = &op;
+      int exchanges = 0;
+      for (const Op& op : g.ops()) {
+        const bool four_d = g.value(op.output).shape.size() == 4;
+        if (op.kind == OpKind::Conv2d || op.kind == OpKind::MaxPool) {
+          EXPECT_TRUE(op.attrs.channels_last) << name << " " << op.name;
+        }
+        if (op.kind == OpKind::RowExchange && four_d) {
+          EXPECT_TRUE(op.attrs.channels_last) << name << " " << op.name;
+          ++exchanges;
+        }
+        // A conversion into a channels-last reader starts from NCHW data made as NCHW.
+        if (!op.attrs.channels_last) continue;
+        for (ValueId in : op.inputs) {
+          const Op* t = producer[static_cast<std::size_t>(in)];
+          if (t == nullptr || t->kind != OpKind::Transpose) continue;
+          const Op* source = producer[static_cast<std::size_t>(t->inputs[0])];
+          EXPECT_TRUE(source == nullptr || source->kind == OpKind::Resize)
+              << name << " device " << rank << ": " << op.name << " reads " << t->name;
+        }
+      }
+      EXPECT_GT(exchanges, 0) << name << " device " << rank;
+    }
+  }
+}
+
 TEST(RowSplit, ZeroColumnDeviceHoldsNoHeadWeights) {
   testing::TempDir dir;
   const OnnxModel model = OnnxModel::load(head_model(dir.path()));

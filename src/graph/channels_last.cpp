@@ -1,5 +1,5 @@
 // Layout assignment: channels-last convolutions and pooling (see channels_last.h).
-#include "onnx/channels_last.h"
+#include "graph/channels_last.h"
 
 #include "core/error.h"
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace huddle::onnx_import {
+namespace huddle {
 namespace {
 
 enum class Layout : std::uint8_t { Nchw, Nhwc };
@@ -112,7 +112,10 @@ class Rewriter {
   // The layout `op` runs in, given its inputs' current layouts.
   Layout choose(const Op& op) {
     const auto& in = op.inputs;
-    if (windowed(op.kind)) return rank4(in[0]) && !op.attrs.banded ? Layout::Nhwc : Layout::Nchw;
+    if (windowed(op.kind)) return rank4(in[0]) ? Layout::Nhwc : Layout::Nchw;
+    // Every device's pass converts every 4-D row exchange, so the rows travel channels-last
+    // between any two devices, whatever each does around the exchange.
+    if (op.kind == OpKind::RowExchange) return rank4(op.output) ? Layout::Nhwc : Layout::Nchw;
     if (unary_elementwise(op.kind)) return layout(in[0]);
     bool any_nhwc = false, all_fit = true;
     for (ValueId v : in) {
@@ -135,7 +138,8 @@ class Rewriter {
       in.push_back(data ? get(v, lay) : slot(v).stored);
     }
     if (lay == Layout::Nhwc) {
-      if (windowed(op.kind)) a.channels_last = true;
+      if (windowed(op.kind) || op.kind == OpKind::RowExchange) a.channels_last = true;
+      if (op.kind == OpKind::RowExchange) a.shape = permuted(op.attrs.shape);
       if (op.kind == OpKind::Concat) a.axis = kAxisInNhwc[static_cast<std::size_t>(op.attrs.axis)];
       if (op.kind == OpKind::Slice) {
         a.starts = permuted(op.attrs.starts);
@@ -164,4 +168,4 @@ Graph to_channels_last(const Graph& graph) {
   return Rewriter(graph).run();
 }
 
-}  // namespace huddle::onnx_import
+}  // namespace huddle
