@@ -9,6 +9,43 @@
 
 namespace huddle::kernels {
 
+namespace {
+
+// Taps of a window whose first tap is at input (top, left): inside the image, and inside the
+// padded image (what count_include_pad divides by).
+struct TapCount {
+  std::int64_t valid = 0, padded = 0;
+};
+
+// Calls visit(row, col) for each tap of the window at (top, left) inside the height x width
+// image, in row-major tap order: the order every pooling kernel here accumulates in, so that
+// their outputs are the same float operations.
+template <typename Visit>
+TapCount visit_taps(const Window2d& win, std::int64_t top, std::int64_t left, std::int64_t height,
+                    std::int64_t width, const Visit& visit) {
+  const std::int64_t padded_h = height + win.pad_bottom, padded_w = width + win.pad_right;
+  TapCount n;
+  for (std::int64_t i = 0; i < win.kernel_h; ++i) {
+    const std::int64_t ir = top + i * win.dilation_h;
+    const bool row_in = ir >= 0 && ir < height;
+    for (std::int64_t j = 0; j < win.kernel_w; ++j) {
+      const std::int64_t ic = left + j * win.dilation_w;
+      if (ir < padded_h && ic < padded_w) ++n.padded;
+      if (!row_in || ic < 0 || ic >= width) continue;
+      visit(ir, ic);
+      ++n.valid;
+    }
+  }
+  return n;
+}
+
+float average(float sum, const TapCount& n, bool count_include_pad) {
+  const std::int64_t div = count_include_pad ? n.padded : n.valid;
+  return div > 0 ? sum / static_cast<float>(div) : 0.0f;
+}
+
+}  // namespace
+
 void pool2d(const Tensor& x, PoolKind kind, const Window2d& win, bool count_include_pad,
             const RowBand& band, Tensor& y) {
   HUDDLE_CHECK(x.rank() == 4 && y.rank() == 4 && x.contiguous() && y.contiguous());
@@ -18,7 +55,6 @@ void pool2d(const Tensor& x, PoolKind kind, const Window2d& win, bool count_incl
   const RowSpan need = input_rows_for(win, band.out_begin, band.out_end, band.in_height);
   HUDDLE_CHECK(need.begin >= band.in_begin && need.end <= band.in_begin + hx);
   const std::int64_t padded_h = band.in_height + win.pad_bottom;
-  const std::int64_t padded_w = w_in + win.pad_right;
   // Output columns [q0, q1) whose windows lie inside the image's columns: there a row of output
   // is accumulated tap by tap over the whole column range (no per-tap bounds checks), in the same
   // tap order as the border columns, so every output is the same float operations either way.
@@ -37,28 +73,14 @@ void pool2d(const Tensor& x, PoolKind kind, const Window2d& win, bool count_incl
         float* out = dst + r * wout;
         // One output at a border column, its taps checked one by one.
         auto border = [&](std::int64_t q) {
-          const std::int64_t left = q * win.stride_w - win.pad_left;
           float best = init, sum = 0.0f;
-          std::int64_t valid = 0, padded = 0;
-          for (std::int64_t i = 0; i < win.kernel_h; ++i) {
-            const std::int64_t ir = top + i * win.dilation_h;
-            const bool row_in = ir >= 0 && ir < band.in_height;
-            for (std::int64_t j = 0; j < win.kernel_w; ++j) {
-              const std::int64_t ic = left + j * win.dilation_w;
-              if (ir < padded_h && ic < padded_w) ++padded;
-              if (!row_in || ic < 0 || ic >= w_in) continue;
-              const float v = src[(ir - band.in_begin) * w_in + ic];
-              best = std::max(best, v);
-              sum += v;
-              ++valid;
-            }
-          }
-          if (kind == PoolKind::Max) {
-            out[q] = best;
-          } else {
-            const std::int64_t div = count_include_pad ? padded : valid;
-            out[q] = div > 0 ? sum / static_cast<float>(div) : 0.0f;
-          }
+          const TapCount n = visit_taps(win, top, q * win.stride_w - win.pad_left, band.in_height,
+                                        w_in, [&](std::int64_t ir, std::int64_t ic) {
+                                          const float v = src[(ir - band.in_begin) * w_in + ic];
+                                          best = std::max(best, v);
+                                          sum += v;
+                                        });
+          out[q] = kind == PoolKind::Max ? best : average(sum, n, count_include_pad);
         };
         for (std::int64_t q = 0; q < q0; ++q) border(q);
         for (std::int64_t q = q1; q < wout; ++q) border(q);
@@ -81,9 +103,8 @@ void pool2d(const Tensor& x, PoolKind kind, const Window2d& win, bool count_incl
           }
         }
         if (kind == PoolKind::Average) {
-          const std::int64_t div = (count_include_pad ? padded_rows : valid_rows) * win.kernel_w;
-          for (std::int64_t q = q0; q < q1; ++q)
-            out[q] = div > 0 ? out[q] / static_cast<float>(div) : 0.0f;
+          const TapCount n{valid_rows * win.kernel_w, padded_rows * win.kernel_w};
+          for (std::int64_t q = q0; q < q1; ++q) out[q] = average(out[q], n, count_include_pad);
         }
       }
     }
@@ -111,7 +132,6 @@ void pool2d_nhwc(const Tensor& x, PoolKind kind, const Window2d& win, bool count
   HUDDLE_CHECK(y.dim(0) == n && y.dim(3) == c && y.dim(1) == rows && wo == window_out_w(win, w));
   const RowSpan need = input_rows_for(win, band.out_begin, band.out_end, band.in_height);
   HUDDLE_CHECK(need.begin >= band.in_begin && need.end <= band.in_begin + hx);
-  const std::int64_t padded_h = band.in_height + win.pad_bottom, padded_w = w + win.pad_right;
   parallel_for(0, n * rows, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t b = r / rows;
@@ -119,31 +139,21 @@ void pool2d_nhwc(const Tensor& x, PoolKind kind, const Window2d& win, bool count
       const float* src = x.f32() + b * hx * w * c;
       for (std::int64_t q = 0; q < wo; ++q) {
         float* dst = y.f32() + (r * wo + q) * c;
-        const std::int64_t left = q * win.stride_w - win.pad_left;
         std::fill(dst, dst + c,
                   kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.0f);
-        std::int64_t valid = 0, padded = 0;
-        // Taps in pool2d's order, so each output element is the same float operations.
-        for (std::int64_t i = 0; i < win.kernel_h; ++i) {
-          const std::int64_t ir = top + i * win.dilation_h;
-          const bool row_in = ir >= 0 && ir < band.in_height;
-          for (std::int64_t j = 0; j < win.kernel_w; ++j) {
-            const std::int64_t ic = left + j * win.dilation_w;
-            if (ir < padded_h && ic < padded_w) ++padded;
-            if (!row_in || ic < 0 || ic >= w) continue;
-            const float* tap = src + ((ir - band.in_begin) * w + ic) * c;
-            if (kind == PoolKind::Max) {
-              for (std::int64_t k = 0; k < c; ++k) dst[k] = std::max(dst[k], tap[k]);
-            } else {
-              for (std::int64_t k = 0; k < c; ++k) dst[k] += tap[k];
-            }
-            ++valid;
-          }
-        }
+        const TapCount taps = visit_taps(win, top, q * win.stride_w - win.pad_left, band.in_height,
+                                         w, [&](std::int64_t ir, std::int64_t ic) {
+                                           const float* tap =
+                                               src + ((ir - band.in_begin) * w + ic) * c;
+                                           if (kind == PoolKind::Max) {
+                                             for (std::int64_t k = 0; k < c; ++k)
+                                               dst[k] = std::max(dst[k], tap[k]);
+                                           } else {
+                                             for (std::int64_t k = 0; k < c; ++k) dst[k] += tap[k];
+                                           }
+                                         });
         if (kind == PoolKind::Average) {
-          const std::int64_t div = count_include_pad ? padded : valid;
-          for (std::int64_t k = 0; k < c; ++k)
-            dst[k] = div > 0 ? dst[k] / static_cast<float>(div) : 0.0f;
+          for (std::int64_t k = 0; k < c; ++k) dst[k] = average(dst[k], taps, count_include_pad);
         }
       }
     }

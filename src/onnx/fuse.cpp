@@ -115,6 +115,37 @@ class Fuser {
   std::vector<bool> is_output_;
 };
 
+// A graph rebuilt from `old`, op by op: its inputs first, each weight where it is first read.
+struct Rebuild {
+  explicit Rebuild(const Graph& source) : old(source), map(source.values().size(), -1) {
+    for (std::size_t v = 0; v < old.values().size(); ++v) {
+      const Value& val = old.values()[v];
+      if (val.kind == ValueKind::Input) map[v] = out.add_input(val.name, val.shape, val.dtype);
+    }
+  }
+  // The new id of old value `v`.
+  ValueId mapped(ValueId v) {
+    ValueId& m = map[static_cast<std::size_t>(v)];
+    if (m < 0) {
+      const Value& val = old.value(v);
+      HUDDLE_CHECK(val.kind == ValueKind::Weight, "value '{}' used before defined", val.name);
+      m = out.add_weight(val.name, val.shape, val.weight, val.dtype);
+    }
+    return m;
+  }
+  void set(ValueId v, ValueId now) { map[static_cast<std::size_t>(v)] = now; }
+  // The rebuilt graph with the old one's outputs, checked.
+  Graph finish() {
+    for (ValueId o : old.outputs()) out.add_output(map[static_cast<std::size_t>(o)]);
+    out.validate();
+    return std::move(out);
+  }
+
+  const Graph& old;
+  Graph out;
+  std::vector<ValueId> map;
+};
+
 }  // namespace
 
 Graph fuse_conv_chains(const Graph& graph, WeightMap& weights, FuseStats* stats) {
@@ -128,21 +159,9 @@ Graph fuse_conv_chains(const Graph& graph, WeightMap& weights, FuseStats* stats)
     for (std::size_t a : chains[i].absorbed) absorbed[a] = true;
   }
 
-  Graph out;
-  std::vector<ValueId> map(graph.values().size(), -1);
-  for (std::size_t v = 0; v < graph.values().size(); ++v) {
-    const Value& val = graph.values()[v];
-    if (val.kind == ValueKind::Input) map[v] = out.add_input(val.name, val.shape, val.dtype);
-  }
-  auto mapped = [&](ValueId old) {
-    ValueId& m = map[static_cast<std::size_t>(old)];
-    if (m < 0) {
-      const Value& val = graph.value(old);
-      HUDDLE_CHECK(val.kind == ValueKind::Weight, "value '{}' used before defined", val.name);
-      m = out.add_weight(val.name, val.shape, val.weight, val.dtype);
-    }
-    return m;
-  };
+  Rebuild rebuild(graph);
+  Graph& out = rebuild.out;
+  const auto mapped = [&](ValueId old) { return rebuild.mapped(old); };
   auto tensor = [&](ValueId v) -> const Tensor& {
     const Value& val = graph.value(v);
     const auto it = weights.find(val.weight.tensor);
@@ -157,8 +176,7 @@ Graph fuse_conv_chains(const Graph& graph, WeightMap& weights, FuseStats* stats)
     if (op.kind != OpKind::Conv2d || chains[i].absorbed.empty()) {
       std::vector<ValueId> in;
       for (ValueId v : op.inputs) in.push_back(mapped(v));
-      map[static_cast<std::size_t>(op.output)] =
-          out.add_op(op.kind, op.name, in, op.attrs, op.role, op.layer);
+      rebuild.set(op.output, out.add_op(op.kind, op.name, in, op.attrs, op.role, op.layer));
       continue;
     }
     const Chain& c = chains[i];
@@ -193,13 +211,10 @@ Graph fuse_conv_chains(const Graph& graph, WeightMap& weights, FuseStats* stats)
     OpAttrs attrs = op.attrs;
     attrs.act = c.act;
     if (c.act.kind != kernels::Activation::None) ++s.activations_fused;
-    map[static_cast<std::size_t>(c.output)] =
-        out.add_op(OpKind::Conv2d, name, in, attrs, op.role, op.layer);
+    rebuild.set(c.output, out.add_op(OpKind::Conv2d, name, in, attrs, op.role, op.layer));
   }
-  for (ValueId o : graph.outputs()) out.add_output(map[static_cast<std::size_t>(o)]);
-  out.validate();
   if (stats) *stats = s;
-  return out;
+  return rebuild.finish();
 }
 
 namespace {
@@ -265,21 +280,9 @@ Graph fuse_residual_adds(const Graph& graph, int* fused) {
     fusion[i] = f;
   }
 
-  Graph out;
-  std::vector<ValueId> map(graph.values().size(), -1);
-  for (std::size_t v = 0; v < graph.values().size(); ++v) {
-    const Value& val = graph.values()[v];
-    if (val.kind == ValueKind::Input) map[v] = out.add_input(val.name, val.shape, val.dtype);
-  }
-  auto mapped = [&](ValueId old) {
-    ValueId& m = map[static_cast<std::size_t>(old)];
-    if (m < 0) {
-      const Value& val = graph.value(old);
-      HUDDLE_CHECK(val.kind == ValueKind::Weight, "value '{}' used before defined", val.name);
-      m = out.add_weight(val.name, val.shape, val.weight, val.dtype);
-    }
-    return m;
-  };
+  Rebuild rebuild(graph);
+  Graph& out = rebuild.out;
+  const auto mapped = [&](ValueId old) { return rebuild.mapped(old); };
   int count = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (absorbed[i]) continue;
@@ -287,8 +290,7 @@ Graph fuse_residual_adds(const Graph& graph, int* fused) {
     std::vector<ValueId> in;
     for (ValueId v : op.inputs) in.push_back(mapped(v));
     if (!fusion[i]) {
-      map[static_cast<std::size_t>(op.output)] =
-          out.add_op(op.kind, op.name, in, op.attrs, op.role, op.layer);
+      rebuild.set(op.output, out.add_op(op.kind, op.name, in, op.attrs, op.role, op.layer));
       continue;
     }
     // The conv's place holds for the fused op: its inputs and the residual exist by now, and
@@ -298,14 +300,12 @@ Graph fuse_residual_adds(const Graph& graph, int* fused) {
     attrs.residual = true;
     attrs.residual_act = fusion[i]->act;
     const ValueId last = ops[fusion[i]->last].output;
-    map[static_cast<std::size_t>(last)] =
-        out.add_op(OpKind::Conv2d, graph.value(last).name, in, attrs, op.role, op.layer);
+    rebuild.set(last,
+                out.add_op(OpKind::Conv2d, graph.value(last).name, in, attrs, op.role, op.layer));
     ++count;
   }
-  for (ValueId o : graph.outputs()) out.add_output(map[static_cast<std::size_t>(o)]);
-  out.validate();
   if (fused) *fused = count;
-  return out;
+  return rebuild.finish();
 }
 
 }  // namespace huddle::onnx_import

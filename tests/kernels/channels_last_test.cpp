@@ -29,6 +29,15 @@ Tensor to_nchw(const Tensor& x) {
   return y;
 }
 
+Window2d square_window(std::int64_t k, std::int64_t stride, std::int64_t pad, std::int64_t dil) {
+  Window2d win;
+  win.kernel_h = win.kernel_w = k;
+  win.stride_h = win.stride_w = stride;
+  win.pad_top = win.pad_left = win.pad_bottom = win.pad_right = pad;
+  win.dilation_h = win.dilation_w = dil;
+  return win;
+}
+
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
@@ -90,11 +99,7 @@ TEST(ChannelsLast, PoolingGivesTheNchwBits) {
                                            {1, 4, 13, 13, 3, 2, 0, 1, true},
                                            {1, 16, 8, 8, 2, 2, 1, 1, true}};
   for (const NhwcPoolCase& pc : cases) {
-    Window2d win;
-    win.kernel_h = win.kernel_w = pc.k;
-    win.stride_h = win.stride_w = pc.stride;
-    win.pad_top = win.pad_left = win.pad_bottom = win.pad_right = pc.pad;
-    win.dilation_h = win.dilation_w = pc.dil;
+    Window2d win = square_window(pc.k, pc.stride, pc.pad, pc.dil);
     win.ceil_mode = pc.ceil;
     const Tensor x = random_tensor(rng, {pc.n, pc.c, pc.h, pc.w});
     const std::int64_t ho = window_out_h(win, pc.h), wo = window_out_w(win, pc.w);
@@ -132,11 +137,7 @@ TEST(ChannelsLast, ConvolutionMatchesNchw) {
                                             {Activation::Silu, 0, 0},
                                             {Activation::HardSigmoid, 0.2f, 0.5f}};
   for (const NhwcConvCase& cc : cases) {
-    Window2d win;
-    win.kernel_h = win.kernel_w = cc.k;
-    win.stride_h = win.stride_w = cc.stride;
-    win.pad_top = win.pad_left = win.pad_bottom = win.pad_right = cc.pad;
-    win.dilation_h = win.dilation_w = cc.dil;
+    const Window2d win = square_window(cc.k, cc.stride, cc.pad, cc.dil);
     const Tensor x = random_tensor(rng, {cc.n, cc.c, cc.h, cc.w});
     const Tensor w = random_tensor(rng, {cc.o, cc.c / cc.groups, cc.k, cc.k});
     const Tensor b = random_tensor(rng, {cc.o});
@@ -159,9 +160,7 @@ TEST(ChannelsLast, ConvolutionMatchesNchw) {
 // where the conv's own activation has none.
 TEST(ChannelsLast, ConvolutionAddsTheResidualInPlace) {
   std::mt19937 rng(17);
-  Window2d win;
-  win.kernel_h = win.kernel_w = 3;
-  win.pad_top = win.pad_left = win.pad_bottom = win.pad_right = 1;
+  const Window2d win = square_window(3, 1, 1, 1);
   const Tensor x = random_tensor(rng, {1, 9, 11, 11});
   const Tensor w = random_tensor(rng, {16, 9, 3, 3});
   const Tensor b = random_tensor(rng, {16});
