@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "planner/edgeflow_planner.h"
+#include "planner/halo_fusion.h"
 #include "planner/row_baselines.h"
 
 #include <fmt/format.h>
@@ -29,7 +30,7 @@ std::vector<std::vector<Range>> plan_row_ranges(const std::string& strategy,
         best = std::move(other);
       }
     }
-    return best;
+    return fuse_halos(graph, costs, std::move(best));
   }
   if (strategy == "rows-equal") return plan_rows_equal(graph, n);
   if (strategy == "rows-proportional") return plan_rows_proportional(graph, costs);

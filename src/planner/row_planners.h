@@ -2,7 +2,8 @@
 //   "edgeflow"           EdgeFlow's per-layer LP (edgeflow_planner.h); the simulator then keeps
 //                        the fastest of it, rows-proportional and local (the greedy per-layer
 //                        LP does not see later layers, so on a slow network keeping everything
-//                        on device 0 can win)
+//                        on device 0 can win), and fuses halos where it predicts that faster
+//                        (halo_fusion.h: redundant rows instead of exchanges)
 //   "rows-equal"         equal rows per device (MoDNN-like)
 //   "rows-proportional"  rows in proportion to speed (CoEdge-like)
 //   "tiles"              fused tiles over the first layers (DeepThings-like)

@@ -5,6 +5,7 @@
 #include "onnx/onnx_model.h"
 #include "plan/row_plan.h"
 #include "planner/edgeflow_planner.h"
+#include "planner/halo_fusion.h"
 #include "planner/row_baselines.h"
 #include "planner/row_costs.h"
 #include "planner/row_planners.h"
@@ -129,6 +130,32 @@ TEST(RowSimulator, ATransferAddsLatencyAndBytesOverBandwidth) {
   EXPECT_NEAR(p.latency_s, want, 1e-15);
   EXPECT_EQ(p.bytes_sent, (std::vector<std::int64_t>{800, 400}));
   EXPECT_NEAR(p.busy_s[1], 8 * 2e-3 + 3e-4, 1e-15);
+}
+
+// A chain of three 3x3 convs split in halves over two equal devices, on links where a message
+// costs 10 ms and a row 1 ms to compute. Exchanging a halo between two convs costs a message each
+// way; computing it twice costs a row or two. Halo fusion widens the middle conv to every row the
+// last one reads on each device (one extra row each), which removes its exchange; the first
+// conv's exchange is then hidden behind the image's own 10 ms trip to device 1, so it stays, and
+// the simulator prefers that to widening the first conv too (45 ms against 47 ms).
+TEST(HaloFusion, AHighLatencyChainComputesAHaloTwice) {
+  RowGraph g;
+  add_layer(g, 16, 64, {graph_input(16, 64)}, OpKind::Conv2d);
+  add_layer(g, 16, 64, {from_layer(g, 0, RowMap::Kind::Window, conv3x3())}, OpKind::Conv2d);
+  add_layer(g, 16, 64, {from_layer(g, 1, RowMap::Kind::Window, conv3x3())}, OpKind::Conv2d);
+  g.output_layers = {2};
+  const RowCosts c = hand_costs(g, {1e-3, 1e-3}, {0, 0}, 1e-2, 1e-9);
+  const std::vector<std::vector<Range>> halves(3, {{0, 8}, {8, 16}});
+  const auto fused = fuse_halos(g, c, halves);
+  EXPECT_EQ(fused[0], halves[0]);
+  EXPECT_EQ(fused[1], (std::vector<Range>{{0, 9}, {7, 16}}));
+  EXPECT_EQ(fused[2], halves[2]);  // the output's gather to device 0 is not a halo
+  const std::vector<std::vector<Range>> both = {{{0, 10}, {6, 16}}, fused[1], halves[2]};
+  const double before = simulate_rows(g, c, halves).latency_s;
+  const double after = simulate_rows(g, c, fused).latency_s;
+  EXPECT_NEAR(after, 0.045, 1e-5);  // and a few bytes at 1 ns each
+  EXPECT_NEAR(simulate_rows(g, c, both).latency_s, 0.047, 1e-5);
+  EXPECT_NEAR(before - after, 0.019, 1e-5);
 }
 
 TEST(RowSimulator, ZeroRowUnitsCostNothingAndNeedNothing) {
@@ -457,6 +484,32 @@ TEST_P(RowFixture, TilesNeedNoTransferInsideTheFusedBlock) {
     const auto proportional = plan_rows_proportional(g, c);
     for (std::size_t l = static_cast<std::size_t>(last) + 1; l < g.layers.size(); ++l) {
       EXPECT_EQ(ranges[l], proportional[l]) << g.layers[l].name;
+    }
+  }
+}
+
+// Halo fusion only widens ranges (each device keeps the rows it had, so every row is still
+// computed) and keeps a widening only when the simulator predicts it faster: from rows-equal and
+// from EdgeFlow's LP, on fast and on high-latency links, the result is never predicted slower.
+TEST_P(RowFixture, HaloFusionOnlyWidensAndIsNeverPredictedSlower) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  for (int n = 2; n <= 4; ++n) {
+    for (const double latency : {5e-5, 5e-3}) {
+      const RowCosts c = row_costs(g, cluster_of(uneven(n), 1e9, latency));
+      for (const auto& start : {plan_rows_equal(g, n), plan_edgeflow(g, c)}) {
+        SCOPED_TRACE(fmt::format("{} devices, latency {}", n, latency));
+        const auto fused = fuse_halos(g, c, start);
+        EXPECT_NO_THROW(RowPlan::of_ranges(g, fused).validate(g, n, "fused"));
+        for (std::size_t l = 0; l < g.layers.size(); ++l) {
+          for (std::size_t d = 0; d < static_cast<std::size_t>(n); ++d) {
+            const Range& was = start[l][d];
+            const Range& now = fused[l][d];
+            EXPECT_TRUE(empty(was) || (now.first <= was.first && was.second <= now.second))
+                << g.layers[l].name << " device " << d;
+          }
+        }
+        EXPECT_LE(simulate_rows(g, c, fused).latency_s, simulate_rows(g, c, start).latency_s);
+      }
     }
   }
 }
