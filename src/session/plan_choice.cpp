@@ -140,6 +140,7 @@ std::vector<std::string> workers_for(const Plan& plan, const ClusterSpec& cluste
 Planned choose_plan(const PlanChoice& choice, const Model& model, std::int64_t prompt_tokens,
                     const std::vector<std::string>& workers, const net::PresharedKey* key) {
   Planned planned = choose_unchecked(choice, model, prompt_tokens, workers, key);
+  planned.gather_chunks = choice.gather_chunks;
   Plan& plan = planned.plan;
   const std::string source = choice.plan_file.empty() ? "plan" : choice.plan_file;
   // Column cuts of block-quantised weights fall between blocks (a saved plan that cuts a block

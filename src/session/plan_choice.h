@@ -40,6 +40,9 @@ struct Planned {
   std::vector<std::string> all_workers;  // every worker given, in the cluster's device order
   std::string planner;                   // the planner that made it, "" when none did
   std::vector<double> shares;            // the fixed strategy's shares (plan device order)
+  // --gather-chunks as the user gave it: every plan made again for this session (a re-plan on
+  // re-estimated speeds, after a lost device, with a joiner) keeps it; absent: the planner's.
+  std::optional<int> gather_chunks;
 };
 
 // Planners that plan from the devices' speeds: with workers and neither --shares nor a cluster

@@ -182,6 +182,7 @@ nlohmann::json Session::decision_json(const ReplanAdvice& advice) {
 void Session::start_advised(const ReplanAdvice& advice) {
   cluster_->finish();
   planned_.plan = *advice.plan;
+  if (planned_.gather_chunks) planned_.plan.gather_chunks = *planned_.gather_chunks;
   OnlineEstimator kept = *estimator_;  // what was learned stays
   const int revision = advised_quota_revision_;
   start();

@@ -51,7 +51,8 @@ Plan replan_checked(const Planned& before, const Planned& after, const Model& mo
   try {
     Plan plan = replan(before, after, model, prompt_tokens)
                     .aligned_to_blocks(model.weight_block(), model.config());
-    plan.wire = before.plan.wire;  // the user's choice of wire outlives the devices
+    plan.wire = before.plan.wire;  // the user's choices of wire and chunks outlive the devices
+    if (before.gather_chunks) plan.gather_chunks = *before.gather_chunks;
     plan.validate(model.config(), "plan");
     if (after.cluster) {
       const CostModel cost(model.config(), model.graph(), plan.wire);
@@ -78,6 +79,7 @@ Planned plan_without(const Planned& planned, const std::vector<std::string>& los
   };
   Planned after;
   after.planner = planned.planner;
+  after.gather_chunks = planned.gather_chunks;
   std::vector<int> kept = {0};  // device indices (cluster order: primary, then all_workers)
   for (std::size_t w = 0; w < planned.all_workers.size(); ++w) {
     if (is_lost(planned.all_workers[w])) continue;
@@ -99,6 +101,7 @@ Planned plan_with(const Planned& planned, const JoinedDevice& joined, const Mode
                   std::int64_t prompt_tokens) {
   Planned after;
   after.planner = planned.planner;
+  after.gather_chunks = planned.gather_chunks;
   after.all_workers = planned.all_workers;
   after.all_workers.push_back(joined.address);
   // The joiner's speed relative to the primary's, both measured at the same time.

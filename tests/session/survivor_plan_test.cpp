@@ -86,6 +86,32 @@ TEST(SurvivorPlan, APlannerPlansAgainOnTheClusterWithoutTheLostDevice) {
   EXPECT_EQ(plan_workers(after), (std::vector<std::string>{"w1:1", "w3:3"}));
 }
 
+// --gather-chunks outlives a planner's re-plans: on the devices left and with a joiner, where
+// the planner would choose its own count, the user's stays (and without it, the planner's).
+TEST(SurvivorPlan, TheUsersGatherChunksOutliveAPlannersReplans) {
+  Planned before;
+  before.all_workers = {"w1:1", "w2:2", "w3:3"};
+  before.cluster = cluster(1'000'000'000);
+  before.planner = "galaxy";
+  const CostModel cost(gpt2().config(), gpt2().graph());
+  before.plan = run_planner("galaxy", PlanRequest{cost, *before.cluster, 16, {}}).runnable();
+  const int planners = plan_without(before, {"w2:2"}, gpt2(), 16).plan.gather_chunks;
+  const int users = planners == 7 ? 5 : 7;  // a count the planner does not choose here
+  before.gather_chunks = users;
+  before.plan.gather_chunks = users;
+  const Planned after = plan_without(before, {"w2:2"}, gpt2(), 16);
+  EXPECT_EQ(after.plan.gather_chunks, users);
+  EXPECT_EQ(after.gather_chunks, users);
+  JoinedDevice j;
+  j.address = "w4:4";
+  j.measured.name = "w4:4";
+  j.measured.gflops = 10;
+  j.measured.memory_bytes = 1'000'000'000;
+  j.primary = j.measured;
+  j.link = LinkSpec{1e9, 5e-4};
+  EXPECT_EQ(plan_with(after, j, gpt2(), 16).plan.gather_chunks, users);
+}
+
 TEST(SurvivorPlan, NoDeviceLeftThatHoldsTheModelIsAClearError) {
   // Each device holds about a third of gpt2-tiny (2.7 MB): four fit, two do not.
   Planned before;
