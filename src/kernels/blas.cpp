@@ -3,12 +3,13 @@
 // Why: Debian's OpenBLAS is built with DYNAMIC_ARCH and picks its kernels in a load-time
 // constructor from the CPUID it recognises. It does not recognise recent AMD EPYC (Zen 4/5) CPUs as
 // AVX-512 capable and falls back to Haswell/Zen kernels, which run sgemm about 2x slower
-// (measured: 117 vs 220 GFLOP/s at 128x768x2304 on one thread). The only override is the
-// environment variable OPENBLAS_CORETYPE, read by that constructor, so it must be set before the
-// library is loaded — too late if the executable links it. configure_blas_environment() sets it
-// (unless the user did) at the start of main(), and the library is loaded on first use. cblas.h is
-// included for the prototypes only, so that the function-pointer types below are checked against
-// the real ABI.
+// (measured: 117 vs 220 GFLOP/s at 128x768x2304 on one thread), and takes an Intel Xeon with
+// AVX-512 FP16 (Sapphire Rapids) for Prescott, an SSE3 core (14 vs 60-131 GFLOP/s). The only
+// override is the environment variable OPENBLAS_CORETYPE, read by that constructor, so it must be
+// set before the library is loaded — too late if the executable links it.
+// configure_blas_environment() sets it (unless the user did) at the start of main(), and the
+// library is loaded on first use. cblas.h is included for the prototypes only, so that the
+// function-pointer types below are checked against the real ABI.
 #include "kernels/blas.h"
 
 #include "core/error.h"
@@ -32,9 +33,8 @@ const char* choose_coretype() {
 #if defined(__x86_64__)
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return nullptr;
   __builtin_cpu_init();
-  return openblas_coretype_for(X86Cpu{__builtin_cpu_is("amd") != 0,
-                                      __builtin_cpu_supports("avx512f") != 0,
-                                      __builtin_cpu_supports("avx512bf16") != 0});
+  return openblas_coretype_for(
+      X86Cpu{__builtin_cpu_supports("avx512f") != 0, __builtin_cpu_supports("avx512bf16") != 0});
 #else
   return nullptr;
 #endif
@@ -170,7 +170,7 @@ CBLAS_TRANSPOSE to_cblas(Trans t) {
 }  // namespace
 
 const char* openblas_coretype_for(const X86Cpu& cpu) {
-  if (!cpu.amd || !cpu.avx512f) return nullptr;
+  if (!cpu.avx512f) return nullptr;
   return cpu.avx512bf16 ? "Cooperlake" : "SkylakeX";
 }
 

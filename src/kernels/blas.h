@@ -15,15 +15,17 @@ enum class Trans : std::uint8_t { No, Yes };
 
 // What an x86-64 CPU is, as far as OpenBLAS's kernel choice goes.
 struct X86Cpu {
-  bool amd = false;
   bool avx512f = false;
   bool avx512bf16 = false;
 };
 
 // The OPENBLAS_CORETYPE to set on `cpu`, or null to let OpenBLAS choose. Debian's OpenBLAS
-// (0.3.21) recognises Intel's AVX-512 cores but takes AMD's (Zen 4 and later) for AVX2-only Zen
-// cores and runs sgemm about 2x slower: those get the Intel core of the same instruction set
-// (Cooperlake with AVX-512 BF16, else SkylakeX). Every other CPU: null.
+// (0.3.21) picks its kernels from the CPU models it knows, and takes newer AVX-512 cores for
+// older ones: AMD's Zen 4 and later for AVX2 Zen cores (sgemm about 2x slower), and Intel's
+// Sapphire Rapids (AVX-512 FP16) for Prescott, an SSE3 core (measured: 14 against 60-131
+// GFLOP/s at 128x768x2304 on one thread). Every AVX-512 CPU gets the core of its instruction
+// set, which is also what OpenBLAS picks on the cores it recognises: Cooperlake with AVX-512
+// BF16, else SkylakeX. Every other CPU: null.
 const char* openblas_coretype_for(const X86Cpu& cpu);
 
 // Chooses OpenBLAS's kernels for this CPU (see blas.cpp): on x86-64 CPUs that Debian's OpenBLAS

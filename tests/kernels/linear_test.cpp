@@ -183,15 +183,12 @@ TEST(Blas, RawWrappersMatchReferenceForAllTransposes) {
   EXPECT_NE(description.find("core="), std::string::npos) << description;
 }
 
-// Only AMD's AVX-512 cores, which Debian's OpenBLAS takes for AVX2 Zen cores, get a core type.
-TEST(Blas, CoreTypeIsSetOnlyWhereOpenBlasMisdetects) {
-  EXPECT_STREQ(openblas_coretype_for({.amd = true, .avx512f = true, .avx512bf16 = true}),
-               "Cooperlake");
-  EXPECT_STREQ(openblas_coretype_for({.amd = true, .avx512f = true, .avx512bf16 = false}),
-               "SkylakeX");
-  EXPECT_EQ(openblas_coretype_for({.amd = true, .avx512f = false, .avx512bf16 = false}), nullptr);
-  EXPECT_EQ(openblas_coretype_for({.amd = false, .avx512f = true, .avx512bf16 = true}), nullptr);
-  EXPECT_EQ(openblas_coretype_for({.amd = false, .avx512f = false, .avx512bf16 = false}), nullptr);
+// Every AVX-512 CPU gets the core of its instruction set (Debian's OpenBLAS takes AMD's for AVX2
+// Zen cores and an AVX-512 FP16 Xeon for Prescott); without AVX-512, OpenBLAS chooses.
+TEST(Blas, CoreTypeFollowsTheInstructionSet) {
+  EXPECT_STREQ(openblas_coretype_for({.avx512f = true, .avx512bf16 = true}), "Cooperlake");
+  EXPECT_STREQ(openblas_coretype_for({.avx512f = true, .avx512bf16 = false}), "SkylakeX");
+  EXPECT_EQ(openblas_coretype_for({.avx512f = false, .avx512bf16 = false}), nullptr);
 }
 
 }  // namespace
