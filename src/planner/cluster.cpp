@@ -221,6 +221,10 @@ int ClusterSpec::index_of(const std::string& name) const {
   throw PlanError(fmt::format("the cluster has no device called '{}'", name));
 }
 
+bool ClusterSpec::has_own_link(int from, int to) const {
+  return links_.contains({from, to});
+}
+
 LinkSpec ClusterSpec::link(int from, int to) const {
   HUDDLE_CHECK(from != to && from >= 0 && to >= 0 && from < size() && to < size());
   if (const auto it = links_.find({from, to}); it != links_.end()) return it->second;

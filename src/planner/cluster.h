@@ -123,6 +123,8 @@ class ClusterSpec {
   // The link from device `from` to device `to` (indices, from != to); PlanError naming both
   // devices when the file gives no link and no default.
   LinkSpec link(int from, int to) const;
+  // Whether the pair has a link of its own in the file (else it takes "default_link").
+  bool has_own_link(int from, int to) const;
   // Sets (or overrides) the link between two devices, both directions.
   void set_link(int a, int b, LinkSpec link);
 

@@ -78,9 +78,12 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster, Wire
   }
   c.latency_s.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
   c.seconds_per_byte = c.latency_s;
+  c.egress.assign(static_cast<std::size_t>(n), std::vector<int>(static_cast<std::size_t>(n), n));
   for (int s = 0; s < n; ++s) {
     for (int d = 0; d < n; ++d) {
       if (s == d) continue;
+      if (cluster.has_own_link(s, d))
+        c.egress[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] = d;
       const LinkSpec link = cluster.link(s, d);
       c.latency_s[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] = link.latency_s;
       c.seconds_per_byte[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] =

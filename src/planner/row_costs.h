@@ -24,6 +24,11 @@ struct RowCosts {
   // frame and its encryption, a sender thread: the runtime's cost per message, beside the
   // network's latency); empty: none.
   std::vector<double> message_overhead_s;
+  // [src][dst]: the sender's queue a message takes (0..devices()). Messages on one queue go one
+  // after another. Pairs on the cluster's default link share one queue per sender, queue
+  // devices(): one network interface, as the testbed shapes a device's egress. A pair with a link
+  // of its own has its own queue, dst. Empty: every pair its own.
+  std::vector<std::vector<int>> egress;
 
   int devices() const { return static_cast<int>(latency_s.size()); }
   // Y_d(rows) of `layer` on `device`; 0 when rows <= 0.

@@ -42,7 +42,7 @@ class Sim {
     HUDDLE_CHECK(ranges.size() == g.layers.size());
     for (const auto& r : ranges) HUDDLE_CHECK(r.size() == n_);
     free_.assign(n_, 0.0);
-    link_free_.assign(n_, std::vector<double>(n_, 0.0));
+    link_free_.assign(n_, std::vector<double>(n_ + 1, 0.0));
     pred_.bytes_sent.assign(n_, 0);
     pred_.busy_s.assign(n_, 0.0);
     finish_.assign(g.layers.size(), std::vector<double>(n_, 0.0));
@@ -89,9 +89,10 @@ class Sim {
       if (s == d) continue;
       const double bytes = static_cast<double>((x.end - x.begin) * bytes_per_row);
       cpu[s] += c_.overhead_s(x.src);
-      const double start = std::max(ready[s] + cpu[s], link_free_[s][d]);
-      link_free_[s][d] = start + bytes * c_.seconds_per_byte[s][d];
-      arrival[d] = std::max(arrival[d], link_free_[s][d] + c_.latency_s[s][d]);
+      double& queue = link_free_[s][c_.egress.empty() ? d : static_cast<size_t>(c_.egress[s][d])];
+      const double start = std::max(ready[s] + cpu[s], queue);
+      queue = start + bytes * c_.seconds_per_byte[s][d];
+      arrival[d] = std::max(arrival[d], queue + c_.latency_s[s][d]);
       pred_.bytes_sent[s] += static_cast<std::int64_t>(bytes);
     }
     // The sender's exchange returns once its messages are packed and handed to the transport:

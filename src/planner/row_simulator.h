@@ -5,17 +5,17 @@
 // is free and every row it reads has arrived. When a unit finishes, its device sends the rows of
 // its output each other device needs, as forwarding_table() says (one message per (src, dst)
 // piece; a value's needed rows on a device are the hull of what its consumers there read, and
-// all rows on device 0 for graph outputs and tail ops' inputs). A link carries its messages one
-// after another in its sender's order (a message occupies it for bytes / bandwidth and arrives
-// one latency later). Each message first costs its sender a fixed time
-// (RowCosts::message_overhead_s: packing, framing and encrypting it, a sender thread), one after
-// another over the messages of an exchange, and that time delays the sender's next unit too (the
-// runtime's row_exchange returns once its sends are handed over).
-// Values not made by a row layer (graph inputs, tail ops' outputs) are held whole by device 0:
-// graph inputs from t = 0, a tail op's output once device 0 has run every tail op before its first
-// reader (an upper bound: the RowGraph does not say which tail op made it). Beyond their fixed
-// costs, sends do not delay compute. The latency ends when device 0 has run everything and holds
-// every output.
+// all rows on device 0 for graph outputs and tail ops' inputs). A sender's queue
+// (RowCosts::egress: one per device for the pairs on the default link, one per pair with a link
+// of its own) carries its messages one after another in the sender's order (a message occupies
+// it for bytes / bandwidth and arrives one latency later). Each message first costs its sender a
+// fixed time (RowCosts::message_overhead_s: packing, framing and encrypting it, a sender thread),
+// one after another over the messages of an exchange, and that time delays the sender's next unit
+// too (the runtime's row_exchange returns once its sends are handed over). Values not made by a row
+// layer (graph inputs, tail ops' outputs) are held whole by device 0: graph inputs from t = 0, a
+// tail op's output once device 0 has run every tail op before its first reader (an upper bound: the
+// RowGraph does not say which tail op made it). Beyond their fixed costs, sends do not delay
+// compute. The latency ends when device 0 has run everything and holds every output.
 #pragma once
 
 #include "plan/row_graph.h"

@@ -203,6 +203,39 @@ TEST(RowSimulator, ALinkCarriesItsMessagesOneAfterAnother) {
   EXPECT_NEAR(p.latency_s, want, 1e-15);
 }
 
+// Device 0 sends 4000 bytes to each of devices 1 and 2. On the default link they share its one
+// interface (RowCosts::egress), so the second message waits for the first; with a link of its
+// own for each pair, both travel at once. row_costs gives pairs on the default link the shared
+// queue and a listed pair its own.
+TEST(RowSimulator, MessagesOnTheDefaultLinkShareTheSendersInterface) {
+  RowGraph g;
+  add_layer(g, 8, 1000, {graph_input(8, 10)});
+  add_layer(g, 8, 10, {from_layer(g, 0)});
+  g.output_layers = {1};
+  const double lat = 1e-3, spb = 1e-6, row = 1e-5;
+  RowCosts c = hand_costs(g, {row, row, row}, {0, 0, 0}, lat, spb);
+  const std::vector<std::vector<Range>> ranges = {{{0, 8}, {0, 0}, {0, 0}},
+                                                  {{0, 0}, {0, 4}, {4, 8}}};
+  const double own = simulate_rows(g, c, ranges).latency_s;
+  c.egress = {{3, 3, 3}, {3, 3, 3}, {3, 3, 3}};
+  const double shared = simulate_rows(g, c, ranges).latency_s;
+  // Layer 0 is ready at 80 µs; the second 4000-byte message waits 4 ms for the first.
+  EXPECT_NEAR(shared - own, 4000 * spb, 1e-12);
+  const double gather_back = lat + 40 * spb;  // each device's 4 rows of layer 1 to device 0
+  EXPECT_NEAR(own, 8 * row + 4000 * spb + lat + 4 * row + gather_back, 1e-12);
+
+  std::vector<DeviceSpec> devices(3);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    devices[i].name = fmt::format("d{}", i);
+    devices[i].gflops = 1;
+    devices[i].memory_bytes = 1 << 30;
+  }
+  ClusterSpec cluster = ClusterSpec::uniform(devices, {1e9, 1e-3});
+  cluster.set_link(0, 2, {1e8, 1e-3});
+  const RowCosts from_file = row_costs(g, cluster);
+  EXPECT_EQ(from_file.egress, (std::vector<std::vector<int>>{{3, 3, 2}, {3, 3, 3}, {0, 3, 3}}));
+}
+
 // A column layer (a linear split by output columns) reads its input whole: every device with
 // columns gets the whole input (a tail op's output, from device 0), and its columns go back to
 // device 0 (a graph output): the gather's bytes are the columns' bytes.
