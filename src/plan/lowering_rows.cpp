@@ -13,16 +13,6 @@
 namespace huddle {
 namespace {
 
-bool contains(const Range& outer, const Range& inner) {
-  return empty(inner) || (inner.first >= outer.first && inner.second <= outer.second);
-}
-
-Range hull(const Range& a, const Range& b) {
-  if (empty(a)) return b;
-  if (empty(b)) return a;
-  return {std::min(a.first, b.first), std::max(a.second, b.second)};
-}
-
 // Rows of a value as the exchange counts them: H for NCHW, columns (the last axis) otherwise.
 std::int64_t extent(const Value& v) {
   return rows::split_extent(v.shape);

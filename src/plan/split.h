@@ -1,6 +1,7 @@
 // Proportional integer splits: the pure slicing functions every planner uses.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,6 +14,18 @@ using Range = std::pair<std::int64_t, std::int64_t>;  // [begin, end)
 
 inline bool empty(const Range& r) {
   return r.first >= r.second;
+}
+
+// The smallest range holding both (an empty one adds nothing).
+inline Range hull(const Range& a, const Range& b) {
+  if (empty(a)) return b;
+  if (empty(b)) return a;
+  return {std::min(a.first, b.first), std::max(a.second, b.second)};
+}
+
+// Whether `outer` holds every element of `inner` (always, for an empty `inner`).
+inline bool contains(const Range& outer, const Range& inner) {
+  return empty(inner) || (inner.first >= outer.first && inner.second <= outer.second);
 }
 
 // Splits `total` units into parts proportional to `shares` (>= 0, not all 0) by largest

@@ -3,24 +3,7 @@
 
 #include "planner/row_simulator.h"
 
-#include <algorithm>
-
 namespace huddle {
-namespace {
-
-Range hull(const Range& a, const Range& b) {
-  if (empty(a)) return b;
-  if (empty(b)) return a;
-  return {std::min(a.first, b.first), std::max(a.second, b.second)};
-}
-
-bool covers(const Range& outer, const Range& inner) {
-  return empty(inner) ||
-         (!empty(outer) && outer.first <= inner.first && inner.second <= outer.second);
-}
-
-}  // namespace
-
 std::vector<std::vector<Range>> fuse_halos(const rows::RowGraph& graph, const RowCosts& costs,
                                            std::vector<std::vector<Range>> ranges, int sweeps) {
   double best = simulate_rows(graph, costs, ranges).latency_s;
@@ -48,7 +31,7 @@ std::vector<std::vector<Range>> fuse_halos(const rows::RowGraph& graph, const Ro
       std::vector<int> short_of;  // devices whose consumers read rows they did not compute
       for (int d = 0; d < devices; ++d) {
         const auto i = static_cast<std::size_t>(d);
-        if (!covers(ranges[layer][i], needs[i])) short_of.push_back(d);
+        if (!contains(ranges[layer][i], needs[i])) short_of.push_back(d);
       }
       if (short_of.empty()) continue;
       auto widened = [&](const std::vector<int>& which) {

@@ -13,11 +13,6 @@ namespace {
 
 using std::size_t;
 
-void extend(Range& hull, const Range& r) {
-  if (empty(r)) return;
-  hull = empty(hull) ? r : Range{std::min(hull.first, r.first), std::max(hull.second, r.second)};
-}
-
 // Rows of input `in` that output rows `out` read (empty for an empty unit).
 Range input_need(const rows::RowInput& in, std::int64_t producer_rows, const Range& out) {
   if (empty(out)) return {0, 0};
@@ -59,7 +54,8 @@ class Sim {
           e.need.assign(n_, Range{0, 0});
           e.arrival.assign(n_, 0.0);
         }
-        for (size_t d = 0; d < n_; ++d) extend(e.need[d], input_need(in, e.rows, ranges[l][d]));
+        for (size_t d = 0; d < n_; ++d)
+          e.need[d] = hull(e.need[d], input_need(in, e.rows, ranges[l][d]));
       }
     }
   }
@@ -162,7 +158,7 @@ std::vector<Range> consumer_needs(const rows::RowGraph& graph,
   for (const rows::RowInput& in : graph.layers[static_cast<size_t>(consumer)].inputs) {
     if (in.producer != producer) continue;
     for (size_t d = 0; d < n; ++d) {
-      extend(need[d], input_need(in, rows, ranges[static_cast<size_t>(consumer)][d]));
+      need[d] = hull(need[d], input_need(in, rows, ranges[static_cast<size_t>(consumer)][d]));
     }
   }
   return need;
@@ -174,7 +170,7 @@ std::vector<Range> value_needs(const rows::RowGraph& graph,
   std::vector<Range> need(n, Range{0, 0});
   for (int c : graph.consumers[static_cast<size_t>(producer)]) {
     const std::vector<Range> part = consumer_needs(graph, ranges, producer, c);
-    for (size_t d = 0; d < n; ++d) extend(need[d], part[d]);
+    for (size_t d = 0; d < n; ++d) need[d] = hull(need[d], part[d]);
   }
   bool gathered = std::find(graph.output_layers.begin(), graph.output_layers.end(), producer) !=
                   graph.output_layers.end();

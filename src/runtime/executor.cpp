@@ -409,23 +409,23 @@ void Executor::run_ops(std::vector<Tensor>& values, const Step& step) {
       values[static_cast<std::size_t>(op.output)] = std::move(out);
     }
     for (ValueId id : op.inputs) {  // free activations nobody reads any more
-      const auto u = static_cast<std::size_t>(id);
-      if (last_use_[u] == i && !is_output_[u] && graph_.values()[u].kind == ValueKind::Activation) {
-        values[u] = Tensor();
-      }
+      if (dies_at(id, i)) values[static_cast<std::size_t>(id)] = Tensor();
     }
   }
+}
+
+bool Executor::dies_at(ValueId id, std::size_t op_index) const {
+  const auto u = static_cast<std::size_t>(id);
+  return last_use_[u] == op_index && !is_output_[u] &&
+         graph_.values()[u].kind == ValueKind::Activation;
 }
 
 Tensor Executor::reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values,
                                  Shape shape) {
   for (ValueId id : op.inputs) {
-    const auto u = static_cast<std::size_t>(id);
-    const Tensor& t = values[u];
-    if (graph_.values()[u].kind == ValueKind::Activation && last_use_[u] == op_index &&
-        !is_output_[u] && t.contiguous() && t.shape() == shape && t.dtype() == DType::F32) {
+    const Tensor& t = values[static_cast<std::size_t>(id)];
+    if (dies_at(id, op_index) && t.contiguous() && t.shape() == shape && t.dtype() == DType::F32)
       return t;
-    }
   }
   return Tensor::empty(DType::F32, std::move(shape));
 }
@@ -443,11 +443,10 @@ Tensor Executor::run_op(const Op& op, std::vector<Tensor>& values, const Step& s
       out = reusable_or_new(op, op_index, values, out_shape);
     } else if (op.kind == OpKind::Conv2d && op.attrs.residual) {
       // The output starts as the residual: its own buffer when nothing else reads it.
-      const auto r = static_cast<std::size_t>(op.inputs.back());
-      const bool dead = last_use_[r] == op_index && !is_output_[r] &&
-                        graph_.values()[r].kind == ValueKind::Activation &&
-                        values[r].contiguous() && op.inputs[0] != op.inputs.back();
-      out = dead ? values[r] : values[r].clone();
+      const ValueId r = op.inputs.back();
+      const Tensor& residual = values[static_cast<std::size_t>(r)];
+      const bool own = dies_at(r, op_index) && residual.contiguous() && op.inputs[0] != r;
+      out = own ? residual : residual.clone();
     } else if (op.kind != OpKind::Reshape) {
       out = Tensor::empty(DType::F32, out_shape);
     }
@@ -605,10 +604,7 @@ void Executor::run_imported_op(const Op& op, std::vector<Tensor>& values, std::s
     case OpKind::Reshape: {
       // A view when nothing else reads the input (and it is an activation of ours); otherwise a
       // copy, so that no in-place op writes through one name into another's data.
-      const auto id = static_cast<std::size_t>(op.inputs[0]);
-      const bool dead = last_use_[id] == op_index && !is_output_[id] &&
-                        graph_.values()[id].kind == ValueKind::Activation;
-      out = (dead ? in(0) : in(0).clone()).reshape(a.shape);
+      out = (dies_at(op.inputs[0], op_index) ? in(0) : in(0).clone()).reshape(a.shape);
       break;
     }
     case OpKind::Transpose:
@@ -654,8 +650,7 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
   }
   const bool single = transport == nullptr || transport->size() == 1;
   const auto input_id = static_cast<std::size_t>(op.inputs[0]);
-  const bool input_is_dead = last_use_[input_id] == op_index && !is_output_[input_id] &&
-                             graph_.values()[input_id].kind == ValueKind::Activation;
+  const bool input_is_dead = dies_at(op.inputs[0], op_index);
   collectives::RingOptions ring;
   ring.wire = op.attrs.wire;
   switch (op.kind) {

@@ -121,6 +121,9 @@ class Executor final : public StepRunner {
   // The transport op `op` runs over: its group's, or the whole session's.
   net::Transport* transport_for(const Op& op) const;
   int rank() const;
+  // Whether value `id` is an activation of ours that no op after `op_index` reads and no caller
+  // gets: its buffer may be freed, reused or written through by that op.
+  bool dies_at(ValueId id, std::size_t op_index) const;
   // Output buffer for an element-wise op: an input's buffer when nothing reads it later.
   Tensor reusable_or_new(const Op& op, std::size_t op_index, std::vector<Tensor>& values,
                          Shape shape);

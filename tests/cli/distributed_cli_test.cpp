@@ -169,6 +169,13 @@ TEST(DistributedCli, SavedPlanReplaysAndBadPlansAreRefused) {
   EXPECT_TRUE(contains(r.err, "the plan is for a gpt2")) << r.err;
 }
 
+// `base` followed by `extra`: one command line of a test's variations.
+std::vector<std::string> joined(std::vector<std::string> base,
+                                const std::vector<std::string>& extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return base;
+}
+
 // --wire across real processes: the plan records the format, a replay gives the same logits, and
 // a format that contradicts the plan, or an unknown one, is refused with its name.
 TEST(DistributedCli, WireFormatsTravelBetweenProcessesAndBadOnesAreRefused) {
@@ -177,11 +184,7 @@ TEST(DistributedCli, WireFormatsTravelBetweenProcessesAndBadOnesAreRefused) {
   const std::vector<std::string> base = {"run",   "--model",      model,
                                          "--ids", "5,6,7,8,9,10", "--local-devices",
                                          "2",     "--strategy",   "galaxy"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  };
+  auto with = [&](const std::vector<std::string>& extra) { return joined(base, extra); };
   const auto exact = run_huddle(with({"--dump-logits", dir / "f32.npy"}));
   ASSERT_EQ(exact.exit_code, 0) << exact.err;
   const auto f16 = run_huddle(
@@ -215,11 +218,7 @@ TEST(DistributedCli, GatherChunksTravelBetweenProcessesAndConflictsAreRefused) {
   const std::vector<std::string> base = {
       "run", "--model",    model,   "--ids", "5,6,7,8,9,10,11,12,13", "--local-devices",
       "3",   "--strategy", "galaxy"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  };
+  auto with = [&](const std::vector<std::string>& extra) { return joined(base, extra); };
   const auto whole = run_huddle(with({"--dump-logits", dir / "whole.npy"}));
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   const auto chunked = run_huddle(with({"--gather-chunks", "4", "--save-plan", dir / "c.json",

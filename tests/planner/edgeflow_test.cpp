@@ -98,6 +98,19 @@ RowCosts hand_costs(const RowGraph& g, std::vector<double> per_row, std::vector<
   return c;
 }
 
+// Devices of `gflops` each; every pair on the default link of `bandwidth_bps` and `latency_s`.
+ClusterSpec cluster_of(const std::vector<double>& gflops, double bandwidth_bps, double latency_s) {
+  std::vector<DeviceSpec> devices;
+  for (std::size_t i = 0; i < gflops.size(); ++i) {
+    DeviceSpec d;
+    d.name = fmt::format("d{}", i);
+    d.gflops = gflops[i];
+    d.memory_bytes = std::int64_t{1} << 30;
+    devices.push_back(d);
+  }
+  return ClusterSpec::uniform(std::move(devices), {bandwidth_bps, latency_s});
+}
+
 // ---- simulator ----------------------------------------------------------------------------
 
 TEST(RowSimulator, OneDeviceTakesTheSumOfItsLayersAndTail) {
@@ -224,13 +237,7 @@ TEST(RowSimulator, MessagesOnTheDefaultLinkShareTheSendersInterface) {
   const double gather_back = lat + 40 * spb;  // each device's 4 rows of layer 1 to device 0
   EXPECT_NEAR(own, 8 * row + 4000 * spb + lat + 4 * row + gather_back, 1e-12);
 
-  std::vector<DeviceSpec> devices(3);
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    devices[i].name = fmt::format("d{}", i);
-    devices[i].gflops = 1;
-    devices[i].memory_bytes = 1 << 30;
-  }
-  ClusterSpec cluster = ClusterSpec::uniform(devices, {1e9, 1e-3});
+  ClusterSpec cluster = cluster_of({1, 1, 1}, 1e9, 1e-3);
   cluster.set_link(0, 2, {1e8, 1e-3});
   const RowCosts from_file = row_costs(g, cluster);
   EXPECT_EQ(from_file.egress, (std::vector<std::vector<int>>{{3, 3, 2}, {3, 3, 3}, {0, 3, 3}}));
@@ -405,19 +412,6 @@ namespace {
 rows::RowGraph fixture_rows(const std::string& name) {
   return rows::build_row_graph(
       onnx_import::OnnxModel::load(testing::fixture("cnn/" + name + ".onnx")).graph());
-}
-
-// Devices of `gflops` each; every pair linked at `bandwidth_bps` with `latency_s`.
-ClusterSpec cluster_of(const std::vector<double>& gflops, double bandwidth_bps, double latency_s) {
-  std::vector<DeviceSpec> devices;
-  for (std::size_t i = 0; i < gflops.size(); ++i) {
-    DeviceSpec d;
-    d.name = fmt::format("d{}", i);
-    d.gflops = gflops[i];
-    d.memory_bytes = std::int64_t{1} << 30;
-    devices.push_back(d);
-  }
-  return ClusterSpec::uniform(std::move(devices), {bandwidth_bps, latency_s});
 }
 
 class RowFixture : public ::testing::TestWithParam<std::string> {};

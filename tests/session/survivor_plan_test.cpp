@@ -70,13 +70,19 @@ TEST(SurvivorPlan, ThePrimaryAloneRunsLocal) {
   EXPECT_TRUE(plan_workers(after).empty());
 }
 
-TEST(SurvivorPlan, APlannerPlansAgainOnTheClusterWithoutTheLostDevice) {
-  Planned before;
-  before.all_workers = {"w1:1", "w2:2", "w3:3"};
-  before.cluster = cluster(1'000'000'000);
-  before.planner = "galaxy";
+// The galaxy planner's plan of gpt2 on four devices (a primary and three workers) of 1 GB.
+Planned galaxy_on_four() {
+  Planned planned;
+  planned.all_workers = {"w1:1", "w2:2", "w3:3"};
+  planned.cluster = cluster(1'000'000'000);
+  planned.planner = "galaxy";
   const CostModel cost(gpt2().config(), gpt2().graph());
-  before.plan = run_planner("galaxy", PlanRequest{cost, *before.cluster, 16, {}}).runnable();
+  planned.plan = run_planner("galaxy", PlanRequest{cost, *planned.cluster, 16, {}}).runnable();
+  return planned;
+}
+
+TEST(SurvivorPlan, APlannerPlansAgainOnTheClusterWithoutTheLostDevice) {
+  Planned before = galaxy_on_four();
   ASSERT_EQ(before.plan.num_devices(), 4);
   const Planned after = plan_without(before, {"w2:2"}, gpt2(), 16);
   ASSERT_TRUE(after.cluster);
@@ -89,12 +95,7 @@ TEST(SurvivorPlan, APlannerPlansAgainOnTheClusterWithoutTheLostDevice) {
 // --gather-chunks outlives a planner's re-plans: on the devices left and with a joiner, where
 // the planner would choose its own count, the user's stays (and without it, the planner's).
 TEST(SurvivorPlan, TheUsersGatherChunksOutliveAPlannersReplans) {
-  Planned before;
-  before.all_workers = {"w1:1", "w2:2", "w3:3"};
-  before.cluster = cluster(1'000'000'000);
-  before.planner = "galaxy";
-  const CostModel cost(gpt2().config(), gpt2().graph());
-  before.plan = run_planner("galaxy", PlanRequest{cost, *before.cluster, 16, {}}).runnable();
+  Planned before = galaxy_on_four();
   const int planners = plan_without(before, {"w2:2"}, gpt2(), 16).plan.gather_chunks;
   const int users = planners == 7 ? 5 : 7;  // a count the planner does not choose here
   before.gather_chunks = users;
