@@ -3,7 +3,9 @@
 //   build-kernels/bench/kernels/bench_sgemm [--threads 1,2] [--shapes gpt2|llama1b|all] [--runs 7]
 //
 // For every weight shape K x N it prints
-//   - raw cblas_sgemm at M = 128 (a 128-token prompt), GFLOP/s = 2·M·K·N / time;
+//   - kernels::linear() at M = 128 (a 128-token prompt; oneDNN's matmul where built,
+//     kernels/matmul_dnnl.cpp) and raw cblas_sgemm beside it, GFLOP/s = 2·M·K·N / time (the two
+//     alternate run by run);
 //   - GEMV at M = 1 (one decode step), GB/s = weight bytes / time, for cblas_sgemv and for
 //     kernels::linear() at T = 1 (huddle's own GEMV loops), in the layout the model stores;
 // as the median and [min, max] over --runs runs (the two GEMVs alternate run by run). A GEMV run
@@ -129,12 +131,12 @@ void bench_shape(const Shape& s, int runs) {
   const huddle::Tensor w = filled(w_shape, 0.02f);
   huddle::Tensor c = filled({kM, s.n}, 0.0f);
   const double flop = 2.0 * kM * s.k * s.n;
-  const Stats gemm = measure({[&](int) {
-                               huddle::kernels::raw_sgemm(
-                                   Trans::No, out_in ? Trans::Yes : Trans::No, kM, s.n, s.k, 1.0f,
-                                   a.f32(), s.k, w.f32(), out_in ? s.k : s.n, 0.0f, c.f32(), s.n);
-                             }},
-                             flop * 1e-9, runs, 0.05)[0];
+  const auto sgemm = [&](int) {
+    huddle::kernels::raw_sgemm(Trans::No, out_in ? Trans::Yes : Trans::No, kM, s.n, s.k, 1.0f,
+                               a.f32(), s.k, w.f32(), out_in ? s.k : s.n, 0.0f, c.f32(), s.n);
+  };
+  const auto linear = [&](int) { huddle::kernels::linear(a, w, s.layout, nullptr, c); };
+  const std::vector<Stats> gemm = measure({linear, sgemm}, flop * 1e-9, runs, 0.05);
 
   // GEMV at M = 1 over rotating weight copies (>= 256 MB in all).
   const double bytes = 4.0 * s.k * s.n;
@@ -155,9 +157,9 @@ void bench_shape(const Shape& s, int runs) {
   };
   const std::vector<Stats> gemv = measure({sgemv, ours}, bytes * 1e-9, runs, 0.05);
 
-  std::printf("%-18s %6lld %6lld %-5s | %s | %s | %s\n", s.name, static_cast<long long>(s.k),
-              static_cast<long long>(s.n), out_in ? "OutIn" : "InOut", fmt_stats(gemm).c_str(),
-              fmt_stats(gemv[0]).c_str(), fmt_stats(gemv[1]).c_str());
+  std::printf("%-18s %6lld %6lld %-5s | %s | %s | %s | %s\n", s.name, static_cast<long long>(s.k),
+              static_cast<long long>(s.n), out_in ? "OutIn" : "InOut", fmt_stats(gemm[0]).c_str(),
+              fmt_stats(gemm[1]).c_str(), fmt_stats(gemv[0]).c_str(), fmt_stats(gemv[1]).c_str());
   std::fflush(stdout);
 }
 
@@ -197,8 +199,9 @@ int main(int argc, char** argv) {
     for (int t : threads) {
       huddle::kernels::set_num_threads(t);
       std::printf("\nthreads = %d\n", t);
-      std::printf("%-18s %6s %6s %-5s | %-23s | %-23s | %-23s\n", "layer", "K", "N", "W",
-                  "sgemm M=128 GFLOP/s", "cblas_sgemv M=1 GB/s", "huddle linear M=1 GB/s");
+      std::printf("%-18s %6s %6s %-5s | %-23s | %-23s | %-23s | %-23s\n", "layer", "K", "N", "W",
+                  "linear M=128 GFLOP/s", "sgemm M=128 GFLOP/s", "cblas_sgemv M=1 GB/s",
+                  "huddle linear M=1 GB/s");
       for (const Shape& s : selected) bench_shape(s, runs);
     }
     std::printf("\n# load average after: %s\n", load_average().c_str());

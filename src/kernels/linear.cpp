@@ -2,6 +2,9 @@
 #include "kernels/gemv.h"
 #include "kernels/kernels.h"
 #include "kernels/linear_lowp.h"
+#ifdef HUDDLE_WITH_DNNL
+#include "kernels/matmul_dnnl.h"
+#endif
 #include "kernels/shapes.h"
 #include "kernels/thread_pool.h"
 
@@ -35,10 +38,17 @@ void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor*
     }
     return;
   }
-  raw_sgemm(Trans::No, layout == WeightLayout::OutIn ? Trans::Yes : Trans::No, t, n, k, 1.0f,
-            xm.data, std::max<std::int64_t>(xm.stride, 1), wm.data,
-            std::max<std::int64_t>(wm.stride, 1), 0.0f, ym.data,
-            std::max<std::int64_t>(ym.stride, 1));
+#ifdef HUDDLE_WITH_DNNL
+  const bool done = detail::matmul_dnnl(xm, wm, layout, t, k, n, ym);  // faster where it runs
+#else
+  const bool done = false;
+#endif
+  if (!done) {
+    raw_sgemm(Trans::No, layout == WeightLayout::OutIn ? Trans::Yes : Trans::No, t, n, k, 1.0f,
+              xm.data, std::max<std::int64_t>(xm.stride, 1), wm.data,
+              std::max<std::int64_t>(wm.stride, 1), 0.0f, ym.data,
+              std::max<std::int64_t>(ym.stride, 1));
+  }
   if (b != nullptr) {
     const std::int64_t cols = n;  // clang 14 cannot capture a structured binding in a lambda
     parallel_for(
@@ -51,6 +61,17 @@ void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor*
         },
         std::max<std::int64_t>(1, 16384 / cols));
   }
+}
+
+bool linear_uses_onednn(std::int64_t k, std::int64_t n, WeightLayout layout) {
+#ifdef HUDDLE_WITH_DNNL
+  return k > 0 && n > 0 && detail::matmul_dnnl_takes(k, n, layout);
+#else
+  (void)k;
+  (void)n;
+  (void)layout;
+  return false;
+#endif
 }
 
 }  // namespace huddle::kernels

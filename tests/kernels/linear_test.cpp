@@ -1,6 +1,7 @@
 // linear(): fast path (sgemm, and the GEMV loops at T = 1) against the reference over a grid of
 // shapes, both weight layouts, bias or not, contiguous or strided (column-view) operands.
 #include "kernels/blas.h"
+#include "kernels/cnn.h"
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
 #include "test_util.h"
@@ -109,6 +110,15 @@ TEST(Linear, ZeroInnerDimensionGivesBias) {
     reference::linear(x.rows(0, t), w, WeightLayout::OutIn, &b, ref);
     EXPECT_TRUE(close(y, ref));
     EXPECT_EQ(y.f32()[4 * t - 1], b.f32()[3]);
+  }
+}
+
+// Builds with oneDNN (those that convolve through it) multiply F32 linears through it too: the
+// tests above then check its results, not OpenBLAS's.
+TEST(Linear, F32GemmsRunThroughOneDnnWhereItIsBuilt) {
+  for (WeightLayout layout : {WeightLayout::OutIn, WeightLayout::InOut}) {
+    EXPECT_EQ(linear_uses_onednn(768, 2304, layout), channels_last_convs());
+    EXPECT_EQ(linear_uses_onednn(3, 5, layout), channels_last_convs());
   }
 }
 
