@@ -115,6 +115,20 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
 Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions,
                    DeviceGroup group)
     : graph_(graph), max_positions_(max_positions), group_(std::move(group)) {
+  bind(weights);
+  pack_linear_weights();
+}
+
+Executor::Executor(const Graph& graph, WeightMap&& weights, std::int64_t max_positions,
+                   DeviceGroup group)
+    : graph_(graph), max_positions_(max_positions), group_(std::move(group)) {
+  bind(weights);
+  weights.clear();
+  pack_linear_weights();
+}
+
+void Executor::bind(const WeightMap& weights) {
+  const Graph& graph = graph_;
   const int size = group_.transport ? group_.transport->size() : 1;
   if (static_cast<int>(group_.token_shares.size()) != size) {
     throw PlanError(
@@ -155,7 +169,6 @@ Executor::Executor(const Graph& graph, const WeightMap& weights, std::int64_t ma
   caches_.resize(static_cast<std::size_t>(graph.num_cache_slots()));
   plan_groups();
   plan_overlap();
-  pack_linear_weights();
 }
 
 void Executor::pack_linear_weights() {

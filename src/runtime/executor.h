@@ -60,6 +60,10 @@ class Executor final : public StepRunner {
   // forward() returns an empty tensor.
   Executor(const Graph& graph, const WeightMap& weights, std::int64_t max_positions,
            DeviceGroup group);
+  // The same, taking the map: the executor then holds each weight alone while it packs them, so
+  // a weight it packs is freed as soon as it is packed (a worker's received weights are not held
+  // twice, received and packed, at its peak). `weights` is left empty.
+  Executor(const Graph& graph, WeightMap&& weights, std::int64_t max_positions, DeviceGroup group);
 
   Tensor forward(std::span<const std::int32_t> ids, bool all_rows) override {
     return forward_rows(ids, all_rows ? OutputRows::All : OutputRows::Last);
@@ -114,6 +118,8 @@ class Executor final : public StepRunner {
   void plan_overlap();
   // Packs the weights linear ops read into their kernels' layouts (packed_weights_).
   void pack_linear_weights();
+  // Everything the constructors do but packing: binds the weights, plans groups and overlap.
+  void bind(const WeightMap& weights);
   // Linear op `op`'s packed weight, or null.
   const kernels::PackedWeight* packed_weight(const Op& op) const;
   // Group transports for the ops' groups and the token group; PlanError for a bad group.

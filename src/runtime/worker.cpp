@@ -91,16 +91,14 @@ Setup parse_setup(const net::Message& m, const net::OpenRequest& open, const std
 }
 
 // A device's part once its program and weights are in place: tell the primary it is ready,
-// follow its steps until it ends the session, send the trace if asked. The executor takes what it
-// needs of `weights` (the map is let go of once it is built: weights it packed are then held
-// once, packed).
+// follow its steps until it ends the session, send the trace if asked. The executor takes
+// `weights` (each weight it packs is freed once packed: held once, never received and packed).
 void serve_program(net::TcpTransport& transport, const Program& program, WeightMap weights,
                    std::int64_t max_positions, const Plan& plan, const Setup& s,
                    const WorkerOptions& options) {
   const std::size_t weight_bytes = program_weight_bytes(program, weights);
-  Executor executor(program.graph, weights, max_positions,
+  Executor executor(program.graph, std::move(weights), max_positions,
                     DeviceGroup{&transport, plan.token_shares});
-  weights.clear();
   TraceRecorder recorder;
   StepMeter meter;
   executor.set_observer(meter.observer(s.trace ? recorder.observer() : OpObserver{}), s.trace);
