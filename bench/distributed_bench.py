@@ -11,6 +11,10 @@ overlap left exposed (from the trace; the device with the most; averaged over th
 With --rounds R every configuration runs R sessions, the configurations interleaved round by
 round (A B C A B C ...), so that a host whose speed drifts during the sitting slows each alike;
 the figures are over every session's runs.
+
+The `concurrent` row runs N one-process sessions side by side (no communication at all) and
+reports N x (one process's time) / (their median time): the most a perfect N-way split could gain
+on this host, where N processes share its memory system and whatever else runs on its cores.
 """
 import argparse
 import json
@@ -30,6 +34,21 @@ def run_once(args, strategy, devices, ids, trace, wire, chunks):
                 "--gather-chunks", str(chunks)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_concurrent(args, devices, ids):
+    """N independent one-process sessions at once; every session's runs after its warm-up."""
+    cmd = [args.huddle, "run", "--model", args.model, "--ids", ids, "--threads", str(args.threads), "--json",
+           "--repeat", str(args.runs + 1)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                              text=True) for _ in range(devices)]
+    runs = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            sys.exit(f"concurrent session failed with exit {proc.returncode}")
+        runs += json.loads(out.strip().splitlines()[-1])["prefill_ms_runs"][1:]
+    return runs
 
 
 def main():
@@ -56,7 +75,7 @@ def main():
     ids = ",".join(str(rng.randrange(vocab)) for _ in range(args.tokens))
     trace = os.path.join(tempfile.mkdtemp(prefix="huddle-bench-"), "trace.json")
 
-    plan = [("local", 1, "f32", 1)] + [(s, args.devices, w, int(c)) for s in args.strategies.split(",")
+    plan = [("local", 1, "f32", 1), ("concurrent", args.devices, "f32", 1)] + [(s, args.devices, w, int(c)) for s in args.strategies.split(",")
                                        for w in args.wires.split(",")
                                        for c in args.gather_chunks.split(",")]
     prefill = {cfg: [] for cfg in plan}
@@ -66,6 +85,11 @@ def main():
     for rnd in range(args.rounds):
         for cfg in plan:
             strategy, devices, wire, chunks = cfg
+            if strategy == "concurrent":
+                prefill[cfg] += run_concurrent(args, devices, ids)
+                print(f"  round {rnd + 1}: {devices} concurrent one-process sessions: "
+                      f"{statistics.median(prefill[cfg]):.1f} ms", file=sys.stderr)
+                continue
             # One session per configuration and round: its first run warms up and is dropped.
             r = run_once(args, strategy, devices, ids, trace, wire, chunks)
             prefill[cfg] += r["prefill_ms_runs"][1:]
@@ -85,7 +109,7 @@ def main():
         rows.append({"strategy": strategy, "devices": devices, "wire": wire, "gather_chunks": chunks,
                      "bytes_sent": sent[cfg], "prefill_ms": statistics.median(prefill[cfg]),
                      "min_ms": min(prefill[cfg]), "max_ms": max(prefill[cfg]),
-                     "exposed_comm_ms": statistics.median(exposed[cfg]),
+                     "exposed_comm_ms": statistics.median(exposed[cfg]) if exposed[cfg] else 0.0,
                      # per block: the median over sessions of each layer's exposed time per run
                      "exposed_comm_ms_by_layer": [statistics.median(col) for col in zip(*layers[cfg])]})
 
@@ -98,6 +122,12 @@ def main():
           "| MB sent (device with most, whole session) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        if r["strategy"] == "concurrent":
+            # Not one request's latency: N requests at once, so the ceiling is N x base / time.
+            print(f"| {r['devices']} concurrent one-process sessions (ceiling) | | | {r['devices']} | "
+                  f"{r['prefill_ms']:.1f} ({r['min_ms']:.1f}..{r['max_ms']:.1f}) | "
+                  f"{r['devices'] * base / r['prefill_ms']:.2f}x | | | |")
+            continue
         per = r["exposed_comm_ms_by_layer"]
         per_text = f"{statistics.mean(per):.2f} ({min(per):.2f}..{max(per):.2f})" if per else ""
         print(f"| {r['strategy']} | {r['wire']} | {r['gather_chunks']} | {r['devices']} | {r['prefill_ms']:.1f} "
