@@ -34,13 +34,19 @@ void check_linear(const LinearCase& c, std::uint32_t seed) {
   const Tensor b = random_tensor(rng, {c.n});
   const Tensor* bias = c.bias ? &b : nullptr;
   Tensor ref = testing::nan_like(Tensor::empty(DType::F32, {c.t, c.n}));
-  Tensor fast = testing::nan_like(ref);
   reference::linear(x, w, c.layout, bias, ref);
-  linear(x, w, c.layout, bias, fast);
-  EXPECT_TRUE(close(fast, ref)) << "T=" << c.t << " K=" << c.k << " N=" << c.n << " layout="
-                                << (c.layout == WeightLayout::OutIn ? "OutIn" : "InOut")
-                                << " bias=" << c.bias << " strided x/w=" << c.strided_x << "/"
-                                << c.strided_w;
+  // One thread and two: F32 GEMMs take oneDNN on one (where built) and OpenBLAS on two.
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor fast = testing::nan_like(ref);
+    linear(x, w, c.layout, bias, fast);
+    EXPECT_TRUE(close(fast, ref)) << "T=" << c.t << " K=" << c.k << " N=" << c.n << " layout="
+                                  << (c.layout == WeightLayout::OutIn ? "OutIn" : "InOut")
+                                  << " bias=" << c.bias << " strided x/w=" << c.strided_x << "/"
+                                  << c.strided_w << " threads=" << threads;
+  }
+  set_num_threads(saved);
 }
 
 TEST(Linear, MatchesReferenceOverShapeGrid) {
@@ -83,17 +89,22 @@ TEST(Linear, WritesIntoStridedOutputViews) {
       const Tensor w =
           layout == WeightLayout::OutIn ? random_tensor(rng, {n, k}) : random_tensor(rng, {k, n});
       const Tensor b = random_tensor(rng, {n});
-      Tensor wide = testing::nan_like(Tensor::empty(DType::F32, {t, n + 5}));
-      Tensor view = wide.cols(2, 2 + n);
       Tensor ref = Tensor::empty(DType::F32, {t, n});
-      linear(x, w, layout, &b, view);
       reference::linear(x, w, layout, &b, ref);
-      EXPECT_TRUE(close(view, ref)) << "T=" << t;
-      for (std::int64_t r = 0; r < t; ++r) {
-        for (std::int64_t c : {std::int64_t{0}, std::int64_t{1}, 2 + n, 3 + n, 4 + n}) {
-          EXPECT_TRUE(std::isnan(wide.f32()[r * (n + 5) + c])) << r << "," << c;
+      const int saved = num_threads();
+      for (int threads : {1, 2}) {  // oneDNN (where built) and OpenBLAS
+        set_num_threads(threads);
+        Tensor wide = testing::nan_like(Tensor::empty(DType::F32, {t, n + 5}));
+        Tensor view = wide.cols(2, 2 + n);
+        linear(x, w, layout, &b, view);
+        EXPECT_TRUE(close(view, ref)) << "T=" << t << " threads=" << threads;
+        for (std::int64_t r = 0; r < t; ++r) {
+          for (std::int64_t c : {std::int64_t{0}, std::int64_t{1}, 2 + n, 3 + n, 4 + n}) {
+            EXPECT_TRUE(std::isnan(wide.f32()[r * (n + 5) + c])) << r << "," << c;
+          }
         }
       }
+      set_num_threads(saved);
     }
   }
 }
@@ -113,8 +124,8 @@ TEST(Linear, ZeroInnerDimensionGivesBias) {
   }
 }
 
-// Builds with oneDNN (those that convolve through it) multiply F32 linears through it too: the
-// tests above then check its results, not OpenBLAS's.
+// Builds with oneDNN (those that convolve through it) multiply F32 linears through it too (on one
+// thread): the tests above then check its results as well as OpenBLAS's.
 TEST(Linear, F32GemmsRunThroughOneDnnWhereItIsBuilt) {
   for (WeightLayout layout : {WeightLayout::OutIn, WeightLayout::InOut}) {
     EXPECT_EQ(linear_uses_onednn(768, 2304, layout), channels_last_convs());
