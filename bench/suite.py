@@ -114,7 +114,8 @@ class Testbed:
 
     def up(self):
         cmd = [TESTBED, "up", self.spec, "--huddle", self.ctx.huddle, "--core-gflops", self.ctx.core_gflops,
-               "--model", self.ctx.model_dir(self.model), "--cluster-out", self.spec_cluster]
+               "--model", self.ctx.model_dir(self.model), "--cluster-out", self.spec_cluster,
+               "--cpu-period-ms", self.ctx.cpu_period_ms]
         r = sh(cmd, timeout=120)
         if r.returncode != 0 and "already up" in r.stderr:  # left behind by an interrupted run
             log(f"{self.scenario}: a testbed of that name was left up; taking it down first")
@@ -666,6 +667,8 @@ def main():
                         "(default) or the cluster file the testbed derives from the spec")
     p.add_argument("--core-gflops", type=float,
                    help="single-core GFLOP/s for the spec's cluster files (default: measure)")
+    p.add_argument("--cpu-period-ms", type=float, default=100,
+                   help="CFS period of the devices' CPU quotas (scripts/testbed up --cpu-period-ms)")
     p.add_argument("--run-timeout", type=int, default=600, help="seconds one huddle run may take")
     p.add_argument("--out", help="output directory (default bench/results; quick: bench/results/quick)")
     p.add_argument("--report-only", action="store_true", help="re-render the reports from --out/results.json")
@@ -723,6 +726,7 @@ def main():
             r = sh([ctx.huddle, "synth", "--arch", arch, "--preset", preset, "-o", ctx.model_dir(m)])
             if r.returncode != 0:
                 sys.exit(f"bench-suite: synth {m}: {r.stderr}")
+    ctx.cpu_period_ms = a.cpu_period_ms
     if a.core_gflops:
         ctx.core_gflops = a.core_gflops
     else:

@@ -72,6 +72,8 @@ def main():
                     help="GFLOP/s of one core of this machine, for the cluster file (default: the "
                          "testbed measures it)")
     ap.add_argument("--huddle", default=os.path.join(ROOT, "build", "huddle"))
+    ap.add_argument("--cpu-period-ms", type=float, default=100,
+                    help="CFS period of the devices' CPU quotas (scripts/testbed up --cpu-period-ms)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds one huddle run may take")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "edgeflow"))
     a = ap.parse_args()
@@ -84,8 +86,8 @@ def main():
             cluster = os.path.join(a.out, f"edge6-{mbps}.cluster.json")
             sh([TESTBED, "down", spec], 120)
             gflops = ["--core-gflops", a.core_gflops] if a.core_gflops else []
-            up = sh([TESTBED, "up", spec, "--huddle", a.huddle, "--model", onnx, "--cluster-out", cluster]
-                    + gflops, 180)
+            up = sh([TESTBED, "up", spec, "--huddle", a.huddle, "--model", onnx, "--cluster-out", cluster,
+                     "--cpu-period-ms", a.cpu_period_ms] + gflops, 180)
             if up.returncode != 0:
                 sys.exit(f"testbed up {spec}: {up.stderr[-500:]}")
             args = up.stdout.split()

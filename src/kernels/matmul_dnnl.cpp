@@ -21,6 +21,7 @@
 #include <omp.h>
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>

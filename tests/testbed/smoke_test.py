@@ -205,8 +205,17 @@ def test_smoke(a):
         r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10", "--model", str(tmp)])
         check(r.returncode == 1 and "no model directory" in r.stderr, f"up --model refuses a non-model: {r.stderr.strip()}")
         check(run([a.testbed, "down", str(spec)]).returncode == 0, "down before up --model")
-        r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10", "--model", a.model])
+        r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10", "--cpu-period-ms", "0.5"])
+        check(r.returncode == 1 and "1 to 1000 ms" in r.stderr, f"up refuses a period under 1 ms: {r.stderr.strip()}")
+        # --cpu-period-ms: the same 0.5 core as 5 ms of every 10 ms.
+        r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10", "--model", a.model,
+                 "--cpu-period-ms", "10"])
         if check(r.returncode == 0, f"up --model succeeds: {r.stderr.strip()[-800:]}"):
+            status = json.loads(run([a.testbed, "status", str(spec)]).stdout)
+            cpu = [c for c in status["cgroups"] if "/cpu/" in c]
+            periods = sorted((Path(c, "cpu.cfs_period_us").read_text().strip(),
+                              Path(c, "cpu.cfs_quota_us").read_text().strip()) for c in cpu)
+            check(periods == [("10000", "5000")] * 2, f"--cpu-period-ms 10: 5 ms of every 10 ms: {periods}")
             status = json.loads(run([a.testbed, "status", str(spec)]).stdout)
             pids += status["pids"]
             check(status.get("model") == str(Path(a.model).resolve()), f"status names the model: {status.get('model')}")
