@@ -16,6 +16,7 @@
 #include "kernels/conv_dnnl.h"
 
 #include "core/error.h"
+#include "kernels/dnnl_context.h"
 #include "kernels/thread_pool.h"
 
 #include <omp.h>
@@ -32,13 +33,11 @@
 namespace huddle::kernels {
 namespace {
 
+using detail::dnnl_engine;
+using detail::dnnl_scratchpad;
+using detail::dnnl_stream;
 using dnnl::memory;
 using Dims = memory::dims;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 // The band as a view of x: first input row, rows, and explicit top/bottom padding.
 struct BandView {
@@ -162,7 +161,7 @@ std::shared_ptr<const Conv> build(const Tensor& x, const Tensor& w, const Tensor
              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                dnnl::algorithm::convolution_direct, src_md, w_any,
                                                dst_md, strides, dil, pad_l, pad_r);
-    return dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+    return dnnl::convolution_forward::primitive_desc(desc, attr, dnnl_engine());
   };
   // Channels-last tensors are convolved in place where oneDNN has a JIT kernel for that layout
   // (its AVX-512 and AVX2 kernels take nhwc); otherwise, and for NCHW, oneDNN picks its layout
@@ -176,9 +175,9 @@ std::shared_ptr<const Conv> build(const Tensor& x, const Tensor& w, const Tensor
   // The weights, reordered once into the primitive's layout.
   const memory::desc w_plain(wdims, memory::data_type::f32,
                              groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw);
-  memory user(w_plain, engine(), const_cast<float*>(w.f32()));
-  conv->weights = memory(conv->pd.weights_desc(), engine());
-  dnnl::stream s(engine());
+  memory user(w_plain, dnnl_engine(), const_cast<float*>(w.f32()));
+  conv->weights = memory(conv->pd.weights_desc(), dnnl_engine());
+  dnnl::stream s(dnnl_engine());
   dnnl::reorder(user, conv->weights).execute(s, user, conv->weights);
   s.wait();
   conv->owner = w.owner();
@@ -252,8 +251,8 @@ bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Win
       cached(x, w, bias, win, groups, act, v, y, channels_last, residual_act);
   if (!held) return false;  // oneDNN cannot fuse this residual
   const Conv& conv = *held;
-  dnnl::engine& e = engine();
-  thread_local dnnl::stream stream(e);
+  dnnl::engine& e = dnnl_engine();
+  dnnl::stream& stream = dnnl_stream();
   const std::int64_t row_floats = channels_last ? x.dim(2) * x.dim(3) : x.dim(3);
   memory src(conv.src_view, e, const_cast<float*>(x.f32() + v.first * row_floats));
   memory dst(conv.dst_plain, e, y.f32());
@@ -266,14 +265,11 @@ bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Win
     dst_out = memory(conv.pd.dst_desc(), e);
     if (residual_act) dnnl::reorder(dst, dst_out).execute(stream, dst, dst_out);  // the residual
   }
-  thread_local std::vector<std::byte> scratch;
-  const std::size_t scratch_bytes = conv.pd.scratchpad_desc().get_size();
-  if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, src_in},
       {DNNL_ARG_WEIGHTS, conv.weights},
       {DNNL_ARG_DST, dst_out},
-      {DNNL_ARG_SCRATCHPAD, memory(conv.pd.scratchpad_desc(), e, scratch.data())}};
+      {DNNL_ARG_SCRATCHPAD, dnnl_scratchpad(conv.pd.scratchpad_desc())}};
   if (bias) {
     args.emplace(DNNL_ARG_BIAS, memory(conv.pd.bias_desc(), e, const_cast<float*>(bias->f32())));
   }

@@ -16,6 +16,7 @@
 // run-time arguments (DNNL_RUNTIME_DIM_VAL), so any views multiply without a copy.
 #include "kernels/matmul_dnnl.h"
 
+#include "kernels/dnnl_context.h"
 #include "kernels/thread_pool.h"
 
 #include <omp.h>
@@ -27,18 +28,12 @@
 #include <mutex>
 #include <string_view>
 #include <tuple>
-#include <vector>
 
 namespace huddle::kernels::detail {
 namespace {
 
 using dnnl::memory;
 constexpr memory::dim kRuntime = DNNL_RUNTIME_DIM_VAL;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 struct Matmul {
   dnnl::matmul::primitive_desc pd;
@@ -59,7 +54,7 @@ std::shared_ptr<const Matmul> build(std::int64_t k, std::int64_t n, bool out_in)
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: runs on several threads
   try {
     auto m = std::make_shared<Matmul>();
-    m->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, engine());
+    m->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, dnnl_engine());
     if (std::string_view(m->pd.impl_info_str()).find("ref") != std::string_view::npos) {
       return nullptr;
     }
@@ -92,8 +87,7 @@ bool matmul_dnnl(ConstMat x, ConstMat w, WeightLayout layout, std::int64_t t, st
   const std::shared_ptr<const Matmul> m = cached(k, n, out_in);
   if (!m) return false;
   omp_set_num_threads(threads_here());  // this thread's OpenMP teams: 1 in a serial scope
-  dnnl::engine& e = engine();
-  thread_local dnnl::stream stream(e);
+  dnnl::engine& e = dnnl_engine();
   const auto ld = [](std::int64_t stride) { return std::max<std::int64_t>(stride, 1); };
   memory src(memory::desc({t, k}, memory::data_type::f32, memory::dims{ld(x.stride), 1}), e,
              const_cast<float*>(x.data));
@@ -101,14 +95,11 @@ bool matmul_dnnl(ConstMat x, ConstMat w, WeightLayout layout, std::int64_t t, st
              const_cast<float*>(w.data));
   memory dst(memory::desc({t, n}, memory::data_type::f32, memory::dims{ld(y.stride), 1}), e,
              y.data);
-  thread_local std::vector<std::byte> scratch;
-  const std::size_t scratch_bytes = m->pd.scratchpad_desc().get_size();
-  if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);
-  m->prim.execute(stream,
-                  {{DNNL_ARG_SRC, src},
-                   {DNNL_ARG_WEIGHTS, wei},
-                   {DNNL_ARG_DST, dst},
-                   {DNNL_ARG_SCRATCHPAD, memory(m->pd.scratchpad_desc(), e, scratch.data())}});
+  dnnl::stream& stream = dnnl_stream();
+  m->prim.execute(stream, {{DNNL_ARG_SRC, src},
+                           {DNNL_ARG_WEIGHTS, wei},
+                           {DNNL_ARG_DST, dst},
+                           {DNNL_ARG_SCRATCHPAD, dnnl_scratchpad(m->pd.scratchpad_desc())}});
   stream.wait();
   return true;
 }
