@@ -7,7 +7,7 @@
 //
 // Threads: large calls are split over the kernels' thread pool, OpenBLAS and oneDNN
 // (set_num_threads). Except where a library computes the result (F32 linear at T > 1: oneDNN's
-// matmul on one thread where built, else OpenBLAS; attention at T > 4), every output element is
+// matmul where built, else OpenBLAS; attention at T > 4), every output element is
 // computed the same way whatever the thread count, so results are reproducible bit for bit. The
 // functions may be called from several threads at once.
 //
@@ -33,12 +33,11 @@ void set_num_threads(int n);
 int num_threads();
 
 // y[T,N] = x[T,K] · W (+ bias[N]); W is [N,K] (OutIn) or [K,N] (InOut). T == 1 takes a GEMV path;
-// F32 at T > 1 oneDNN's matmul (matmul_dnnl.h) where built and on one thread, else OpenBLAS's
-// sgemm.
+// F32 at T > 1 oneDNN's matmul (matmul_dnnl.h) where built, else OpenBLAS's sgemm.
 void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor* bias, Tensor& y);
 // Whether linear() multiplies F32 inputs of K columns by a weight of N outputs in `layout`
-// through oneDNN (at T > 1, on one thread): false in builds without it, or for a shape it only
-// has a slow reference implementation for.
+// through oneDNN (at T > 1): false in builds without it, or for a shape it only has a slow
+// reference implementation for.
 bool linear_uses_onednn(std::int64_t k, std::int64_t n, WeightLayout layout);
 
 // y[T,C] = (x - mean) / sqrt(var + eps) * w[C] + b[C], per row.

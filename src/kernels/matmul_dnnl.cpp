@@ -13,7 +13,10 @@
 // are otherwise the checkpoint's, evictable under memory pressure.
 //
 // One primitive per (K, N, layout) serves every call: the row count and every row stride are
-// run-time arguments (DNNL_RUNTIME_DIM_VAL), so any views multiply without a copy.
+// run-time arguments (DNNL_RUNTIME_DIM_VAL), so any views multiply without a copy. On several
+// threads the output columns split over the kernels' pool, one single-threaded call per part:
+// oneDNN's own OpenMP team ran erratically beside the pool (20-130 GFLOP/s for gpt2's attention
+// shapes on two threads, OpenBLAS 140-235), the split 176-258 (docs/weights.md).
 #include "kernels/matmul_dnnl.h"
 
 #include "kernels/dnnl_context.h"
@@ -75,18 +78,11 @@ std::shared_ptr<const Matmul> cached(std::int64_t k, std::int64_t n, bool out_in
   return it->second;
 }
 
-}  // namespace
-
-bool matmul_dnnl_takes(std::int64_t k, std::int64_t n, WeightLayout layout) {
-  return cached(k, n, layout == WeightLayout::OutIn) != nullptr;
-}
-
-bool matmul_dnnl(ConstMat x, ConstMat w, WeightLayout layout, std::int64_t t, std::int64_t k,
-                 std::int64_t n, Mat y) {
-  const bool out_in = layout == WeightLayout::OutIn;
+bool matmul_one_call(ConstMat x, ConstMat w, bool out_in, std::int64_t t, std::int64_t k,
+                     std::int64_t n, Mat y) {
   const std::shared_ptr<const Matmul> m = cached(k, n, out_in);
   if (!m) return false;
-  omp_set_num_threads(threads_here());  // this thread's OpenMP teams: 1 in a serial scope
+  omp_set_num_threads(1);
   dnnl::engine& e = dnnl_engine();
   const auto ld = [](std::int64_t stride) { return std::max<std::int64_t>(stride, 1); };
   memory src(memory::desc({t, k}, memory::data_type::f32, memory::dims{ld(x.stride), 1}), e,
@@ -101,6 +97,38 @@ bool matmul_dnnl(ConstMat x, ConstMat w, WeightLayout layout, std::int64_t t, st
                            {DNNL_ARG_DST, dst},
                            {DNNL_ARG_SCRATCHPAD, dnnl_scratchpad(m->pd.scratchpad_desc())}});
   stream.wait();
+  return true;
+}
+
+}  // namespace
+
+bool matmul_dnnl_takes(std::int64_t k, std::int64_t n, WeightLayout layout) {
+  return cached(k, n, layout == WeightLayout::OutIn) != nullptr;
+}
+
+bool matmul_dnnl(ConstMat x, ConstMat w, WeightLayout layout, std::int64_t t, std::int64_t k,
+                 std::int64_t n, Mat y) {
+  const bool out_in = layout == WeightLayout::OutIn;
+  // Parts of whole 64-column blocks, one per thread, where there are columns for them.
+  constexpr std::int64_t kBlock = 64;
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  const std::int64_t parts = std::min<std::int64_t>(threads_here(), blocks);
+  if (parts <= 1) return matmul_one_call(x, w, out_in, t, k, n, y);
+  const auto part_begin = [&](std::int64_t p) { return std::min(n, blocks * p / parts * kBlock); };
+  for (std::int64_t p = 0; p < parts; ++p) {  // every part's primitive, before any writes y
+    if (!cached(k, part_begin(p + 1) - part_begin(p), out_in)) return false;
+  }
+  parallel_for(0, parts, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t c0 = part_begin(p), c1 = part_begin(p + 1);
+      // Output columns [c0, c1): InOut weight columns, OutIn weight rows.
+      ConstMat wp = w;
+      wp.data += out_in ? c0 * w.stride : c0;
+      Mat yp = y;
+      yp.data += c0;
+      matmul_one_call(x, wp, out_in, t, k, c1 - c0, yp);
+    }
+  });
   return true;
 }
 

@@ -9,8 +9,9 @@
 namespace huddle::kernels::detail {
 
 // y[T, N] = x[T, K] · W for W [N, K] (OutIn) or [K, N] (InOut); every operand a row-strided view.
-// False when oneDNN does not take the product (the caller computes it, y untouched). Runs on
-// threads_here() OpenMP threads.
+// False when oneDNN does not take the product (the caller computes it, y untouched). With
+// threads_here() > 1 the output columns are split over the kernels' pool, one single-threaded
+// oneDNN call per part (oneDNN's own OpenMP team, measured beside the pool, ran erratically).
 bool matmul_dnnl(ConstMat x, ConstMat w, WeightLayout layout, std::int64_t t, std::int64_t k,
                  std::int64_t n, Mat y);
 

@@ -35,7 +35,7 @@ void check_linear(const LinearCase& c, std::uint32_t seed) {
   const Tensor* bias = c.bias ? &b : nullptr;
   Tensor ref = testing::nan_like(Tensor::empty(DType::F32, {c.t, c.n}));
   reference::linear(x, w, c.layout, bias, ref);
-  // One thread and two: F32 GEMMs take oneDNN on one (where built) and OpenBLAS on two.
+  // One thread and two: on two, F32 GEMMs split their output columns over the pool (oneDNN).
   const int saved = num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
@@ -92,7 +92,7 @@ TEST(Linear, WritesIntoStridedOutputViews) {
       Tensor ref = Tensor::empty(DType::F32, {t, n});
       reference::linear(x, w, layout, &b, ref);
       const int saved = num_threads();
-      for (int threads : {1, 2}) {  // oneDNN (where built) and OpenBLAS
+      for (int threads : {1, 2}) {  // one oneDNN call, or columns split over the pool
         set_num_threads(threads);
         Tensor wide = testing::nan_like(Tensor::empty(DType::F32, {t, n + 5}));
         Tensor view = wide.cols(2, 2 + n);
@@ -124,8 +124,8 @@ TEST(Linear, ZeroInnerDimensionGivesBias) {
   }
 }
 
-// Builds with oneDNN (those that convolve through it) multiply F32 linears through it too (on one
-// thread): the tests above then check its results as well as OpenBLAS's.
+// Builds with oneDNN (those that convolve through it) multiply F32 linears through it too: the
+// tests above then check its results (OpenBLAS's in builds without it, as under TSan).
 TEST(Linear, F32GemmsRunThroughOneDnnWhereItIsBuilt) {
   for (WeightLayout layout : {WeightLayout::OutIn, WeightLayout::InOut}) {
     EXPECT_EQ(linear_uses_onednn(768, 2304, layout), channels_last_convs());
