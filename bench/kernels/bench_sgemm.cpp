@@ -1,11 +1,13 @@
 // GEMM and GEMV throughput for the linear layers of the gpt2 and ~1B Llama presets.
 //
 //   build-kernels/bench/kernels/bench_sgemm [--threads 1,2] [--shapes gpt2|llama1b|all] [--runs 7]
+//                                           [--rows 128]
 //
 // For every weight shape K x N it prints
 //   - kernels::linear() at M = 128 (a 128-token prompt; oneDNN's matmul where built,
 //     kernels/matmul_dnnl.cpp) and raw cblas_sgemm beside it, GFLOP/s = 2·M·K·N / time (the two
-//     alternate run by run);
+//     alternate run by run); --rows 16,64,128 measures each of those M instead (a split
+//     strategy's linears see T / devices / chunks rows);
 //   - GEMV at M = 1 (one decode step), GB/s = weight bytes / time, for cblas_sgemv and for
 //     kernels::linear() at T = 1 (huddle's own GEMV loops), in the layout the model stores;
 // as the median and [min, max] over --runs runs (the two GEMVs alternate run by run). A GEMV run
@@ -121,22 +123,29 @@ std::string cpu_name() {
   return "unknown";
 }
 
-void bench_shape(const Shape& s, int runs) {
-  constexpr std::int64_t kM = 128;
+void bench_shape(const Shape& s, std::int64_t m, bool with_gemv, int runs) {
   const bool out_in = s.layout == WeightLayout::OutIn;
   const huddle::Shape w_shape = out_in ? huddle::Shape{s.n, s.k} : huddle::Shape{s.k, s.n};
 
   // sgemm at M = 128.
-  const huddle::Tensor a = filled({kM, s.k}, 0.01f);
+  const huddle::Tensor a = filled({m, s.k}, 0.01f);
   const huddle::Tensor w = filled(w_shape, 0.02f);
-  huddle::Tensor c = filled({kM, s.n}, 0.0f);
-  const double flop = 2.0 * kM * s.k * s.n;
+  huddle::Tensor c = filled({m, s.n}, 0.0f);
+  const double flop = 2.0 * m * s.k * s.n;
   const auto sgemm = [&](int) {
-    huddle::kernels::raw_sgemm(Trans::No, out_in ? Trans::Yes : Trans::No, kM, s.n, s.k, 1.0f,
+    huddle::kernels::raw_sgemm(Trans::No, out_in ? Trans::Yes : Trans::No, m, s.n, s.k, 1.0f,
                                a.f32(), s.k, w.f32(), out_in ? s.k : s.n, 0.0f, c.f32(), s.n);
   };
   const auto linear = [&](int) { huddle::kernels::linear(a, w, s.layout, nullptr, c); };
   const std::vector<Stats> gemm = measure({linear, sgemm}, flop * 1e-9, runs, 0.05);
+
+  if (!with_gemv) {
+    std::printf("%-18s %6lld %6lld %-5s %5lld | %s | %s\n", s.name, static_cast<long long>(s.k),
+                static_cast<long long>(s.n), out_in ? "OutIn" : "InOut", static_cast<long long>(m),
+                fmt_stats(gemm[0]).c_str(), fmt_stats(gemm[1]).c_str());
+    std::fflush(stdout);
+    return;
+  }
 
   // GEMV at M = 1 over rotating weight copies (>= 256 MB in all).
   const double bytes = 4.0 * s.k * s.n;
@@ -170,12 +179,16 @@ int main(int argc, char** argv) {
   std::vector<int> threads{1, 2};
   std::string shapes = "all";
   int runs = 7;
+  std::vector<std::int64_t> rows{128};
   app.add_option("--threads", threads, "thread counts to measure")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   app.add_option("--shapes", shapes, "gpt2, llama1b or all")
       ->check(CLI::IsMember({"gpt2", "llama1b", "all"}));
   app.add_option("--runs", runs, "runs per point (>= 5)")->check(CLI::Range(5, 1000));
+  app.add_option("--rows", rows, "GEMM row counts M (with a single 128 the GEMVs run too)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 65536));
   CLI11_PARSE(app, argc, argv);
   huddle::kernels::configure_blas_environment();  // before any thread or BLAS call
 
@@ -199,10 +212,18 @@ int main(int argc, char** argv) {
     for (int t : threads) {
       huddle::kernels::set_num_threads(t);
       std::printf("\nthreads = %d\n", t);
-      std::printf("%-18s %6s %6s %-5s | %-23s | %-23s | %-23s | %-23s\n", "layer", "K", "N", "W",
-                  "linear M=128 GFLOP/s", "sgemm M=128 GFLOP/s", "cblas_sgemv M=1 GB/s",
-                  "huddle linear M=1 GB/s");
-      for (const Shape& s : selected) bench_shape(s, runs);
+      const bool with_gemv = rows == std::vector<std::int64_t>{128};
+      if (with_gemv) {
+        std::printf("%-18s %6s %6s %-5s | %-23s | %-23s | %-23s | %-23s\n", "layer", "K", "N", "W",
+                    "linear M=128 GFLOP/s", "sgemm M=128 GFLOP/s", "cblas_sgemv M=1 GB/s",
+                    "huddle linear M=1 GB/s");
+      } else {
+        std::printf("%-18s %6s %6s %-5s %5s | %-23s | %-23s\n", "layer", "K", "N", "W", "M",
+                    "linear GFLOP/s", "sgemm GFLOP/s");
+      }
+      for (const Shape& s : selected) {
+        for (std::int64_t m : rows) bench_shape(s, m, with_gemv, runs);
+      }
     }
     std::printf("\n# load average after: %s\n", load_average().c_str());
   } catch (const huddle::Error& e) {

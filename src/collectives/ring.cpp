@@ -1,5 +1,6 @@
 #include "collectives/ring.h"
 
+#include "collectives/p2p.h"
 #include "collectives/tags.h"
 #include "core/error.h"
 
@@ -480,46 +481,96 @@ void all_reduce(net::Transport& transport, Tensor data, const RingOptions& optio
   all_gather(transport, flat, partition, {}, options);
 }
 
+namespace {
+
+// Column blocks of `col_counts` columns each ([rows, cols(p)]) packed one after another, row-major,
+// into a flat buffer that the row collectives move: block p is "rows" [offset(p), end(p)) of the
+// [sum rows * cols(p), 1] tensor `packed`.
+class PackedColumns {
+ public:
+  PackedColumns(std::int64_t rows, const std::vector<std::int64_t>& col_counts)
+      : rows_(rows),
+        col_counts_(col_counts),
+        col_offset_(col_counts.size() + 1, 0),
+        partition_(block_sizes(rows, col_counts)),
+        packed_(Tensor::empty(DType::F32, {partition_.rows(), 1})) {
+    for (std::size_t p = 0; p < col_counts.size(); ++p)
+      col_offset_[p + 1] = col_offset_[p] + col_counts[p];
+  }
+
+  std::int64_t total_cols() const { return col_offset_.back(); }
+  const RowPartition& partition() const { return partition_; }
+  Tensor& packed() { return packed_; }
+  // Copies `from` ([rows, cols(p)], any row stride) into block p.
+  void put(int p, const Tensor& from) { copy_rows(from, block(p)); }
+  // Copies every block into its columns of `out` ([rows, total_cols()]).
+  void unpack(Tensor& out) {
+    for (std::size_t p = 0; p < col_counts_.size(); ++p) {
+      copy_rows(block(static_cast<int>(p)), out.cols(col_offset_[p], col_offset_[p + 1]));
+    }
+  }
+
+ private:
+  static std::vector<std::int64_t> block_sizes(std::int64_t rows,
+                                               const std::vector<std::int64_t>& col_counts) {
+    std::vector<std::int64_t> sizes;
+    for (std::int64_t cols : col_counts) sizes.push_back(rows * cols);
+    return sizes;
+  }
+  Tensor block(int p) {
+    return Tensor::borrow(DType::F32, {rows_, col_counts_[static_cast<std::size_t>(p)]},
+                          packed_.f32() + partition_.offset(p));
+  }
+  void copy_rows(const Tensor& from, Tensor to) const {
+    const std::size_t row_bytes = static_cast<std::size_t>(from.dim(1)) * sizeof(float);
+    for (std::int64_t i = 0; i < rows_; ++i) {
+      std::memcpy(to.f32() + i * to.row_stride(), from.f32() + i * from.row_stride(), row_bytes);
+    }
+  }
+
+  std::int64_t rows_;
+  std::vector<std::int64_t> col_counts_, col_offset_;
+  RowPartition partition_;
+  Tensor packed_;
+};
+
+void check_column_blocks(const char* what, net::Transport& transport, const Tensor& local,
+                         const std::vector<std::int64_t>& col_counts) {
+  HUDDLE_CHECK(static_cast<int>(col_counts.size()) == transport.size(),
+               "{}: {} column parts for {} ranks", what, col_counts.size(), transport.size());
+  HUDDLE_CHECK(local.rank() == 2 && local.dtype() == DType::F32 &&
+                   local.dim(1) == col_counts[static_cast<std::size_t>(transport.rank())],
+               "{}: block {} for {} columns", what, shape_str(local.shape()),
+               col_counts[static_cast<std::size_t>(transport.rank())]);
+}
+
+}  // namespace
+
 void all_gather_cols(net::Transport& transport, const Tensor& local,
                      const std::vector<std::int64_t>& col_counts, Tensor out,
                      const RingOptions& options) {
-  const int n = transport.size();
-  const int r = transport.rank();
-  HUDDLE_CHECK(static_cast<int>(col_counts.size()) == n, "{} column parts for {} ranks",
-               col_counts.size(), n);
-  HUDDLE_CHECK(local.rank() == 2 && out.rank() == 2 && out.contiguous() &&
-                   local.dtype() == DType::F32 && out.dtype() == DType::F32,
-               "all_gather_cols on {} -> {}", shape_str(local.shape()), shape_str(out.shape()));
-  const std::int64_t rows = out.dim(0);
-  std::vector<std::int64_t> col_offset(static_cast<std::size_t>(n) + 1, 0), counts;
-  for (int p = 0; p < n; ++p) {
-    col_offset[static_cast<std::size_t>(p) + 1] =
-        col_offset[static_cast<std::size_t>(p)] + col_counts[static_cast<std::size_t>(p)];
-    counts.push_back(rows * col_counts[static_cast<std::size_t>(p)]);
-  }
-  HUDDLE_CHECK(col_offset.back() == out.dim(1) && local.dim(0) == rows &&
-                   local.dim(1) == col_counts[static_cast<std::size_t>(r)],
-               "all_gather_cols: {} into {} with parts of {} columns", shape_str(local.shape()),
-               shape_str(out.shape()), col_offset.back());
-  const RowPartition partition(counts);
-  // Block p packed row-major at elements [partition.offset(p), +rows * cols(p)).
-  Tensor packed = Tensor::empty(DType::F32, {partition.rows(), 1});
-  auto block = [&](int p) {
-    return Tensor::borrow(DType::F32, {rows, col_counts[static_cast<std::size_t>(p)]},
-                          packed.f32() + partition.offset(p));
-  };
-  auto copy_rows = [rows](const Tensor& from, Tensor to) {
-    const std::size_t row_bytes = static_cast<std::size_t>(from.dim(1)) * sizeof(float);
-    for (std::int64_t i = 0; i < rows; ++i) {
-      std::memcpy(to.f32() + i * to.row_stride(), from.f32() + i * from.row_stride(), row_bytes);
-    }
-  };
-  copy_rows(local, block(r));
-  all_gather(transport, packed, partition, {}, options);
-  for (int p = 0; p < n; ++p) {
-    copy_rows(block(p), out.cols(col_offset[static_cast<std::size_t>(p)],
-                                 col_offset[static_cast<std::size_t>(p) + 1]));
-  }
+  check_column_blocks("all_gather_cols", transport, local, col_counts);
+  PackedColumns blocks(local.dim(0), col_counts);
+  HUDDLE_CHECK(out.rank() == 2 && out.contiguous() && out.dtype() == DType::F32 &&
+                   out.dim(0) == local.dim(0) && out.dim(1) == blocks.total_cols(),
+               "all_gather_cols: {} into {}", shape_str(local.shape()), shape_str(out.shape()));
+  blocks.put(transport.rank(), local);
+  all_gather(transport, blocks.packed(), blocks.partition(), {}, options);
+  blocks.unpack(out);
+}
+
+void gather_cols(net::Transport& transport, const Tensor& local,
+                 const std::vector<std::int64_t>& col_counts, Tensor out, int root) {
+  check_column_blocks("gather_cols", transport, local, col_counts);
+  HUDDLE_CHECK(root >= 0 && root < transport.size(), "root {} of {}", root, transport.size());
+  PackedColumns blocks(local.dim(0), col_counts);
+  const bool is_root = transport.rank() == root;
+  HUDDLE_CHECK(!is_root || (out.rank() == 2 && out.dtype() == DType::F32 &&
+                            out.dim(0) == local.dim(0) && out.dim(1) == blocks.total_cols()),
+               "gather_cols: {} into {}", shape_str(local.shape()), shape_str(out.shape()));
+  blocks.put(transport.rank(), local);
+  gather_rows(transport, blocks.packed(), blocks.partition(), root);
+  if (is_root) blocks.unpack(out);
 }
 
 }  // namespace huddle::collectives

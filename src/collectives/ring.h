@@ -81,4 +81,10 @@ void all_gather_cols(net::Transport& transport, const Tensor& local,
                      const std::vector<std::int64_t>& col_counts, Tensor out,
                      const RingOptions& options = {});
 
+// Column gather (f32) to `root`: as all_gather_cols, but only `root` receives, each block sent
+// straight to it (gather_rows of the packed blocks); `out` is written on `root` only and may be
+// undefined elsewhere. Exact (f32 bytes): what it gathers is a model output.
+void gather_cols(net::Transport& transport, const Tensor& local,
+                 const std::vector<std::int64_t>& col_counts, Tensor out, int root);
+
 }  // namespace huddle::collectives

@@ -54,6 +54,7 @@ bool moves_data(OpKind kind) {
     case OpKind::ScatterFromPrimary:
     case OpKind::BroadcastFromPrimary:
     case OpKind::AllGatherCols:
+    case OpKind::GatherColsToPrimary:
     case OpKind::PipeSend:
     case OpKind::PipeRecv:
     case OpKind::RowExchange:

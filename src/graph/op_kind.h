@@ -63,6 +63,8 @@ namespace huddle {
   X(AllGatherCols, "all_gather_cols", 1,                                                         \
     "x[T,parts[me]] -> [T,sum(parts)]: every member's columns, in group order (ring)")           \
   X(GatherToPrimary, "gather_to_primary", 1, "x[L,C] -> [T,C] on device 0 (others: nothing)")    \
+  X(GatherColsToPrimary, "gather_cols_to_primary", 1,                                            \
+    "x[R,parts[me]] -> [R,sum(parts)] on device 0 (others: nothing); every device's columns")    \
   X(ScatterFromPrimary, "scatter_from_primary", 1,                                               \
     "x[T,C] on device 0 -> [L,C] on every device (elsewhere the input is the ids: rows only)")   \
   X(BroadcastFromPrimary, "broadcast_from_primary", 1,                                           \

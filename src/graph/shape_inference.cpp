@@ -143,6 +143,19 @@ Shape infer_shape(OpKind kind, const OpAttrs& a, const std::vector<Shape>& in,
       }
       return {in[0][0], total};
     }
+    case OpKind::GatherColsToPrimary: {
+      expect_rank(in[0], 2, op, "x");
+      std::int64_t total = 0;
+      for (std::int64_t p : a.parts) {
+        if (p <= 0) mismatch(op, "every device needs at least one column");
+        total += p;
+      }
+      if (a.parts.size() < 2 || !a.group.empty()) {
+        mismatch(op, fmt::format("{} column parts{}; it needs one per device, over every device",
+                                 a.parts.size(), a.group.empty() ? "" : " in a group"));
+      }
+      return {in[0][0], total};
+    }
     case OpKind::LocalRows:
       if (in[0].empty() || in[0][0] != kTokens) mismatch(op, "local_rows needs all tokens' rows");
       return [&] {

@@ -113,7 +113,16 @@ class Lowering1D final : public LoweringEngine {
 
   void mlp_tokens(const Op& op) { same_op(op, Layout::Tokens); }
 
-  void head(const Op& op) { head_on_primary(op); }
+  void head(const Op& op) {
+    if (p_.vocab.empty()) return head_on_primary(op);
+    head_by_vocab(op);
+  }
+
+  void finish() override {
+    LoweringEngine::finish();
+    if (!p_.vocab.empty() && head_outputs_.empty())
+      throw PlanError("the plan splits the head by vocabulary, but the model has no head");
+  }
 };
 
 }  // namespace

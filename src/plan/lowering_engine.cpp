@@ -195,6 +195,38 @@ void LoweringEngine::head_on_primary(const Op& op) {
   }
 }
 
+void LoweringEngine::head_by_vocab(const Op& op) {
+  if (op.kind == OpKind::LastRow) return same_op(op, Layout::Replicated);
+  const Value& w = op.inputs.size() >= 2 ? g_.value(op.inputs[1]) : g_.value(op.output);
+  if (op.kind != OpKind::Linear || w.kind != ValueKind::Weight || w.shape.size() != 2) {
+    throw PlanError(fmt::format(
+        "the plan splits the head by vocabulary, but head op '{}' is not a last_row or a linear",
+        op.name));
+  }
+  const std::int64_t outputs = w.shape[static_cast<std::size_t>(out_axis(op))];
+  if (p_.vocab.back().second != outputs) {
+    throw PlanError(fmt::format("the plan's vocab covers [0, {}) but head '{}' has {} outputs",
+                                p_.vocab.back().second, op.name, outputs));
+  }
+  OpAttrs gather;
+  for (const auto& [b, e] : p_.vocab) {
+    if (e <= b) throw PlanError("the plan's vocab gives a device no rows; each needs at least one");
+    gather.parts.push_back(e - b);
+  }
+  const auto [vb, ve] = p_.vocab[static_cast<std::size_t>(rank_)];
+  std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Replicated),
+                                 weight_tile(op.inputs[1], {{out_axis(op), vb, ve}})};
+  if (op.inputs.size() == 3) inputs.push_back(weight_tile(op.inputs[2], {{0, vb, ve}}));
+  const ValueId part = emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer);
+  const ValueId out = emit(OpKind::GatherColsToPrimary, op.name + "@primary", {part}, gather,
+                           OpRole::Other, op.layer);
+  head_outputs_.insert(op.output);
+  define(op, out, Layout::Primary);
+  for (ValueId o : g_.outputs()) {
+    if (o == op.output && rank_ == 0) out_.add_output(out);
+  }
+}
+
 // Column-parallel linear: input replicated, weight (and bias) sliced to output columns [b, e).
 void LoweringEngine::column_linear(const Op& op, std::int64_t b, std::int64_t e) {
   std::vector<ValueId> inputs = {get(op.inputs[0], Layout::Replicated),

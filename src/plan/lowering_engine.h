@@ -99,6 +99,11 @@ class LoweringEngine {
   // A head op on device 0 (elsewhere only the gathers of its inputs to device 0, in which every
   // device takes part); model outputs it defines become the program's outputs.
   void head_on_primary(const Op& op);
+  // The head split by the plan's vocab ranges (Plan::vocab): last_row runs on every device (its
+  // input Replicated), the LM head linear on this device's vocabulary rows of its weight, and
+  // device 0 gathers the logits' columns. PlanError for any other head op, or a head linear whose
+  // outputs the ranges do not cover.
+  void head_by_vocab(const Op& op);
   // Tensor-parallel (Megatron) blocks, for 1D plans and pipeline stages of a device group. This
   // device computes attention heads `heads` (and the kv heads they read: a device may hold part
   // of a GQA group) or FFN columns `columns`: column-parallel linears (q/k/v, up/gate) read the

@@ -141,6 +141,7 @@ nlohmann::json Plan::to_json() const {
                       {"layers", layer_list}};
   if (wire != WireFormat::F32) j["wire"] = wire_format_name(wire);
   if (gather_chunks != 1) j["gather_chunks"] = gather_chunks;
+  if (!vocab.empty()) j["vocab"] = ranges_json(vocab);
   if (grid) j["grid"] = {{"rows", grid->rows}, {"cols", grid->cols}};
   if (pipeline) j["pipeline"] = pipeline->to_json();
   if (rows) j["rows"] = rows->to_json();
@@ -194,6 +195,7 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
       c.fail(fmt::format("{} chunks; 1 to {}", chunks, kMaxGatherChunks));
     p.gather_chunks = static_cast<int>(chunks);
   }
+  if (root.has("vocab")) p.vocab = read_ranges(root.at("vocab"), p.devices.size(), "devices");
   if (root.has("grid")) {
     const Reader g = root.at("grid");
     const std::int64_t rows = g.at("rows").integer(), cols = g.at("cols").integer();
@@ -229,6 +231,11 @@ Plan Plan::from_json(const nlohmann::json& json, const std::string& source) {
                                            p.devices[i + 1], i + 1, remotes[i]));
       }
     }
+  }
+  if (!p.vocab.empty() && (p.grid || p.pipeline || p.rows || p.assignment)) {
+    root.at("vocab").fail(
+        "only a layer-split plan splits the head by vocabulary (not a 2d-tiled, pipeline, "
+        "row-split or assignment plan)");
   }
   const Reader layers = root.at("layers");
   if (p.assignment && layers.array_size() != 0)
@@ -393,6 +400,10 @@ void Plan::validate(const ModelConfig& config, const std::string& source) const 
       check_cover(l.columns, config.ffn, num_devices(), fmt::format("layers[{}].columns", i),
                   source);
     }
+  }
+  if (!vocab.empty()) {
+    if (grid) throw PlanError(fmt::format("{}: a 2d-tiled plan cannot split the vocab", source));
+    check_cover(vocab, config.vocab_size, num_devices(), "vocab", source);
   }
 }
 

@@ -20,8 +20,12 @@
 //  "gather_chunks": 4 (optional, default 1),
 //  "layers": [{"attention": "heads", "heads": [[0, 8], [8, 12]],
 //              "mlp": "columns", "columns": [[0, 1920], [1920, 3072]],
-//              "residual": "tokens"}, ...]}
+//              "residual": "tokens"}, ...],
+//  "vocab": [[0, 31000], [31000, 50257]] (optional)}
 // ("attention": "tokens" / "mlp": "tokens" need no ranges.)
+// "vocab" splits the LM head by output rows (vocabulary ids): every device computes the logits
+// of its range for the last row, which is on every device, and device 0 gathers them. Without
+// it device 0 computes the whole head. Layer-split (1D) plans only; a range may be empty.
 //
 // 2D-tiled (Hepti's 2D-tiled weight-stationary mode; lowering_2d.cpp): the devices form a
 // grid of `rows` x `cols`, device r at grid row r / cols, grid column r % cols (row-major, the
@@ -112,6 +116,9 @@ struct Plan {
   int gather_chunks = 1;
   static constexpr int kMaxGatherChunks = 64;
   std::vector<LayerPlan> layers;
+  // The LM head's vocabulary rows per device (1D plans; contiguous, in device order, covering
+  // the head's outputs); empty: the head runs whole on device 0. JSON "vocab", omitted if empty.
+  std::vector<Range> vocab;
   std::optional<Grid> grid;          // 2D-tiled plans only; then every layer is Tiled2D
   std::optional<Pipeline> pipeline;  // pipeline plans only; then `layers` is empty
   std::optional<RowPlan> rows;       // row-split CNN plans only; then `layers` is empty
@@ -129,8 +136,8 @@ struct Plan {
   static Plan from_json(const nlohmann::json& json, const std::string& source);
   static Plan load(const std::string& path);
   void save(const std::string& path) const;
-  // Checks the plan against the model it is to run (ranges cover heads and columns, layer
-  // count, ...); PlanError naming `source` and the field.
+  // Checks the plan against the model it is to run (ranges cover heads, columns and the
+  // vocabulary, layer count, ...); PlanError naming `source` and the field.
   void validate(const ModelConfig& config, const std::string& source) const;
   // The same for a row-split or operator-assignment plan against an imported CNN's row layers
   // (the model facts; an assignment's ops are checked against the graph when lowering).

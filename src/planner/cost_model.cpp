@@ -86,21 +86,10 @@ class Simulator {
     }
     const bool tok = plan_.layers.back().residual == ResidualLayout::Tokens;
     each([&](int d) { return conn(d, tok, H * kNormFlops, 1); });
-    if (tok && n_ > 1) {
-      double t = 0;
-      for (int d = 1; d < n_; ++d) {
-        const double bytes = static_cast<double>(rows(d)) * H * kF32Bytes;
-        if (bytes > 0)
-          t = std::max(
-              t, cluster_.link(ring_[static_cast<std::size_t>(d)], ring_[0]).transfer_s(bytes));
-      }
-      collective(t, {});
-    }
-    if (f_.head_outputs > 0) {
-      const double head =
-          linear_time(0, BlockType::Connection, 1, 2 * H * static_cast<double>(f_.head_outputs));
-      pending_[0] += head;
-      devices_[0].compute_s += head;
+    if (plan_.vocab.empty() || f_.head_outputs <= 0) {
+      head_on_primary(tok);
+    } else {
+      head_by_vocab(tok);
     }
     latency_ += *std::max_element(pending_.begin(), pending_.end());
     bool split = false;
@@ -255,6 +244,47 @@ class Simulator {
       tail.push_back(last_rows > 0 ? linears(d, static_cast<double>(last_rows)) : 0.0);
     }
     collective(comm, inside, tail, ring_moved(width, 0));
+  }
+
+  // The final rows reach device 0 (straight from each device when split by tokens), which
+  // computes the LM head over the last row alone.
+  void head_on_primary(bool tok) {
+    const double H = static_cast<double>(c_.hidden);
+    if (tok && n_ > 1) {
+      double t = 0;
+      for (int d = 1; d < n_; ++d) {
+        const double bytes = static_cast<double>(rows(d)) * H * kF32Bytes;
+        if (bytes > 0)
+          t = std::max(
+              t, cluster_.link(ring_[static_cast<std::size_t>(d)], ring_[0]).transfer_s(bytes));
+      }
+      collective(t, {});
+    }
+    if (f_.head_outputs > 0) {
+      const double head =
+          linear_time(0, BlockType::Connection, 1, 2 * H * static_cast<double>(f_.head_outputs));
+      pending_[0] += head;
+      devices_[0].compute_s += head;
+    }
+  }
+
+  // The head split by Plan::vocab (lowering_engine.cpp's head_by_vocab): every device takes the
+  // last row (all-gathered first when split by tokens), computes the logits of its vocabulary
+  // rows, and sends them straight to device 0 (f32, transfers in parallel).
+  void head_by_vocab(bool tok) {
+    const double H = static_cast<double>(c_.hidden);
+    if (tok && n_ > 1) collective(all_gather(H), {});
+    const auto width = [&](int d) {
+      const auto [b, e] = plan_.vocab[static_cast<std::size_t>(d)];
+      return static_cast<double>(e - b);
+    };
+    each([&](int d) { return linear_time(d, BlockType::Connection, 1, 2 * H * width(d)); });
+    double t = 0;
+    for (int d = 1; d < n_; ++d) {
+      t = std::max(t, cluster_.link(ring_[static_cast<std::size_t>(d)], ring_[0])
+                          .transfer_s(width(d) * kF32Bytes));
+    }
+    if (n_ > 1) collective(t, {});
   }
 
   // Compute of a split block part, per device.

@@ -43,6 +43,9 @@ ModelFootprint ModelFootprint::of(const Graph& graph, const ModelConfig& c) {
     if (op.role == OpRole::Head && op.kind == OpKind::Linear) {
       f.head_outputs = graph.value(op.output).shape.back();
       f.head_weight_bytes = weight_bytes(graph, op.inputs.at(1));
+      f.head_tied = seen.contains(op.inputs.at(1));  // the embedding's tables are seen first
+      for (std::size_t i = 1; i < op.inputs.size(); ++i)
+        f.head_bytes += weight_bytes(graph, op.inputs[i]);
     }
     if (is_connection(op.role)) continue;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
@@ -186,6 +189,11 @@ DeviceMemory device_memory(const ModelFootprint& f, const ModelConfig& c, const 
                            int rank, std::int64_t seq_len) {
   DeviceMemory m;
   m.weights = f.shared_bytes + (rank == 0 ? f.primary_bytes : 0);
+  if (!plan.vocab.empty() && f.head_outputs > 0) {
+    const auto [vb, ve] = plan.vocab.at(static_cast<std::size_t>(rank));
+    if (rank == 0 && !f.head_tied) m.weights -= f.head_bytes;  // only its rows of the head
+    m.weights += share_bytes(f.head_bytes, ve - vb, f.head_outputs);
+  }
   std::int64_t widest = 0;  // activation columns of the widest layer on this device
   for (std::size_t i = 0; i < plan.layers.size(); ++i) {
     const LayerPlan& lp = plan.layers[i];

@@ -62,8 +62,10 @@ struct ModelFootprint {
   std::vector<LayerFootprint> layers;
   bool gated_mlp = false;         // MLP has a gate projection (llama)
   std::int64_t head_outputs = 0;  // output width of the LM head, 0 if none
-  std::int64_t head_weight_bytes =
-      0;  // the LM head's matrix (tied: the embedding table), 0 if none
+  // The LM head's matrix (tied: the embedding table); its weights, matrix and bias; 0 if none.
+  std::int64_t head_weight_bytes = 0;
+  std::int64_t head_bytes = 0;
+  bool head_tied = false;  // the head's matrix is the embedding table (counted there)
 
   // PlanError if the graph has a weight the accounting does not know how to place.
   static ModelFootprint of(const Graph& graph, const ModelConfig& config);
@@ -91,6 +93,9 @@ struct DeviceMemory {
   std::int64_t total() const { return weights + kv_cache + activations; }
 };
 
+// With Plan::vocab, device r holds its vocabulary rows of the head's weights (share_bytes of
+// head_bytes: exact, a row of every head weight per id), and device 0 the embedding tables whole
+// besides (a tied table once more, for its rows of the head).
 DeviceMemory device_memory(const ModelFootprint& footprint, const ModelConfig& config,
                            const Plan& plan, int rank, std::int64_t seq_len);
 

@@ -63,7 +63,18 @@ Plan make_plan(const std::string& strategy, const ModelConfig& config,
     }
     plan.layers.push_back(std::move(layer));
   }
+  if (plan.num_devices() > 1 && config.causal) plan.vocab = vocab_split(plan, config.vocab_size);
   return plan;
+}
+
+std::vector<Range> vocab_split(const Plan& plan, std::int64_t vocab) {
+  const LayerPlan& last = plan.layers.back();
+  std::vector<double> shares = plan.token_shares;
+  if (last.mlp == BlockSplit::Columns) {
+    shares.clear();
+    for (const auto& [b, e] : last.columns) shares.push_back(static_cast<double>(e - b));
+  }
+  return split_at_least_one(vocab, shares, "vocabulary rows");
 }
 
 std::vector<std::vector<std::int64_t>> equal_slice_table(std::int64_t max_tokens,

@@ -17,11 +17,17 @@ namespace huddle {
 const std::vector<std::string>& strategy_names();
 
 // `devices` names the devices, primary first; `shares` has one positive entry per device (empty:
-// equal shares). UsageError for an unknown strategy or a share count that does not match;
-// PlanError when the model cannot be split that way (more devices than heads for tensor
-// parallelism).
+// equal shares). A causal model's head is split by vocabulary on several devices (vocab_split).
+// UsageError for an unknown strategy or a share count that does not match; PlanError when the model
+// cannot be split that way (more devices than heads for tensor parallelism).
 Plan make_plan(const std::string& strategy, const ModelConfig& config,
                const std::vector<std::string>& devices, std::vector<double> shares);
+
+// Plan::vocab for a layer-split plan of several devices: `vocab` rows in proportion to each
+// device's FFN columns in the last layer (its share of the MLP, which planners size to its speed
+// and memory), or to the token shares when that layer splits the MLP by tokens; at least one row
+// each.
+std::vector<Range> vocab_split(const Plan& plan, std::int64_t vocab);
 
 // The slice table of a pipeline that cuts a step of n tokens into min(n, count) equal slices,
 // for n = 1..min(max_tokens, kMaxSliceTable).

@@ -787,6 +787,20 @@ Tensor Executor::data_movement(const Op& op, std::vector<Tensor>& values, const 
       collectives::all_gather_cols(*transport, x, op.attrs.parts, out, ring);
       return out;
     }
+    case OpKind::GatherColsToPrimary: {
+      const Tensor& x = values[input_id];
+      if (single) return x;
+      const auto rank = static_cast<std::size_t>(transport->rank());
+      if (op.attrs.parts.size() != static_cast<std::size_t>(transport->size()) ||
+          x.dim(1) != op.attrs.parts[rank]) {
+        throw PlanError(
+            fmt::format("op '{}': this device's block has {} columns, the op expects {}", op.name,
+                        x.dim(1), rank < op.attrs.parts.size() ? op.attrs.parts[rank] : 0));
+      }
+      Tensor out = rank == 0 ? Tensor::empty(DType::F32, out_shape) : Tensor();
+      collectives::gather_cols(*transport, x, op.attrs.parts, out, /*root=*/0);
+      return rank == 0 ? out : x;  // elsewhere nothing reads it
+    }
     default:
       HUDDLE_CHECK(false, "not a data-movement op: {}", op.name);
   }

@@ -322,6 +322,38 @@ TEST_P(CollectivesTest, BroadcastAndGatherRows) {
   });
 }
 
+TEST_P(CollectivesTest, GatherColsLeavesEveryRanksColumnsOnTheRootOnly) {
+  // Uneven widths (rank r holds r + 1 columns), from strided views: each row of the root's result
+  // is every rank's block side by side, in rank order.
+  constexpr std::int64_t kRows = 3;
+  std::vector<std::int64_t> widths;
+  for (int r = 0; r < n(); ++r) widths.push_back(r + 1);
+  const std::int64_t total = n() * (n() + 1) / 2;
+  const auto value = [](int rank, std::int64_t row, std::int64_t col) {
+    return static_cast<float>(1000 * rank + 10 * row + col) + 0.5f;
+  };
+  for (const int root : {0, n() - 1}) {
+    run_ranks(n(), [&](int r) {
+      // The block is columns [1, 1 + r + 1) of a wider tensor: not contiguous.
+      Tensor wide = Tensor::zeros(DType::F32, {kRows, r + 3});
+      for (std::int64_t i = 0; i < kRows; ++i) {
+        for (std::int64_t j = 0; j <= r; ++j) wide.f32()[i * (r + 3) + 1 + j] = value(r, i, j);
+      }
+      const Tensor block = wide.cols(1, 2 + r);
+      Tensor out = r == root ? Tensor::zeros(DType::F32, {kRows, total}) : Tensor();
+      gather_cols(cluster_.rank(r), block, widths, out, root);
+      if (r != root) return;
+      for (std::int64_t i = 0; i < kRows; ++i) {
+        std::int64_t col = 0;
+        for (int owner = 0; owner < n(); ++owner) {
+          for (std::int64_t j = 0; j <= owner; ++j, ++col)
+            EXPECT_EQ(out.f32()[i * total + col], value(owner, i, j)) << owner << " " << i;
+        }
+      }
+    });
+  }
+}
+
 TEST_P(CollectivesTest, TensorsTravelWithDtypeAndShape) {
   if (n() < 2) GTEST_SKIP() << "needs two ranks";
   run_ranks(2, [&](int r) {

@@ -180,5 +180,43 @@ TEST(Galaxy, OneCoreDevicesOverlapTheLinkButNotTheirCommunicationCpu) {
   EXPECT_DOUBLE_EQ(bert.cost->predict(plan, back, 256).latency_s, link_overlapped);
 }
 
+// The LM head splits by vocabulary (Plan::vocab) in proportion to the devices' FFN columns where
+// the cost model predicts a prefill and a decode step faster with it; it stays whole on device 0
+// over a link too slow for the logits row, or when a device cannot hold its rows of the head.
+TEST(Galaxy, TheHeadSplitsByVocabularyWhereItIsPredictedFasterAndFits) {
+  const testing::PaperModel gpt = testing::paper_model("gpt2", "gpt2");
+  const std::int64_t V = gpt.config.vocab_size;
+  const ClusterSpec fast = testing::nano_cluster("LM", testing::kAmpleBytes);
+  const PlanResult r = plan_galaxy(PlanRequest{*gpt.cost, fast, 128, std::nullopt});
+  const Plan& plan = *r.plan;
+  ASSERT_EQ(plan.vocab.size(), 2u);
+  plan.validate(gpt.config, "galaxy plan");
+  const auto& columns = plan.layers.back().columns;
+  const double column_share = static_cast<double>(columns[0].second - columns[0].first) /
+                              static_cast<double>(gpt.config.ffn);
+  EXPECT_NEAR(static_cast<double>(plan.vocab[0].second) / static_cast<double>(V), column_share,
+              1e-3);
+  Plan whole = plan;
+  whole.vocab.clear();
+  const Prediction with_whole = gpt.cost->predict(whole, fast, 128);
+  EXPECT_LT(r.prediction.decode_s, with_whole.decode_s);
+  EXPECT_LT(r.prediction.devices[0].compute_s, with_whole.devices[0].compute_s);
+  // Device 1 holds its rows of the tied head (device 0 the table whole, for the embedding).
+  const std::int64_t head_bytes = gpt.cost->footprint().head_bytes;
+  EXPECT_EQ(r.prediction.devices[1].memory.weights - with_whole.devices[1].memory.weights,
+            share_bytes(head_bytes, plan.vocab[1].second - plan.vocab[1].first, V));
+
+  // 100 kbit/s: the logits row (V f32) would take seconds.
+  const ClusterSpec slow = testing::nano_cluster("LM", testing::kAmpleBytes, LinkSpec{1e5, 1e-3});
+  EXPECT_TRUE(plan_galaxy(PlanRequest{*gpt.cost, slow, 128, std::nullopt}).plan->vocab.empty());
+
+  // Device 1 with room for its layers but not for its rows of the head.
+  ClusterSpec tight = fast;
+  tight.mutable_device(1).memory_bytes = with_whole.devices[1].memory.total() + 1024;
+  const PlanResult t = plan_galaxy(PlanRequest{*gpt.cost, tight, 128, std::nullopt});
+  EXPECT_TRUE(t.plan->vocab.empty());
+  EXPECT_LE(t.prediction.devices[1].memory.total(), tight.device(1).memory_bytes);
+}
+
 }  // namespace
 }  // namespace huddle

@@ -15,10 +15,12 @@
 #include "strategy_case.h"
 #include "test_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <exception>
+#include <functional>
 #include <thread>
 
 namespace huddle {
@@ -94,6 +96,92 @@ TEST(DistributedChunks, GatherChunksRoundTripThroughJsonAndOutOfRangeCountsAreRe
       EXPECT_NE(std::string(e.what()).find("p.json: gather_chunks"), std::string::npos) << e.what();
     }
   }
+}
+
+// The LM head whole on device 0 (a plan without "vocab") or split by vocabulary rows, evenly,
+// unevenly and down to one row on a device: the single-device answer, tied (gpt2-tiny: the head
+// is the embedding table) and untied (llama-tiny). With the split, device 0 gathers the logits'
+// columns and every device holds its rows of the head, no more.
+TEST(DistributedHead, WholeOnThePrimaryOrSplitByVocabularyMatchesTheReference) {
+  for (const std::string model_name : {"gpt2-tiny", "llama-tiny"}) {
+    const Model model = Model::load(testing::fixture_model(model_name));
+    const std::int64_t V = model.config().vocab_size;
+    const std::string stem = "references/" + model_name + ".16";
+    const auto ids = testing::read_ids(testing::fixture(stem + ".ids.json"));
+    const Tensor reference = io::read_npy(testing::fixture(stem + ".npy"));
+    for (const std::string strategy : {"megatron", "galaxy", "sp"}) {
+      const Plan split = make_plan(strategy, model.config(), {"a", "b", "c"}, {5, 3, 1});
+      ASSERT_EQ(split.vocab.size(), 3u) << "make_plan splits a causal model's head";
+      for (const std::vector<Range>& vocab :
+           std::vector<std::vector<Range>>{{}, split.vocab, {{0, 1}, {1, V - 1}, {V - 1, V}}}) {
+        Plan plan = split;
+        plan.vocab = vocab;
+        plan.validate(model.config(), "test plan");
+        const std::string what =
+            fmt::format("{} {} vocab {}", model_name, strategy,
+                        vocab.empty() ? "whole" : plan.to_json()["vocab"].dump());
+        Tensor out;
+        run_in_process(model, plan,
+                       [&](StepRunner& runner) { out = runner.forward(ids, true).clone(); });
+        ASSERT_EQ(out.shape(), reference.shape()) << what;
+        EXPECT_LE(testing::relative_error(out, reference), 1e-4) << what;
+        testing::expect_reference_greedy(model, plan, model_name);
+
+        for (int r = 0; r < plan.num_devices(); ++r) {
+          const Program program = lower(model.graph(), model.config(), plan, r);
+          std::int64_t head_rows = 0, gathers = 0;
+          for (const Op& op : program.graph.ops()) {
+            if (op.kind == OpKind::GatherColsToPrimary) ++gathers;
+            if (op.role == OpRole::Head && op.kind == OpKind::Linear)
+              head_rows = program.graph.value(op.inputs[1]).shape[0];
+          }
+          EXPECT_EQ(gathers, vocab.empty() ? 0 : 1) << what << " device " << r;
+          const auto [vb, ve] =
+              vocab.empty() ? Range{0, r == 0 ? V : 0} : vocab[static_cast<std::size_t>(r)];
+          EXPECT_EQ(head_rows, ve - vb) << what << " device " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(DistributedHead, VocabularyRangesAreCheckedAgainstThePlanAndTheModel) {
+  const Model gpt2 = Model::load(testing::fixture_model("gpt2-tiny"));
+  const std::int64_t V = gpt2.config().vocab_size;
+  Plan plan = make_plan("megatron", gpt2.config(), {"a", "b"}, {1, 1});
+  nlohmann::json j = plan.to_json();
+  EXPECT_EQ(Plan::from_json(j, "p.json").vocab, plan.vocab);
+  const auto refused = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const PlanError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  j["vocab"] = {{0, V}};
+  EXPECT_NE(refused([&] { Plan::from_json(j, "p.json"); }).find("p.json: vocab"),
+            std::string::npos);
+  plan.vocab = {{0, 10}, {10, V - 1}};
+  EXPECT_NE(refused([&] {
+              plan.validate(gpt2.config(), "p.json");
+            }).find(fmt::format("vocab covers [0, {})", V - 1)),
+            std::string::npos);
+  plan.vocab = {{0, 0}, {0, V}};
+  EXPECT_NE(refused([&] { lower(gpt2.graph(), gpt2.config(), plan, 0); }).find("no rows"),
+            std::string::npos);
+  // An encoder has no head to split.
+  const Model bert = Model::load(testing::fixture_model("bert-tiny"));
+  Plan encoder = make_plan("megatron", bert.config(), {"a", "b"}, {1, 1});
+  EXPECT_TRUE(encoder.vocab.empty());
+  encoder.vocab = {{0, 1}, {1, bert.config().vocab_size}};
+  EXPECT_NE(refused([&] { lower(bert.graph(), bert.config(), encoder, 0); }).find("no head"),
+            std::string::npos);
+  // Only layer-split plans split the head.
+  nlohmann::json pipeline = make_plan("pipeline", gpt2.config(), {"a", "b"}, {1, 1}).to_json();
+  pipeline["vocab"] = {{0, 1}, {1, V}};
+  EXPECT_NE(refused([&] { Plan::from_json(pipeline, "p.json"); }).find("layer-split"),
+            std::string::npos);
 }
 
 std::vector<Case> all_cases() {
