@@ -1,5 +1,7 @@
 #include "collectives/helper_thread.h"
 
+#include <map>
+
 #include <utility>
 
 namespace huddle::collectives {
@@ -53,6 +55,13 @@ HelperThread& sender_helper() {
 HelperThread& receiver_helper() {
   thread_local HelperThread helper;
   return helper;
+}
+
+HelperThread& peer_sender(int peer) {
+  thread_local std::map<int, std::unique_ptr<HelperThread>> helpers;
+  std::unique_ptr<HelperThread>& helper = helpers[peer];
+  if (!helper) helper = std::make_unique<HelperThread>();
+  return *helper;
 }
 
 }  // namespace huddle::collectives

@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -39,5 +40,8 @@ class HelperThread {
 // at once from their own threads, and must not queue behind each other's helpers.
 HelperThread& sender_helper();
 HelperThread& receiver_helper();
+// The calling thread's helper for messages to `peer` (created on first use): a row exchange sends
+// to several peers at once, one helper each, so that a slow link holds up only its own peer.
+HelperThread& peer_sender(int peer);
 
 }  // namespace huddle::collectives

@@ -1,5 +1,6 @@
 #include "runtime/row_exchange.h"
 
+#include "collectives/helper_thread.h"
 #include "core/error.h"
 #include "core/wire_format.h"
 
@@ -8,7 +9,6 @@
 #include <cstring>
 #include <exception>
 #include <map>
-#include <thread>
 #include <vector>
 
 namespace huddle {
@@ -62,15 +62,18 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
     packed_held = held->contiguous() ? *held : held->clone();
     hv = view_of(packed_held.shape(), nhwc);
   }
-  // Sends on their own threads, one per destination (each piece packed into one message): the
-  // pieces to one peer keep their order, and a slow link does not hold up the others.
+  // Sends on helper threads, one per destination (each piece packed into one message), that live
+  // as long as this thread: the pieces to one peer keep their order, and a slow link does not hold
+  // up the others. (A thread started per peer per exchange cost YOLOv5s some 200 thread starts
+  // per image, each out of a small device's CPU quota.)
   std::map<int, std::vector<const OpAttrs::RowPiece*>> by_peer;
   for (const OpAttrs::RowPiece& piece : a.sends) by_peer[piece.peer].push_back(&piece);
   std::vector<std::exception_ptr> send_errors(by_peer.size());
-  std::vector<std::thread> senders;
+  std::vector<collectives::HelperThread*> senders;
   std::size_t slot = 0;
   for (const auto& [peer, pieces] : by_peer) {
-    senders.emplace_back([&, peer = peer, pieces = &pieces, error = &send_errors[slot++]] {
+    senders.push_back(&collectives::peer_sender(peer));
+    senders.back()->start([&, peer = peer, pieces = &pieces, error = &send_errors[slot++]] {
       try {
         std::vector<float> buffer;
         std::vector<std::byte> encoded;
@@ -94,9 +97,10 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
       }
     });
   }
-  Tensor out = Tensor::empty(DType::F32, out_shape);
+  Tensor out;
   std::exception_ptr recv_error;
-  try {
+  try {  // nothing may leave this function before the senders are waited for
+    out = Tensor::empty(DType::F32, out_shape);
     std::vector<float> buffer;
     std::vector<std::byte> encoded;
     for (const OpAttrs::RowPiece& r : a.recvs) {
@@ -120,7 +124,7 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
   } catch (...) {
     recv_error = std::current_exception();
   }
-  for (std::thread& t : senders) t.join();
+  for (collectives::HelperThread* sender : senders) sender->wait();
   if (recv_error) std::rethrow_exception(recv_error);
   for (const std::exception_ptr& e : send_errors) {
     if (e) std::rethrow_exception(e);
