@@ -317,19 +317,39 @@ struct CutScore {
   }
 };
 
+// Whether device 0 gathers row layer `layer`'s output whole: a graph output, or read by a tail op.
+bool gathered_to_primary(const rows::RowGraph& g, int layer) {
+  if (std::find(g.output_layers.begin(), g.output_layers.end(), layer) != g.output_layers.end())
+    return true;
+  for (const rows::TailOp& t : g.tail) {
+    if (std::find(t.row_inputs.begin(), t.row_inputs.end(), layer) != t.row_inputs.end())
+      return true;
+  }
+  return false;
+}
+
 class Evaluator {
  public:
   Evaluator(const rows::RowGraph& g, const RowCosts& c, const EdgeFlowState& s, int layer)
-      : g_(g), c_(c), s_(s), layer_(layer) {}
+      : g_(g), c_(c), s_(s), layer_(layer), to_primary_(gathered_to_primary(g, layer)) {}
   // A column layer's columns all go on (to device 0, or to every device of the next column
   // layer): its score counts, per device, the message of its columns to device 0 too, so that a
   // small layer is not spread over devices whose messages cost more than their columns save.
+  // So does a row layer whose output device 0 gathers whole (a graph output, or the input of an
+  // op that runs on device 0 after the row layers): YOLO's detection convolutions write twice the
+  // bytes they read, and spread over the devices they would ship all of them to the camera.
   CutScore operator()(const std::vector<std::int64_t>& x) const {
     std::vector<double> finish;
     CutScore sc;
     const std::vector<Range> ranges = ranges_of_cuts(x);
     sc.makespan = layer_finish(g_, c_, s_, layer_, ranges, &finish);
     const rows::RowLayer& layer = g_.layers[static_cast<size_t>(layer_)];
+    if (!layer.columns && to_primary_) {
+      const Source out{ranges, finish, layer.rows, layer.bytes_per_row};
+      std::vector<Range> need(ranges.size(), Range{0, 0});
+      need[0] = {0, layer.rows};
+      sc.makespan = std::max(sc.makespan, arrivals(c_, out, need)[0]);
+    }
     if (layer.columns) {
       for (size_t d = 1; d < ranges.size(); ++d) {
         const double bytes =
@@ -349,6 +369,7 @@ class Evaluator {
   const RowCosts& c_;
   const EdgeFlowState& s_;
   int layer_;
+  bool to_primary_;  // device 0 gathers this row layer's output whole
 };
 
 // Moves single cut points by ±1, ±2, ±4, ... rows (pushing the neighbours along) while that

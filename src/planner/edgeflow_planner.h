@@ -42,7 +42,9 @@
 // their input is read whole, so the cut points only set how many columns each device computes;
 // column_shares gives them in proportion to speed after each device's input arrives (its link),
 // and the same evaluation (plus, per device, the message of its columns to device 0: they all
-// move on), alternatives and local search follow ("columns" as the source).
+// move on), alternatives and local search follow ("columns" as the source). A row layer whose
+// output device 0 gathers whole (a graph output, or a tail op's input) is scored with that gather
+// too: the arrival of all its rows at device 0.
 // The LP's cut points are rounded to integers (nearest, kept monotone, x_M = H) and then improved
 // by a local search over single cut points, moved by ±1, ±2, ±4, ... rows, under the exact
 // integer evaluation (layer_finish: forwarding_table transfers, zero-row units free). The

@@ -334,6 +334,31 @@ TEST(EdgeFlowColumns, SplitsAHeavyHeadOnlyWhereItPays) {
   }
 }
 
+// A row layer whose output device 0 gathers whole counts that gather in its score: a 1x1
+// convolution that writes 20x the bytes it reads, over a slow link, gives device 1 fewer of its
+// rows than of its input's (its own finish alone gave it 15 of 40: 9.1 ms in all; with the
+// gather, 10: 6.6 ms), and the plan beats the whole layer on device 0 and an even split.
+TEST(EdgeFlowLp, ALayerGatheredToDevice0CountsTheGather) {
+  RowGraph g;
+  add_layer(g, 40, 100, {graph_input(40, 100)}, OpKind::Conv2d);
+  add_layer(g, 40, 2000, {from_layer(g, 0)}, OpKind::Conv2d);
+  g.output_layers = {1};
+  const RowCosts c = hand_costs(g, {1e-4, 1e-4}, {0, 0}, 1e-3, 1e-7);
+  const std::vector<std::vector<Range>> ranges = plan_edgeflow(g, c);
+  const auto rows_on_1 = [&](std::size_t layer) {
+    return ranges[layer][1].second - ranges[layer][1].first;
+  };
+  EXPECT_LT(rows_on_1(1), rows_on_1(0));
+  const double planned = simulate_rows(g, c, ranges).latency_s;
+  for (const std::vector<Range>& other : std::vector<std::vector<Range>>{
+           {{0, 40}, {0, 0}}, {{0, 20}, {20, 40}}, {{0, 25}, {25, 40}}}) {
+    std::vector<std::vector<Range>> alternative = ranges;
+    alternative[1] = other;
+    EXPECT_LT(planned, simulate_rows(g, c, alternative).latency_s - 1e-4)
+        << other[0].second << " rows on device 0";
+  }
+}
+
 // ---- the LP against brute force --------------------------------------------------------------
 
 // The best makespan of `layer` over every pair of cut points 0 <= x1 <= x2 <= H (3 devices).
