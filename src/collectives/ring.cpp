@@ -312,22 +312,23 @@ void all_gather(net::Transport& transport, Tensor data, const RowPartition& part
   auto tag = [](const Chunk& c) { return collective_tag(CollectiveOp::kAllGather, c.part); };
 
   if (inline_sized(io, partition)) {
-    // Step s: send the part received at s - 1 (this rank's own at s = 0), receive part r-s-1.
+    // Every message goes out before the compute on what this rank holds: this rank's own part
+    // first, then each received part (forwarded at once, unless it is the last to arrive), so
+    // the next rank's compute never waits for this one's. (Computing on the own rows first made
+    // a decode step's one-token gathers a chain: the rank without the token waited for the other
+    // rank's q/k/v or MLP-up on it before it could start its own.)
     std::vector<std::byte> staging;
+    for (std::size_t i = 0; i < wire.own().size(); ++i)
+      wire.send_own(transport, next, tag(wire.own()[i]), i, staging);
     call(r);
     for (int s = 0; s < n - 1; ++s) {
-      if (s == 0) {
-        for (std::size_t i = 0; i < wire.own().size(); ++i)
-          wire.send_own(transport, next, tag(wire.own()[i]), i, staging);
-      } else {
-        for (std::size_t k = step_start[static_cast<std::size_t>(s) - 1];
-             k < step_start[static_cast<std::size_t>(s)]; ++k) {
-          wire.forward(transport, next, tag(received[k]), k, received[k], staging);
-        }
-      }
-      for (std::size_t k = step_start[static_cast<std::size_t>(s)];
-           k < step_start[static_cast<std::size_t>(s) + 1]; ++k) {
+      const std::size_t first = step_start[static_cast<std::size_t>(s)];
+      const std::size_t last = step_start[static_cast<std::size_t>(s) + 1];
+      for (std::size_t k = first; k < last; ++k)
         wire.recv(transport, prev, tag(received[k]), k, received[k], staging);
+      if (s < n - 2) {
+        for (std::size_t k = first; k < last; ++k)
+          wire.forward(transport, next, tag(received[k]), k, received[k], staging);
       }
       call(mod(r - s - 1, n));
     }

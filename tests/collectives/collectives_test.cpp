@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -261,6 +262,38 @@ TEST_P(CollectivesTest, InlineAndThreadedSizesWithALateRankAreExact) {
       }
     });
   }
+}
+
+// A small (inline) all-gather sends this rank's rows before computing on them: every rank's hook
+// for its own part waits until every other rank has received that part. (With the compute first,
+// a decode step's one-token gather made the rank without the token wait for the other's linears;
+// here the hooks would wait out their 20 s bound and the test fail.)
+TEST_P(CollectivesTest, InlineAllGatherSendsOwnRowsBeforeTheHookRunsOnThem) {
+  if (n() < 2) GTEST_SKIP() << "needs a peer";
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(n()), 0);
+  counts[0] = 1;  // one token, on rank 0, as in a decode step
+  const RowPartition p(counts);
+  std::mutex mutex;
+  std::condition_variable cv;
+  int received_part0 = 0;  // ranks other than 0 that have rank 0's row
+  bool rank0_waited_ok = false;
+  run_ranks(n(), [&](int r) {
+    Tensor rows = Tensor::zeros(DType::F32, {1, kCols});
+    if (r == 0) rows.f32()[0] = 7;
+    all_gather(cluster_.rank(r), rows, p, [&](int part, std::int64_t, std::int64_t) {
+      if (part != 0) return;
+      std::unique_lock lock(mutex);
+      if (r != 0) {
+        ++received_part0;
+        cv.notify_all();
+        return;
+      }
+      rank0_waited_ok =
+          cv.wait_for(lock, std::chrono::seconds(20), [&] { return received_part0 == n() - 1; });
+    });
+    EXPECT_EQ(rows.f32()[0], 7.0f) << "rank " << r;
+  });
+  EXPECT_TRUE(rank0_waited_ok);
 }
 
 // Galaxy's overlap: GEMM on each all-gathered part as it lands equals GEMM on the whole.
