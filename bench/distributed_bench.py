@@ -6,11 +6,15 @@ session per strategy; its first run is a warm-up) and reports the median prefill
 min..max) of the other R runs, the speedup over one process, and the communication time the
 overlap left exposed (from the trace; the device with the most; averaged over the session's runs).
 
-  bench/distributed_bench.py --model /tmp/models/gpt2 [--tokens 128] [--devices 2] [--runs 5]
+  bench/distributed_bench.py --model /tmp/models/gpt2 [--tokens 128] [--devices 2] [--runs 5] [--decode 32]
 
 With --rounds R every configuration runs R sessions, the configurations interleaved round by
 round (A B C A B C ...), so that a host whose speed drifts during the sitting slows each alike;
 the figures are over every session's runs.
+
+With --decode N every run also decodes N tokens (`--n-predict`): the table adds the median decode
+step (ms per token) and its speedup over one process; the exposed-communication columns then
+include the decode steps' too.
 
 The `concurrent` row runs N one-process sessions side by side (no communication at all) and
 reports N x (one process's time) / (their median time): the most a perfect N-way split could gain
@@ -28,7 +32,7 @@ import tempfile
 
 def run_once(args, strategy, devices, ids, trace, wire, chunks):
     cmd = [args.huddle, "run", "--model", args.model, "--ids", ids, "--threads", str(args.threads), "--json",
-           "--repeat", str(args.runs + 1)]
+           "--repeat", str(args.runs + 1), "--n-predict", str(args.decode)]
     if devices > 1:
         cmd += ["--local-devices", str(devices), "--strategy", strategy, "--trace", trace, "--wire", wire,
                 "--gather-chunks", str(chunks)]
@@ -66,6 +70,8 @@ def main():
                    help="chunk counts of the all-gathers to run each strategy with (e.g. 1,4)")
     p.add_argument("--rounds", type=int, default=1,
                    help="sessions per configuration, interleaved across configurations")
+    p.add_argument("--decode", type=int, default=0,
+                   help="also decode this many tokens per run and report the decode step's median ms")
     p.add_argument("--json-out", help="also write the results as JSON here")
     args = p.parse_args()
 
@@ -79,6 +85,7 @@ def main():
                                        for w in args.wires.split(",")
                                        for c in args.gather_chunks.split(",")]
     prefill = {cfg: [] for cfg in plan}
+    decode = {cfg: [] for cfg in plan}
     exposed = {cfg: [] for cfg in plan}
     layers = {cfg: [] for cfg in plan}
     sent = {cfg: 0 for cfg in plan}
@@ -93,6 +100,8 @@ def main():
             # One session per configuration and round: its first run warms up and is dropped.
             r = run_once(args, strategy, devices, ids, trace, wire, chunks)
             prefill[cfg] += r["prefill_ms_runs"][1:]
+            if args.decode > 0:
+                decode[cfg] += r["decode_ms_per_token_runs"][1:]
             # The trace covers every run of the session, warm-up included: exposed comm per run.
             exposed[cfg].append(max(r.get("exposed_comm_ms", [0.0])) / (args.runs + 1))
             # Per layer, on the device with the most exposed communication (slot 0: outside blocks).
@@ -109,30 +118,40 @@ def main():
         rows.append({"strategy": strategy, "devices": devices, "wire": wire, "gather_chunks": chunks,
                      "bytes_sent": sent[cfg], "prefill_ms": statistics.median(prefill[cfg]),
                      "min_ms": min(prefill[cfg]), "max_ms": max(prefill[cfg]),
+                     "decode_ms": statistics.median(decode[cfg]) if decode[cfg] else None,
+                     "decode_min_ms": min(decode[cfg]) if decode[cfg] else None,
+                     "decode_max_ms": max(decode[cfg]) if decode[cfg] else None,
                      "exposed_comm_ms": statistics.median(exposed[cfg]) if exposed[cfg] else 0.0,
                      # per block: the median over sessions of each layer's exposed time per run
                      "exposed_comm_ms_by_layer": [statistics.median(col) for col in zip(*layers[cfg])]})
 
     base = rows[0]["prefill_ms"]
+    base_decode = rows[0]["decode_ms"]
     print(f"# {args.model}, {args.tokens}-token prompt, {args.threads} thread(s) per process, "
           f"median of {args.runs} runs after a warm-up per session, {args.rounds} interleaved session(s) "
-          f"per configuration")
+          f"per configuration" + (f", {args.decode} tokens decoded per run" if args.decode else ""))
     print("| strategy | wire | gather chunks | processes | prefill ms (min..max) | speedup vs 1 process "
           "| exposed comm ms (max over devices) | per layer ms (mean, min..max) "
-          "| MB sent (device with most, whole session) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| MB sent (device with most, whole session) | decode ms per token (min..max) | decode speedup |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    def decode_text(r):
+        if r["decode_ms"] is None:
+            return " |"
+        return (f"{r['decode_ms']:.1f} ({r['decode_min_ms']:.1f}..{r['decode_max_ms']:.1f}) | "
+                f"{base_decode / r['decode_ms']:.2f}x")
+
     for r in rows:
         if r["strategy"] == "concurrent":
             # Not one request's latency: N requests at once, so the ceiling is N x base / time.
             print(f"| {r['devices']} concurrent one-process sessions (ceiling) | | | {r['devices']} | "
                   f"{r['prefill_ms']:.1f} ({r['min_ms']:.1f}..{r['max_ms']:.1f}) | "
-                  f"{r['devices'] * base / r['prefill_ms']:.2f}x | | | |")
+                  f"{r['devices'] * base / r['prefill_ms']:.2f}x | | | | | |")
             continue
         per = r["exposed_comm_ms_by_layer"]
         per_text = f"{statistics.mean(per):.2f} ({min(per):.2f}..{max(per):.2f})" if per else ""
         print(f"| {r['strategy']} | {r['wire']} | {r['gather_chunks']} | {r['devices']} | {r['prefill_ms']:.1f} "
               f"({r['min_ms']:.1f}..{r['max_ms']:.1f}) | {base / r['prefill_ms']:.2f}x | "
-              f"{r['exposed_comm_ms']:.1f} | {per_text} | {r['bytes_sent'] / 1e6:.1f} |")
+              f"{r['exposed_comm_ms']:.1f} | {per_text} | {r['bytes_sent'] / 1e6:.1f} | {decode_text(r)} |")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"model": args.model, "tokens": args.tokens, "rows": rows}, f, indent=1)

@@ -213,7 +213,7 @@ void run(const RunOptions& o) {
   // The request `repeat` times in one session (a warm-up for benchmarks: the first run pays for
   // page faults and cold caches); the last result is reported with the prefill times of all.
   GenerationResult result;
-  std::vector<double> prefill_runs;
+  std::vector<double> prefill_runs, decode_runs;
   std::vector<std::vector<std::int32_t>> generated_runs;
   nlohmann::json replans = nlohmann::json::array();
   for (int request = 0; request < o.repeat; ++request) {
@@ -222,6 +222,7 @@ void run(const RunOptions& o) {
     if (!last) run_options.on_token = nullptr;  // stream only the final run's text
     result = generate(session.runner(), prompt, run_options);
     prefill_runs.push_back(result.prefill_ms);
+    decode_runs.push_back(result.decode_ms_per_token());
     generated_runs.push_back(result.generated);
     if (auto decision = session.after_request(session_options.plan_tokens, last)) {
       replans.push_back(std::move(*decision));
@@ -284,6 +285,7 @@ void run(const RunOptions& o) {
     if (!session.recoveries().empty()) j["recoveries"] = session.recoveries_json();
     if (o.repeat > 1) {
       j["prefill_ms_runs"] = prefill_runs;
+      j["decode_ms_per_token_runs"] = decode_runs;
       j["generated_runs"] = generated_runs;  // every request's ids: a re-plan changes no answer
     }
     if (tokenizer) j["text"] = tokenizer->decode(result.generated, /*skip_special=*/true);

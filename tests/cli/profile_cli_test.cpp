@@ -153,6 +153,8 @@ TEST(ProfileCli, RunReplansWhenMeasuredSpeedsContradictTheClusterFile) {
   EXPECT_TRUE(contains(r.err, "its profiled speed")) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_FALSE(j["replans"].empty()) << r.out;
+  EXPECT_EQ(j["prefill_ms_runs"].size(), 6u);
+  EXPECT_EQ(j["decode_ms_per_token_runs"].size(), 6u);
   EXPECT_LT(j["replans"][0]["predicted_ms_after"].get<double>(),
             j["replans"][0]["predicted_ms_before"].get<double>());
   // The last request ran on the new plan and still gives the single-device answer.
