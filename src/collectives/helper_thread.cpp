@@ -1,7 +1,7 @@
 #include "collectives/helper_thread.h"
 
 #include <map>
-
+#include <memory>
 #include <utility>
 
 namespace huddle::collectives {

@@ -113,14 +113,17 @@ class Lowering1D final : public LoweringEngine {
 
   void mlp_tokens(const Op& op) { same_op(op, Layout::Tokens); }
 
+  // One device computes the whole head whatever its (single) vocab range says.
+  bool head_split() const { return !p_.vocab.empty() && p_.num_devices() > 1; }
+
   void head(const Op& op) {
-    if (p_.vocab.empty()) return head_on_primary(op);
+    if (!head_split()) return head_on_primary(op);
     head_by_vocab(op);
   }
 
   void finish() override {
     LoweringEngine::finish();
-    if (!p_.vocab.empty() && head_outputs_.empty())
+    if (head_split() && head_outputs_.empty())
       throw PlanError("the plan splits the head by vocabulary, but the model has no head");
   }
 };

@@ -197,13 +197,15 @@ void LoweringEngine::head_on_primary(const Op& op) {
 
 void LoweringEngine::head_by_vocab(const Op& op) {
   if (op.kind == OpKind::LastRow) return same_op(op, Layout::Replicated);
-  const Value& w = op.inputs.size() >= 2 ? g_.value(op.inputs[1]) : g_.value(op.output);
-  if (op.kind != OpKind::Linear || w.kind != ValueKind::Weight || w.shape.size() != 2) {
+  const bool linear = op.kind == OpKind::Linear && op.inputs.size() >= 2 &&
+                      g_.value(op.inputs[1]).kind == ValueKind::Weight &&
+                      g_.value(op.inputs[1]).shape.size() == 2;
+  if (!linear) {
     throw PlanError(fmt::format(
         "the plan splits the head by vocabulary, but head op '{}' is not a last_row or a linear",
         op.name));
   }
-  const std::int64_t outputs = w.shape[static_cast<std::size_t>(out_axis(op))];
+  const std::int64_t outputs = g_.value(op.inputs[1]).shape[static_cast<std::size_t>(out_axis(op))];
   if (p_.vocab.back().second != outputs) {
     throw PlanError(fmt::format("the plan's vocab covers [0, {}) but head '{}' has {} outputs",
                                 p_.vocab.back().second, op.name, outputs));

@@ -336,8 +336,9 @@ class Evaluator {
   // layer): its score counts, per device, the message of its columns to device 0 too, so that a
   // small layer is not spread over devices whose messages cost more than their columns save.
   // So does a row layer whose output device 0 gathers whole (a graph output, or the input of an
-  // op that runs on device 0 after the row layers): YOLO's detection convolutions write twice the
-  // bytes they read, and spread over the devices they would ship all of them to the camera.
+  // op that runs on device 0 after the row layers): a layer that writes more bytes than it reads
+  // (YOLO's detection convolutions write twice) is kept off a device where shipping its rows to
+  // device 0 costs more than computing them there saves.
   CutScore operator()(const std::vector<std::int64_t>& x) const {
     std::vector<double> finish;
     CutScore sc;

@@ -170,6 +170,12 @@ TEST(DistributedHead, VocabularyRangesAreCheckedAgainstThePlanAndTheModel) {
   plan.vocab = {{0, 0}, {0, V}};
   EXPECT_NE(refused([&] { lower(gpt2.graph(), gpt2.config(), plan, 0); }).find("no rows"),
             std::string::npos);
+  // One device computes the whole head, whatever its one range says.
+  Plan one = make_plan("local", gpt2.config(), {"a"}, {});
+  one.vocab = {{0, V}};
+  one.validate(gpt2.config(), "p.json");
+  for (const Op& op : lower(gpt2.graph(), gpt2.config(), one, 0).graph.ops())
+    EXPECT_NE(op.kind, OpKind::GatherColsToPrimary) << op.name;
   // An encoder has no head to split.
   const Model bert = Model::load(testing::fixture_model("bert-tiny"));
   Plan encoder = make_plan("megatron", bert.config(), {"a", "b"}, {1, 1});
