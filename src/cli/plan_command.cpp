@@ -170,6 +170,10 @@ std::string plan_to_string(const PlanOptions& o) {
            {"compute_ms", d.compute_s * 1e3},
            {"comm_ms", d.comm_s * 1e3},
            {"exposed_comm_ms", d.exposed_comm_s * 1e3}});
+      if (result.plan && !result.plan->vocab.empty()) {  // the LM head split by vocabulary
+        const auto [vb, ve] = result.plan->vocab[devices.size() - 1];
+        devices.back()["head_rows"] = ve - vb;
+      }
       if (d.stage >= 0) {
         devices.back()["stage"] = d.stage;
         devices.back()["units"] = {d.units.first, d.units.second};
@@ -198,6 +202,15 @@ std::string plan_to_string(const PlanOptions& o) {
                         d.heads, d.columns, d.tokens, bytes_text(d.memory.total()),
                         bytes_text(cluster.device(cluster.index_of(d.name)).memory_bytes),
                         d.compute_s * 1e3, d.exposed_comm_s * 1e3);
+  }
+  if (result.plan && !result.plan->vocab.empty()) {
+    std::vector<std::string> rows;
+    for (std::size_t d = 0; d < result.plan->vocab.size(); ++d) {
+      const auto [vb, ve] = result.plan->vocab[d];
+      rows.push_back(fmt::format("{} {}", result.plan->devices[d], ve - vb));
+    }
+    text +=
+        fmt::format("LM head split by vocabulary, rows per device: {}\n", fmt::join(rows, ", "));
   }
   if (result.plan && result.plan->pipelined()) {
     const Pipeline& pipe = *result.plan->pipeline;

@@ -5,6 +5,7 @@
 #include "plan/plan.h"
 #include "test_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,36 @@ TEST(PlanCommand, JsonReportAndPlanFile) {
   const Plan plan = Plan::load(o.output);  // what `huddle run --plan` reads
   plan.validate(model.config(), o.output);
   EXPECT_EQ(plan.devices, (std::vector<std::string>{"L", "M"}));
+  EXPECT_TRUE(plan.vocab.empty());  // on these devices the head is cheap beside its transfers
+  EXPECT_FALSE(j["devices"][0].contains("head_rows"));
+}
+
+// On slow devices joined by a fast link the planner splits the head by vocabulary, and the
+// report gives each device's rows of it (JSON "head_rows", and a line of the text).
+TEST(PlanCommand, ReportsTheHeadsRowsPerDevice) {
+  const testing::TempDir dir;
+  cli::PlanOptions o;
+  o.cluster_file = write_cluster(dir, R"({
+    "devices": [{"name": "L", "gflops": 0.4, "memory_bytes": 2000000000},
+                {"name": "M", "gflops": 0.2, "memory_bytes": 2000000000}],
+    "default_link": {"bandwidth_bps": 1e9, "latency_s": 0.00001}})");
+  o.model_dir = testing::fixture_model("llama-tiny").string();
+  o.strategy = "galaxy";
+  o.seq_len = 32;
+  o.output = (dir / "plan.json").string();
+  const std::string text = cli::plan_to_string(o);
+  const Plan plan = Plan::load(o.output);
+  ASSERT_EQ(plan.vocab.size(), 2u);
+  EXPECT_NE(
+      text.find(fmt::format("LM head split by vocabulary, rows per device: L {}, M {}",
+                            plan.vocab[0].second, plan.vocab[1].second - plan.vocab[1].first)),
+      std::string::npos)
+      << text;
+  o.json = true;
+  const nlohmann::json j = nlohmann::json::parse(cli::plan_to_string(o));
+  std::int64_t rows = 0;
+  for (const auto& d : j["devices"]) rows += d["head_rows"].get<std::int64_t>();
+  EXPECT_EQ(rows, Model::load(o.model_dir).config().vocab_size);
 }
 
 // HPipe on a cluster with a fast island {A, B} behind 1 Gbit/s links: a one-token prompt leaves
