@@ -127,7 +127,7 @@ void bench_shape(const Shape& s, std::int64_t m, bool with_gemv, int runs) {
   const bool out_in = s.layout == WeightLayout::OutIn;
   const huddle::Shape w_shape = out_in ? huddle::Shape{s.n, s.k} : huddle::Shape{s.k, s.n};
 
-  // sgemm at M = 128.
+  // linear and sgemm at M = m.
   const huddle::Tensor a = filled({m, s.k}, 0.01f);
   const huddle::Tensor w = filled(w_shape, 0.02f);
   huddle::Tensor c = filled({m, s.n}, 0.0f);

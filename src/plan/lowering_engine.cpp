@@ -188,8 +188,12 @@ void LoweringEngine::head_on_primary(const Op& op) {
     define(op, -1, Layout::Primary);
     return;
   }
-  const ValueId out = emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer);
+  define_head_output(op, emit(op.kind, op.name, std::move(inputs), op.attrs, op.role, op.layer));
+}
+
+void LoweringEngine::define_head_output(const Op& op, ValueId out) {
   define(op, out, Layout::Primary);
+  if (rank_ != 0) return;
   for (ValueId o : g_.outputs()) {
     if (o == op.output) out_.add_output(out);
   }
@@ -223,10 +227,7 @@ void LoweringEngine::head_by_vocab(const Op& op) {
   const ValueId out = emit(OpKind::GatherColsToPrimary, op.name + "@primary", {part}, gather,
                            OpRole::Other, op.layer);
   head_outputs_.insert(op.output);
-  define(op, out, Layout::Primary);
-  for (ValueId o : g_.outputs()) {
-    if (o == op.output && rank_ == 0) out_.add_output(out);
-  }
+  define_head_output(op, out);
 }
 
 // Column-parallel linear: input replicated, weight (and bias) sliced to output columns [b, e).

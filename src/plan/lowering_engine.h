@@ -104,6 +104,9 @@ class LoweringEngine {
   // device 0 gathers the logits' columns. PlanError for any other head op, or a head linear whose
   // outputs the ranges do not cover.
   void head_by_vocab(const Op& op);
+  // Defines head op `op`'s lowered value `out` (Primary) and, on device 0, makes it a program
+  // output where `op` defines a model output.
+  void define_head_output(const Op& op, ValueId out);
   // Tensor-parallel (Megatron) blocks, for 1D plans and pipeline stages of a device group. This
   // device computes attention heads `heads` (and the kv heads they read: a device may hold part
   // of a GQA group) or FFN columns `columns`: column-parallel linears (q/k/v, up/gate) read the

@@ -25,13 +25,20 @@ OnlineEstimator::OnlineEstimator(const CostModel& cost, ClusterSpec initial, dou
   HUDDLE_CHECK(smoothing > 0 && smoothing <= 1);
 }
 
-void OnlineEstimator::observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
+bool OnlineEstimator::observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
                               const std::vector<DeviceObservation>& devices, double min_compute_s) {
   // The step's quotas first: current_ then holds the speeds the step ran at, less what timing
   // will show, and factor_ x expected / measured is the device's speed over the initial one.
   observe_resources(plan, devices);
+  ++steps_;
   std::vector<DevicePrediction> predicted;
-  cost_.simulate_step(plan, current_, tokens, context, &predicted);
+  const double predicted_s = cost_.simulate_step(plan, current_, tokens, context, &predicted);
+  double wall_s = 0;
+  for (const DeviceObservation& seen : devices) wall_s = std::max(wall_s, seen.wall_s);
+  const bool stalled = predicted_s > 0 && wall_s > kStallFactor * predicted_s;
+  const bool first_stall = stalled && !last_step_stalled_;
+  last_step_stalled_ = stalled;
+  if (first_stall) return false;
   for (int d = 0; d < plan.num_devices(); ++d) {
     const DeviceObservation& seen = devices[static_cast<std::size_t>(d)];
     const int index = current_.index_of(plan.devices[static_cast<std::size_t>(d)]);
@@ -47,7 +54,7 @@ void OnlineEstimator::observe(const Plan& plan, std::int64_t tokens, std::int64_
       update_speed(index);
     }
   }
-  ++steps_;
+  return true;
 }
 
 void OnlineEstimator::observe_resources(const Plan& plan,

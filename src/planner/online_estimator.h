@@ -23,6 +23,7 @@ struct DeviceObservation {
   // The share of its threads' CPU time its CPU quota allows, in (0, 1] (1: no quota); 0: not
   // reported (runtime/session.h, StepReport::cpu_share).
   double cpu_share = 0;
+  double wall_s = 0;  // the whole step, communication included (0: not reported)
 };
 
 class OnlineEstimator {
@@ -34,6 +35,10 @@ class OnlineEstimator {
   // memory between held and free, the switch does not undo itself until memory returns.
   static constexpr double kMemoryHeadroom = 0.05;
 
+  // A timed step whose longest wall time (DeviceObservation::wall_s) is more than this many
+  // times the predicted latency is taken for a stall: see observe().
+  static constexpr double kStallFactor = 5.0;
+
   // `initial`: the profiled (or described) cluster. `smoothing` in (0, 1]: the weight of a new
   // step in the running estimate of each device's speed (in log space).
   OnlineEstimator(const CostModel& cost, ClusterSpec initial, double smoothing = 0.7);
@@ -42,8 +47,12 @@ class OnlineEstimator {
   // speed is scaled by predicted / measured compute (smoothed); a device that computed for less
   // than `min_compute_s` teaches nothing (timer noise), and neither does one held below its
   // threads' CPU by a quota (cpu_share < 1), whose op times show bursts and stops rather than
-  // its speed. Then observe_resources().
-  void observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
+  // its speed. Then observe_resources(). A step more than kStallFactor times longer than
+  // predicted is a stall (a process stopped or paged out, the machine paused) more often than a
+  // device that got that much slower: one alone teaches no speed, two in a row do. (A stopped
+  // primary's one step once set its speed to 0.29x; under the 1d-tiled plan it then switched to,
+  // which is not timed, nothing corrected it.) Returns false for a step taken for a stall.
+  bool observe(const Plan& plan, std::int64_t tokens, std::int64_t context,
                const std::vector<DeviceObservation>& devices, double min_compute_s = 1e-4);
   // What is news at every step, even one too short (or too early) to time:
   // - memory: a device's becomes what it holds plus what it reports free, less the headroom
@@ -78,6 +87,7 @@ class OnlineEstimator {
   std::vector<double> first_share_;
   std::vector<double> share_;  // the latest CPU share (0: never reported)
   int steps_ = 0;
+  bool last_step_stalled_ = false;  // the last observe()'s step was taken for a stall
   int quota_revision_ = 0;
 };
 

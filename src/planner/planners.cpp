@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 
 namespace huddle {
 namespace {
@@ -121,31 +122,34 @@ namespace {
 // saves the head's compute (one GEMV over the vocabulary: the largest matrix of a small model,
 // a third of a decode step on gpt2) and device 0's copy of an untied head; it costs the logits
 // row's transfer to device 0 and every other device's rows of the head's weights.
-void choose_head_split(Plan& plan, const PlanRequest& r) {
+// Returns the chosen plan's prediction (nullopt where the choice does not arise).
+std::optional<Prediction> choose_head_split(Plan& plan, const PlanRequest& r) {
   const std::int64_t vocab = r.cost.config().vocab_size;
   if (plan.num_devices() < 2 || plan.layers.empty() || plan.tiled_2d() ||
       r.cost.footprint().head_outputs != vocab || vocab < plan.num_devices()) {
-    return;
+    return std::nullopt;
   }
-  const auto score = [&](const Plan& p) {
-    const Prediction pr = r.cost.predict(p, r.cluster, r.seq_len);
-    return pr.first_over_budget(r.cluster) >= 0 ? kInf : pr.latency_s + pr.decode_s;
+  const auto score = [&](const Prediction& p) {
+    return p.first_over_budget(r.cluster) >= 0 ? kInf : p.latency_s + p.decode_s;
   };
-  Plan split = plan;
-  split.vocab = vocab_split(plan, vocab);
-  Plan whole = plan;
-  whole.vocab.clear();
-  plan.vocab = score(split) < score(whole) ? split.vocab : std::vector<Range>{};
+  plan.vocab.clear();
+  Prediction whole = r.cost.predict(plan, r.cluster, r.seq_len);
+  plan.vocab = vocab_split(plan, vocab);
+  Prediction split = r.cost.predict(plan, r.cluster, r.seq_len);
+  if (score(split) < score(whole)) return split;
+  plan.vocab.clear();
+  return whole;
 }
 
 }  // namespace
 
 PlanResult evaluate_plan(Plan plan, std::string mode, const PlanRequest& request) {
-  choose_head_split(plan, request);
+  std::optional<Prediction> prediction = choose_head_split(plan, request);
   PlanResult result;
   result.strategy = plan.strategy;
   result.mode = std::move(mode);
-  result.prediction = request.cost.predict(plan, request.cluster, request.seq_len);
+  result.prediction = prediction ? std::move(*prediction)
+                                 : request.cost.predict(plan, request.cluster, request.seq_len);
   result.document = plan.to_json();
   result.plan = std::move(plan);
   return result;

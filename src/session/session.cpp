@@ -12,12 +12,6 @@
 #include <cstdio>
 
 namespace huddle {
-namespace {
-
-// A timed step this many times longer than predicted is taken for a stall (Session::observe_step).
-constexpr double kStallFactor = 5.0;
-
-}  // namespace
 
 Session::Session(const Model& model, SessionOptions options)
     : model_(model), options_(std::move(options)), runner_(*this, runner_enabled()) {
@@ -154,32 +148,20 @@ void Session::observe_step(std::int64_t tokens) {
   for (std::size_t d = 0; d < reports.size(); ++d) {
     seen.push_back({reports[d].compute_s, reports[d].free_memory_bytes,
                     static_cast<std::int64_t>(cluster_->devices()[d].weight_bytes),
-                    reports[d].cpu_share});
+                    reports[d].cpu_share, reports[d].wall_s});
   }
   if (tokens < 8 || completed_requests_ == 0 || plan.tiled_2d()) {
     estimator_->observe_resources(plan, seen);
     return;
   }
-  // A step many times longer than the estimate predicts is a stall (a process stopped or paged
-  // out, the machine paused) more often than a device that got that much slower: one alone
-  // teaches no speed, two in a row do. (A stopped primary's one step once set its speed to
-  // 0.29x; under the 1d-tiled plan it then switched to, nothing re-timed it.)
-  double wall = 0;
-  for (const StepReport& r : reports) wall = std::max(wall, r.wall_s);
-  const double predicted = cost_->simulate_step(plan, estimator_->cluster(), tokens,
-                                                cluster_->runner().position(), nullptr);
-  const bool stalled = predicted > 0 && wall > kStallFactor * predicted;
-  const bool skip = stalled && !last_step_stalled_;
-  last_step_stalled_ = stalled;
-  if (skip) {
+  if (!estimator_->observe(plan, tokens, cluster_->runner().position(), seen)) {
+    double wall = 0;
+    for (const StepReport& r : reports) wall = std::max(wall, r.wall_s);
     log(
-        fmt::format("a step of {} tokens took {:.0f} ms against {:.0f} ms predicted: a stall, not "
+        fmt::format("a step of {} tokens took {:.0f} ms, over {:g}x its prediction: a stall, not "
                     "timed",
-                    tokens, wall * 1e3, predicted * 1e3));
-    estimator_->observe_resources(plan, seen);
-    return;
+                    tokens, wall * 1e3, OnlineEstimator::kStallFactor));
   }
-  estimator_->observe(plan, tokens, cluster_->runner().position(), seen);
 }
 
 std::optional<nlohmann::json> Session::after_request(std::int64_t prompt_tokens, bool last) {

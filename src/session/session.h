@@ -169,8 +169,6 @@ class Session final : private Rebuilder {
   std::unique_ptr<CostModel> cost_;
   std::optional<OnlineEstimator> estimator_;
   int completed_requests_ = 0;
-  // Whether the last step a speed could be timed on was a stall (see observe_step).
-  bool last_step_stalled_ = false;
   int advised_quota_revision_ = 0;  // the estimate's quota_revision() switch_plan last acted on
   std::vector<nlohmann::json> replans_during_;
   std::vector<std::uint64_t> bytes_sent_;

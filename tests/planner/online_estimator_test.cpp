@@ -50,6 +50,24 @@ TEST_F(OnlineEstimatorTest, ConvergesToTheMeasuredSpeeds) {
   EXPECT_EQ(estimate.steps_observed(), 31);
 }
 
+// A step many times longer than predicted is a stall (a stopped process) and teaches no speed;
+// a second one in a row does, as a device that really got that much slower.
+TEST_F(OnlineEstimatorTest, OneStallTeachesNoSpeedTwoInARowDo) {
+  OnlineEstimator estimate(*cost_, cluster_, 1.0);  // trust each step fully
+  const double predicted = cost_->simulate_step(plan_, cluster_, 16, 16, nullptr);
+  auto seen = observations({10, 1});  // B computed 10x slower than believed
+  for (DeviceObservation& d : seen) d.wall_s = 10 * predicted;
+  EXPECT_FALSE(estimate.observe(plan_, 16, 16, seen));
+  EXPECT_EQ(estimate.speed_factor(1), 1.0);
+  EXPECT_TRUE(estimate.observe(plan_, 16, 16, seen));
+  EXPECT_NEAR(estimate.speed_factor(1), 0.1, 1e-6);
+  // A step within the factor is timed at once, after a stall or not.
+  seen = observations({10, 5});
+  for (DeviceObservation& d : seen) d.wall_s = predicted;
+  EXPECT_TRUE(estimate.observe(plan_, 16, 16, seen));
+  EXPECT_NEAR(estimate.speed_factor(1), 0.5, 1e-6);
+}
+
 TEST_F(OnlineEstimatorTest, TooShortStepsTeachNothingAndMemoryFollowsReports) {
   OnlineEstimator estimate(*cost_, cluster_);
   auto seen = observations({10, 5});
