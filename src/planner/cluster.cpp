@@ -58,11 +58,11 @@ double DeviceSpec::op_seconds(OpClass op, BlockType block, double flops, int ops
 
 double DeviceSpec::linear_seconds(BlockType block, double rows, double flops, int ops) const {
   if (!curves) return flops / (speed(block) * 1e9);
-  const double read =
-      curves->gemv.seconds(flops / std::max(rows, 1.0)) + (ops - 1) * curves->gemv.overhead_s;
-  if (rows <= 1) return read;
-  return read + static_cast<double>(ops) * curves->gemm.overhead_s +
-         flops / (curves->gemm.gflops * 1e9);
+  const double weight_flops = flops / std::max(rows, 1.0);
+  if (rows <= 1) return curves->gemv.seconds(weight_flops) + (ops - 1) * curves->gemv.overhead_s;
+  const OpCurve& weights = curves->weights_of_gemm();
+  return weights.seconds(weight_flops) + (ops - 1) * weights.overhead_s +
+         static_cast<double>(ops) * curves->gemm.overhead_s + flops / (curves->gemm.gflops * 1e9);
 }
 
 void DeviceSpec::scale_speed(double factor) {
@@ -72,7 +72,8 @@ void DeviceSpec::scale_speed(double factor) {
   mlp_gflops *= factor;
   connection_gflops *= factor;
   if (curves) {
-    for (OpCurve* c : {&curves->gemm, &curves->attention, &curves->elementwise, &curves->gemv}) {
+    for (OpCurve* c : {&curves->gemm, &curves->attention, &curves->elementwise, &curves->gemv,
+                       &curves->gemm_weights}) {
       c->gflops *= factor;
       c->overhead_s /= factor;
     }
@@ -128,6 +129,8 @@ ClusterSpec ClusterSpec::from_json(const nlohmann::json& json, const std::string
       spec.curves = OpCurves{read_curve(curves.at("gemm")), read_curve(curves.at("attention")),
                              read_curve(curves.at("elementwise")), OpCurve{}};
       spec.curves->gemv = curves.has("gemv") ? read_curve(curves.at("gemv")) : spec.curves->gemm;
+      if (curves.has("gemm_weights"))
+        spec.curves->gemm_weights = read_curve(curves.at("gemm_weights"));
     }
     c.devices_.push_back(std::move(spec));
   }
@@ -193,6 +196,8 @@ nlohmann::json ClusterSpec::to_json() const {
                              {"attention", curve_json(d.curves->attention)},
                              {"elementwise", curve_json(d.curves->elementwise)},
                              {"gemv", curve_json(d.curves->gemv)}};
+      if (d.curves->gemm_weights.gflops > 0)
+        device["op_curves"]["gemm_weights"] = curve_json(d.curves->gemm_weights);
     }
     devices.push_back(std::move(device));
   }

@@ -11,8 +11,9 @@
 // (each optional; a missing entry falls back to "gflops"), and the fitted cost of each op class:
 //   "op_curves": {"gemm": {"gflops": 52.0, "overhead_us": 9.0}, "attention": {...},
 //                 "elementwise": {...}, "gemv": {...}}
-// (a linear of R > 1 rows costs gemv(its weights' 2·K·N) + gemm(2·R·K·N): the GEMM curve is what
-// the multiply-adds take beyond reading the weights once)
+// (a linear of R > 1 rows costs gemm_weights(its weights' 2·K·N) + gemm(2·R·K·N): the GEMM curve
+// is what the multiply-adds take beyond fetching the weights; "gemm_weights" is optional, the
+// GEMV curve standing in)
 // (gemm, attention and elementwise together or none; gemv, one-row linears, which are limited by
 // memory bandwidth, defaults to gemm): an op of `flops` FLOPs takes overhead + flops / gflops;
 // and "cores": the CPU cores the device computes on (threads × measured CPU share).
@@ -49,7 +50,12 @@ struct OpCurve {
 
 struct OpCurves {
   OpCurve gemm, attention, elementwise, gemv;
+  // What a linear of more than one row spends per call on its weights, per weight FLOP (2·K·N):
+  // fetching and packing them costs a GEMM more than a GEMV's one pass. Zero gflops: not
+  // measured (older profiles), the GEMV curve stands in.
+  OpCurve gemm_weights = {};
   const OpCurve& of(OpClass c) const;
+  const OpCurve& weights_of_gemm() const { return gemm_weights.gflops > 0 ? gemm_weights : gemv; }
 };
 
 struct DeviceSpec {
@@ -78,8 +84,8 @@ struct DeviceSpec {
   // fitted curve when measured, else flops at the block's speed.
   double op_seconds(OpClass op, BlockType block, double flops, int ops) const;
   // Seconds for `ops` linears over `rows` rows totalling `flops` FLOPs in a `block`. With curves:
-  // reading the weights (flops / rows of them, at the GEMV curve) plus the multiply-adds beyond
-  // that read (the GEMM curve; one row: the read alone).
+  // one row reads the weights (flops of them, at the GEMV curve); more rows fetch them
+  // (flops / rows, at weights_of_gemm) and multiply-add (the GEMM curve).
   double linear_seconds(BlockType block, double rows, double flops, int ops) const;
   // Every speed (block speeds and curve throughputs) multiplied by `factor` > 0.
   void scale_speed(double factor);

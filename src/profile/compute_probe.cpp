@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <utility>
 
 #include <time.h>
 
@@ -196,12 +197,13 @@ nlohmann::json ComputeProfile::to_json() const {
   const auto curve = [](const OpCurve& c) {
     return nlohmann::json{{"gflops", c.gflops}, {"overhead_us", c.overhead_s * 1e6}};
   };
+  nlohmann::json op_curves = {{"gemm", curve(curves.gemm)},
+                              {"attention", curve(curves.attention)},
+                              {"elementwise", curve(curves.elementwise)},
+                              {"gemv", curve(curves.gemv)}};
+  if (curves.gemm_weights.gflops > 0) op_curves["gemm_weights"] = curve(curves.gemm_weights);
   return {
-      {"op_curves",
-       {{"gemm", curve(curves.gemm)},
-        {"attention", curve(curves.attention)},
-        {"elementwise", curve(curves.elementwise)},
-        {"gemv", curve(curves.gemv)}}},
+      {"op_curves", std::move(op_curves)},
       {"gflops_by_block",
        {{"attention", attention_gflops}, {"mlp", mlp_gflops}, {"connection", connection_gflops}}},
       {"fit_error", fit_error},
@@ -226,6 +228,7 @@ ComputeProfile ComputeProfile::from_json(const nlohmann::json& j) {
   const nlohmann::json& c = j.at("op_curves");
   p.curves = OpCurves{curve(c.at("gemm")), curve(c.at("attention")), curve(c.at("elementwise")),
                       curve(c.at("gemv"))};
+  if (c.contains("gemm_weights")) p.curves.gemm_weights = curve(c.at("gemm_weights"));
   const nlohmann::json& b = j.at("gflops_by_block");
   p.attention_gflops = b.at("attention").get<double>();
   p.mlp_gflops = b.at("mlp").get<double>();
@@ -252,17 +255,18 @@ void derive_block_speeds(const ProbeShapes& s, ComputeProfile& p) {
   // Attention block: q, k, v, attention, out projection.
   const double qkv_flops = 2 * T * H * (q + 2 * kv), core_flops = 4 * T * T * q,
                out_flops = 2 * T * q * H;
+  const OpCurve& weights = c.weights_of_gemm();
   p.attention_gflops =
       to_gflops(qkv_flops + core_flops + out_flops,
                 3 * c.gemm.overhead_s + (qkv_flops + out_flops) / (c.gemm.gflops * 1e9) +
-                    c.attention.seconds(core_flops));
+                    weights.seconds((qkv_flops + out_flops) / T) + c.attention.seconds(core_flops));
   // MLP block: up (and gate), activation, down.
   const double up_flops = 2 * T * H * F * in_linears,
                act_flops = kActivationFlops * T * F * in_linears, down_flops = 2 * T * F * H;
-  p.mlp_gflops = to_gflops(up_flops + act_flops + down_flops,
-                           (in_linears + 1) * c.gemm.overhead_s +
-                               (up_flops + down_flops) / (c.gemm.gflops * 1e9) +
-                               c.elementwise.seconds(act_flops));
+  p.mlp_gflops = to_gflops(
+      up_flops + act_flops + down_flops,
+      (in_linears + 1) * c.gemm.overhead_s + (up_flops + down_flops) / (c.gemm.gflops * 1e9) +
+          weights.seconds((up_flops + down_flops) / T) + c.elementwise.seconds(act_flops));
   // Connection blocks: two norms and two residual adds per layer.
   const double conn_flops = T * H * (2 * kNormFlops + 2 * kResidualFlops);
   p.connection_gflops = to_gflops(
@@ -320,20 +324,22 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
         budget);
     return Sample{2.0 * static_cast<double>(g.m * g.k * g.n), t};
   };
-  std::vector<Sample> gemm_samples, gemv_samples, attention_samples, elementwise_samples;
+  std::vector<Sample> gemv_samples, attention_samples, elementwise_samples;
   for (const GemmShape& g : gemms) {
     if (g.m == s.tokens) gemv_samples.push_back(time_linear({1, g.k, g.n}, gemm_budget / 2));
   }
   if (s.vocab > 0) gemv_samples.push_back(time_linear({1, s.hidden, s.vocab}, gemm_budget / 2));
-  // The GEMM curve is what a linear takes beyond reading its weights once (the GEMV curve), so
-  // the cost model can charge a linear of few rows over large weights (sequence splits) right.
+  // A multi-row linear costs what it spends on its weights per call plus its multiply-adds: both
+  // fitted over the shapes at two row counts, so the cost model can charge a linear of few rows
+  // over large weights (sequence splits) right.
   const OpCurve read = fit_curve(gemv_samples);
+  std::vector<LinearSample> linear_samples;
   for (const GemmShape& g : gemms) {
-    Sample sample = time_linear(g, gemm_budget);
-    const double weights_flops = sample.flops / static_cast<double>(g.m);
-    sample.seconds = std::max(sample.seconds - read.seconds(weights_flops), 0.1 * sample.seconds);
-    gemm_samples.push_back(sample);
+    const Sample sample = time_linear(g, gemm_budget);
+    linear_samples.push_back(
+        {sample.flops, sample.flops / static_cast<double>(g.m), sample.seconds});
   }
+  const LinearCurves linear = fit_linear_curves(linear_samples, read);
 
   // Attention: all heads and a quarter of them, over all rows and a quarter of them.
   for (const int heads : {s.heads, std::max(1, s.heads / 4)}) {
@@ -383,15 +389,18 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   }
 
   ComputeProfile p;
-  p.curves = OpCurves{fit_curve(gemm_samples), fit_curve(attention_samples),
-                      fit_curve(elementwise_samples), fit_curve(gemv_samples)};
+  p.curves = OpCurves{linear.gemm, fit_curve(attention_samples), fit_curve(elementwise_samples),
+                      read, linear.weights};
   std::vector<double> errors;
-  for (const auto& [curve, samples] :
-       {std::pair{p.curves.gemm, &gemm_samples}, std::pair{p.curves.attention, &attention_samples},
-        std::pair{p.curves.elementwise, &elementwise_samples},
-        std::pair{p.curves.gemv, &gemv_samples}}) {
+  for (const auto& [curve, samples] : {std::pair{p.curves.attention, &attention_samples},
+                                       std::pair{p.curves.elementwise, &elementwise_samples},
+                                       std::pair{p.curves.gemv, &gemv_samples}}) {
     const std::vector<double> e = relative_errors(curve, *samples);
     errors.insert(errors.end(), e.begin(), e.end());
+  }
+  for (const LinearSample& l : linear_samples) {
+    const double predicted = linear.gemm.seconds(l.flops) + linear.weights.seconds(l.weight_flops);
+    errors.push_back(std::abs(predicted - l.seconds) / l.seconds);
   }
   std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2),
                    errors.end());
@@ -403,8 +412,8 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   p.cpu_share =
       median_of_three(measure_cpu_share(0.2), measure_cpu_share(0.2), measure_cpu_share(0.2));
   if (kernels::num_threads() == 1) {
-    for (OpCurve* c :
-         {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise, &p.curves.gemv}) {
+    for (OpCurve* c : {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise, &p.curves.gemv,
+                       &p.curves.gemm_weights}) {
       c->gflops *= p.cpu_share;
       c->overhead_s /= p.cpu_share;
     }

@@ -129,10 +129,11 @@ class Profiler {
       detail["name"] = d.name;
       device_details.push_back(detail);
       log(fmt::format(
-          "{}: GEMM {:.1f} GFLOP/s (+{:.0f} us/op), attention {:.1f}, element-wise "
-          "{:.1f}; fit error {:.1f}%; {:.0f} MB free; {:.2f} s",
+          "{}: GEMM {:.1f} GFLOP/s (+{:.0f} us/op, weights {:.1f}), GEMV {:.1f}, attention "
+          "{:.1f}, element-wise {:.1f}; fit error {:.1f}%; {:.0f} MB free; {:.2f} s",
           d.name, d.curves->gemm.gflops, d.curves->gemm.overhead_s * 1e6,
-          d.curves->attention.gflops, d.curves->elementwise.gflops, m.compute.fit_error * 100,
+          d.curves->weights_of_gemm().gflops, d.curves->gemv.gflops, d.curves->attention.gflops,
+          d.curves->elementwise.gflops, m.compute.fit_error * 100,
           static_cast<double>(m.memory_bytes) / 1e6, m.compute.seconds));
     }
     // Every ordered pair; the cluster gets a link entry per direction.

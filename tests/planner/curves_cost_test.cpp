@@ -44,6 +44,32 @@ TEST(CurvesCost, CurvesReplaceBlockSpeedsAndChargeOverheadPerOp) {
   EXPECT_GT(rows16, rows32 / 2);
 }
 
+// A multi-row linear fetches its weights at the "gemm_weights" curve where the profile measured
+// it; the GEMV curve stands in where not (older profiles), and still prices one-row linears.
+TEST(CurvesCost, MultiRowLinearsFetchWeightsAtTheirOwnCurve) {
+  DeviceSpec d{"A", 10, 4'000'000'000};
+  d.curves = OpCurves{{100, 0}, {100, 0}, {100, 0}, {20, 0}};
+  const double weight_flops = 2.0 * 768 * 3072;
+  const double flops = 128 * weight_flops;
+  EXPECT_DOUBLE_EQ(d.linear_seconds(BlockType::Mlp, 128, flops, 1),
+                   flops / 100e9 + weight_flops / 20e9);
+  d.curves->gemm_weights = {5, 0};
+  EXPECT_DOUBLE_EQ(d.linear_seconds(BlockType::Mlp, 128, flops, 1),
+                   flops / 100e9 + weight_flops / 5e9);
+  EXPECT_DOUBLE_EQ(d.linear_seconds(BlockType::Mlp, 1, weight_flops, 1), weight_flops / 20e9);
+  d.scale_speed(0.5);
+  EXPECT_DOUBLE_EQ(d.curves->gemm_weights.gflops, 2.5);
+  // The cluster file carries it, and a file without it reads as before.
+  const ClusterSpec c = ClusterSpec::uniform({d}, LinkSpec{1e9, 0});
+  const nlohmann::json j = c.to_json();
+  ASSERT_TRUE(j["devices"][0]["op_curves"].contains("gemm_weights"));
+  EXPECT_DOUBLE_EQ(ClusterSpec::from_json(j, "c.json").device(0).curves->gemm_weights.gflops, 2.5);
+  nlohmann::json old = j;
+  old["devices"][0]["op_curves"].erase("gemm_weights");
+  const DeviceSpec read = ClusterSpec::from_json(old, "c.json").device(0);
+  EXPECT_DOUBLE_EQ(read.curves->weights_of_gemm().gflops, read.curves->gemv.gflops);
+}
+
 TEST(CurvesCost, OneCoreDevicesCannotHideCommunicationBehindCompute) {
   const Model model = Model::load(testing::fixture_model("gpt2-tiny"));
   const CostModel cost(model.config(), model.graph());

@@ -42,5 +42,37 @@ TEST(CurveFit, OneSampleIsThroughTheOrigin) {
   EXPECT_EQ(fit.overhead_s, 0.0);
 }
 
+// Linears at two row counts over several weight shapes: the fit tells the multiply-adds from
+// the weights' fetch and recovers both, and the per-call overhead.
+TEST(CurveFit, LinearCurvesSeparateMultiplyAddsFromWeights) {
+  const OpCurve gemm{200.0, 15e-6}, weights{4.0, 0};
+  std::vector<LinearSample> samples;
+  for (const double rows : {128.0, 32.0}) {
+    for (const double kn : {768.0 * 768, 768.0 * 2304, 768.0 * 3072, 3072.0 * 768}) {
+      const double f = 2 * rows * kn, w = 2 * kn;
+      samples.push_back({f, w, gemm.seconds(f) + weights.seconds(w)});
+    }
+  }
+  const LinearCurves fit = fit_linear_curves(samples, OpCurve{50.0, 0});
+  EXPECT_NEAR(fit.gemm.gflops, 200.0, 1e-6 * 200);
+  EXPECT_NEAR(fit.gemm.overhead_s, 15e-6, 1e-12);
+  EXPECT_NEAR(fit.weights.gflops, 4.0, 1e-6 * 4);
+  EXPECT_EQ(fit.weights.overhead_s, 0.0);
+}
+
+// At one row count the weights' share cannot be told from the multiply-adds: the fallback
+// (the GEMV curve) is taken as the weights' cost and the GEMM curve fitted to the rest.
+TEST(CurveFit, LinearCurvesFallBackWhenRowsDoNotVary) {
+  const OpCurve read{10.0, 0};
+  std::vector<LinearSample> samples;
+  for (const double kn : {768.0 * 768, 768.0 * 2304, 768.0 * 3072, 3072.0 * 768, 512.0 * 512}) {
+    const double f = 2 * 64 * kn, w = 2 * kn;
+    samples.push_back({f, w, f / 100e9 + read.seconds(w)});
+  }
+  const LinearCurves fit = fit_linear_curves(samples, read);
+  EXPECT_DOUBLE_EQ(fit.weights.gflops, 10.0);
+  EXPECT_NEAR(fit.gemm.gflops, 100.0, 1e-6 * 100);
+}
+
 }  // namespace
 }  // namespace huddle::profile
