@@ -55,30 +55,57 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Median seconds of `run` over at least 3 runs (after one warm-up) and about `budget_s`. On one
-// thread the time is this thread's CPU time: a sample short beside a CPU quota's period (100 ms)
-// may run whole or be throttled half-way, so wall time would be noise; the quota enters through
-// the CPU share instead (measure_cpu_share).
-double median_seconds(const std::function<void()>& run, double budget_s) {
-  run();
+// A kernel the probe times, and its FLOPs.
+struct TimedKernel {
+  std::function<void()> run;
+  double flops = 0;
+};
+
+// Passes over all the kernels the probe times (after one warm-up pass): at least kMinPasses, then
+// more until the budget is spent, at most kMaxPasses.
+constexpr int kMinPasses = 4, kMaxPasses = 50;
+
+// Median seconds of each kernel's runs, timed in passes that run every kernel once. The host's
+// speed drifts (a shared machine's neighbours: gpt2's prefill on one thread ran 200-300 ms within
+// minutes): timed one kernel after the other, those timed in a slow minute would bend the curves;
+// in passes every kernel sees every minute. Between two runs of one kernel all others run, which
+// also moves their weights through the cache. On one thread the time is this thread's CPU time:
+// a sample short beside a CPU quota's period (100 ms) may run whole or be throttled half-way, so
+// wall time would be noise; the quota enters through the CPU share instead (measure_cpu_share).
+std::vector<double> time_in_passes(const std::vector<TimedKernel>& timed, double budget_s) {
   const bool cpu_clock = kernels::num_threads() == 1;
   const auto now = [&] {
     return cpu_clock ? thread_cpu_seconds()
                      : std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
   };
-  std::vector<double> times;
-  const auto start = Clock::now();
-  while (times.size() < 3 ||
-         (times.size() < 50 &&
-          std::chrono::duration<double>(Clock::now() - start).count() < budget_s)) {
-    const double t0 = now();
-    run();
-    times.push_back(now() - t0);
+  for (const TimedKernel& k : timed) k.run();
+  std::vector<std::vector<double>> times(timed.size());
+  const auto begin = Clock::now();
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    if (pass >= kMinPasses &&
+        std::chrono::duration<double>(Clock::now() - begin).count() > budget_s)
+      break;
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      const double t0 = now();
+      timed[i].run();
+      times[i].push_back(now() - t0);
+    }
   }
-  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2),
-                   times.end());
-  return std::max(times[times.size() / 2], 1e-9);
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) {
+    std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+    medians.push_back(std::max(t[t.size() / 2], 1e-9));
+  }
+  return medians;
 }
+
+// The copies of one weight that the linears over it rotate through.
+struct WeightCopies {
+  Tensor first;              // gives the shapes (F32: [K, N]; others: [N, K])
+  std::vector<Tensor> rows;  // F32: the copies
+  std::vector<std::shared_ptr<const kernels::PackedWeight>> packed;  // others: the packed copies
+  std::size_t next = 0;
+};
 
 // The sample shapes: the layer's own GEMMs and attention, and slices of them as a split gives a
 // device (a quarter of the heads / columns, a quarter of the rows).
@@ -277,116 +304,135 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   const auto start = Clock::now();
   std::mt19937 rng(1234);
   const std::vector<GemmShape> gemms = gemm_shapes(s);
-  // Share of the budget per sample: GEMMs dominate real layers, so they get half.
-  const double gemm_budget = 0.5 * budget_s / static_cast<double>(gemms.size());
-  const double other_budget = 0.5 * budget_s / 10.0;
   const std::int64_t per_buffer = std::max<std::int64_t>(max_bytes / 4, 1 << 16);
+  std::vector<TimedKernel> timed;  // every sample, timed together in passes (below)
 
   // Linears: in a forward pass every linear reads weights no other op has touched since the last
-  // step, so they come from memory, not cache: each run takes the next of enough copies of the
-  // weight to overflow the last-level cache (within the memory budget). One-row linears (decode
+  // step, so they come from memory, not cache: each run takes the next of a weight's copies, and
+  // the copies of every weight shape together overflow the last-level cache (within the memory
+  // budget, which they share); the passes run the other shapes in between. The linears over one
+  // weight (all rows, a quarter of them, one row) share its copies. One-row linears (decode
   // steps, the head) are bound by that read; the head's own shape is measured too.
   // F32 weights are timed InOut (the GEMM on [K, N]); others OutIn [N, K] in their dtype and
   // packed, as an executor binds a model's weights (kernels/packed_weight.h).
   const DType dtype = s.weight_dtype;
   const bool f32 = dtype == DType::F32;
+  const kernels::WeightLayout layout =
+      f32 ? kernels::WeightLayout::InOut : kernels::WeightLayout::OutIn;
   const std::int64_t granule = dtype_block_elems(dtype);
-  const auto time_linear = [&](GemmShape g, double budget) {
-    g = fit_memory(g, per_buffer);
+  std::vector<GemmShape> linears;  // m x k x n; m = 1: the GEMVs
+  for (const GemmShape& g : gemms) {
+    if (g.m == s.tokens) linears.push_back({1, g.k, g.n});
+  }
+  if (s.vocab > 0) linears.push_back({1, s.hidden, s.vocab});
+  const std::size_t gemv_count = linears.size();
+  linears.insert(linears.end(), gemms.begin(), gemms.end());
+  std::map<std::pair<std::int64_t, std::int64_t>, std::shared_ptr<WeightCopies>> weights;
+  for (const GemmShape& g : linears) weights[{g.k, g.n}] = nullptr;
+  const std::int64_t per_weight = per_buffer / static_cast<std::int64_t>(weights.size());
+  const std::int64_t flush_per_weight =
+      std::min(kCacheFlushBytes, per_buffer) / static_cast<std::int64_t>(weights.size());
+  for (auto& [kn, copies] : weights) {
+    GemmShape g = fit_memory({1, kn.first, kn.second}, per_weight);
     g.k = std::max(granule, g.k / granule * granule);  // whole blocks per row
+    copies = std::make_shared<WeightCopies>();
+    copies->first = f32 ? random_tensor({g.k, g.n}, rng) : random_weight(dtype, g.n, g.k, rng);
     const auto weight_bytes = static_cast<std::int64_t>(dtype_bytes(dtype, g.k * g.n));
-    const std::int64_t copies =
-        std::clamp<std::int64_t>((kCacheFlushBytes + weight_bytes - 1) / weight_bytes, 1,
-                                 std::max<std::int64_t>(1, per_buffer / weight_bytes));
-    const Tensor first = f32 ? random_tensor({g.k, g.n}, rng) : random_weight(dtype, g.n, g.k, rng);
-    const kernels::WeightLayout layout =
-        f32 ? kernels::WeightLayout::InOut : kernels::WeightLayout::OutIn;
+    const std::int64_t count =
+        std::clamp<std::int64_t>((flush_per_weight + weight_bytes - 1) / weight_bytes, 1,
+                                 std::max<std::int64_t>(1, per_weight / weight_bytes));
     // The copies the runs rotate through: of the rows (F32), or of the packed form only (the
     // kernel reads nothing else; `first` gives the shapes).
-    std::vector<Tensor> rows = {first};
-    std::vector<std::shared_ptr<const kernels::PackedWeight>> packed;
-    for (std::int64_t c = 0; c < copies; ++c) {
-      if (f32 && c > 0) rows.push_back(first.clone());
-      if (!f32) packed.push_back(kernels::PackedWeight::pack(first, layout));
+    for (std::int64_t c = 0; c < count; ++c) {
+      if (f32) copies->rows.push_back(c == 0 ? copies->first : copies->first.clone());
+      if (!f32) copies->packed.push_back(kernels::PackedWeight::pack(copies->first, layout));
     }
-    const Tensor x = random_tensor({g.m, g.k}, rng);
-    Tensor y = Tensor::empty(DType::F32, {g.m, g.n});
-    std::size_t next = 0;
-    const double t = median_seconds(
-        [&] {
-          if (f32) {
-            kernels::linear(x, rows[next], layout, nullptr, y);
-          } else {
-            kernels::linear(x, first, packed[next].get(), layout, nullptr, y);
-          }
-          next = (next + 1) % static_cast<std::size_t>(copies);
-        },
-        budget);
-    return Sample{2.0 * static_cast<double>(g.m * g.k * g.n), t};
-  };
-  std::vector<Sample> gemv_samples, attention_samples, elementwise_samples;
-  for (const GemmShape& g : gemms) {
-    if (g.m == s.tokens) gemv_samples.push_back(time_linear({1, g.k, g.n}, gemm_budget / 2));
   }
-  if (s.vocab > 0) gemv_samples.push_back(time_linear({1, s.hidden, s.vocab}, gemm_budget / 2));
-  // A multi-row linear costs what it spends on its weights per call plus its multiply-adds: both
-  // fitted over the shapes at two row counts, so the cost model can charge a linear of few rows
-  // over large weights (sequence splits) right.
-  const OpCurve read = fit_curve(gemv_samples);
-  std::vector<LinearSample> linear_samples;
-  for (const GemmShape& g : gemms) {
-    const Sample sample = time_linear(g, gemm_budget);
-    linear_samples.push_back(
-        {sample.flops, sample.flops / static_cast<double>(g.m), sample.seconds});
+  std::vector<double> weight_flops;  // per linear, 2·K·N of the weight it ran on
+  for (std::size_t i = 0; i < linears.size(); ++i) {
+    const std::shared_ptr<WeightCopies> w = weights.at({linears[i].k, linears[i].n});
+    const std::int64_t m = linears[i].m, k = w->first.dim(f32 ? 0 : 1),
+                       n = w->first.dim(f32 ? 1 : 0);
+    auto x = std::make_shared<Tensor>(random_tensor({m, k}, rng));
+    auto y = std::make_shared<Tensor>(Tensor::empty(DType::F32, {m, n}));
+    weight_flops.push_back(2.0 * static_cast<double>(k * n));
+    timed.push_back({[w, x, y, f32, layout] {
+                       const std::size_t c = w->next++ % std::max(w->rows.size(), w->packed.size());
+                       if (f32) {
+                         kernels::linear(*x, w->rows[c], layout, nullptr, *y);
+                       } else {
+                         kernels::linear(*x, w->first, w->packed[c].get(), layout, nullptr, *y);
+                       }
+                     },
+                     2.0 * static_cast<double>(m * k * n)});
   }
-  const LinearCurves linear = fit_linear_curves(linear_samples, read);
 
   // Attention: all heads and a quarter of them, over all rows and a quarter of them.
+  const std::size_t attention_first = timed.size();
   for (const int heads : {s.heads, std::max(1, s.heads / 4)}) {
     const int kv_heads = std::max(1, heads * s.kv_heads / s.heads);
     const int group = s.heads / s.kv_heads;
     const int q_heads = kv_heads * group;  // whole groups, as a split into kv groups gives
     for (const std::int64_t rows : {s.tokens, std::max<std::int64_t>(1, s.tokens / 4)}) {
-      const Tensor q = random_tensor({rows, static_cast<std::int64_t>(q_heads) * s.head_dim}, rng);
-      const Tensor k = random_tensor({rows, static_cast<std::int64_t>(kv_heads) * s.head_dim}, rng);
-      const Tensor v = random_tensor({rows, static_cast<std::int64_t>(kv_heads) * s.head_dim}, rng);
-      Tensor out = Tensor::empty(DType::F32, q.shape());
-      const double t = median_seconds(
-          [&] { kernels::attention(q, k, v, q_heads, kv_heads, s.head_dim, 0, s.causal, out); },
-          other_budget);
-      attention_samples.push_back(
-          {4.0 * static_cast<double>(rows * rows) * q_heads * s.head_dim, t});
+      auto q = std::make_shared<Tensor>(
+          random_tensor({rows, static_cast<std::int64_t>(q_heads) * s.head_dim}, rng));
+      auto k = std::make_shared<Tensor>(
+          random_tensor({rows, static_cast<std::int64_t>(kv_heads) * s.head_dim}, rng));
+      auto v = std::make_shared<Tensor>(
+          random_tensor({rows, static_cast<std::int64_t>(kv_heads) * s.head_dim}, rng));
+      auto out = std::make_shared<Tensor>(Tensor::empty(DType::F32, q->shape()));
+      const int head_dim = s.head_dim;
+      const bool causal = s.causal;
+      timed.push_back(
+          {[=] { kernels::attention(*q, *k, *v, q_heads, kv_heads, head_dim, 0, causal, *out); },
+           4.0 * static_cast<double>(rows * rows) * q_heads * s.head_dim});
     }
   }
 
   // Element-wise: a norm and a residual add over the hidden state, the activation over the FFN
   // intermediate, at all rows and a quarter of them.
+  const std::size_t elementwise_first = timed.size();
   const std::int64_t ffn = std::min(s.ffn, std::max<std::int64_t>(16, per_buffer / 4 / s.tokens));
   for (const std::int64_t rows : {s.tokens, std::max<std::int64_t>(1, s.tokens / 4)}) {
-    const Tensor a = random_tensor({rows, s.hidden}, rng);
-    const Tensor b = random_tensor({rows, s.hidden}, rng);
-    const Tensor gamma = random_tensor({s.hidden}, rng);
-    const Tensor beta = random_tensor({s.hidden}, rng);
-    const Tensor f = random_tensor({rows, ffn}, rng);
-    Tensor y = Tensor::empty(DType::F32, {rows, s.hidden});
-    Tensor fy = Tensor::empty(DType::F32, {rows, ffn});
+    auto a = std::make_shared<Tensor>(random_tensor({rows, s.hidden}, rng));
+    auto b = std::make_shared<Tensor>(random_tensor({rows, s.hidden}, rng));
+    auto gamma = std::make_shared<Tensor>(random_tensor({s.hidden}, rng));
+    auto beta = std::make_shared<Tensor>(random_tensor({s.hidden}, rng));
+    auto f = std::make_shared<Tensor>(random_tensor({rows, ffn}, rng));
+    auto y = std::make_shared<Tensor>(Tensor::empty(DType::F32, {rows, s.hidden}));
+    auto fy = std::make_shared<Tensor>(Tensor::empty(DType::F32, {rows, ffn}));
     const double elements = static_cast<double>(rows * s.hidden);
-    elementwise_samples.push_back(
-        {kNormFlops * elements,
-         median_seconds([&] { kernels::layer_norm(a, gamma, beta, 1e-5f, y); }, other_budget)});
-    elementwise_samples.push_back(
-        {kResidualFlops * elements, median_seconds([&] { kernels::add(a, b, y); }, other_budget)});
-    elementwise_samples.push_back(
-        {kActivationFlops * static_cast<double>(rows * ffn), median_seconds(
-                                                                 [&] {
-                                                                   if (s.gated) {
-                                                                     kernels::silu(f, fy);
-                                                                   } else {
-                                                                     kernels::gelu_tanh(f, fy);
-                                                                   }
-                                                                 },
-                                                                 other_budget)});
+    const bool gated = s.gated;
+    timed.push_back(
+        {[=] { kernels::layer_norm(*a, *gamma, *beta, 1e-5f, *y); }, kNormFlops * elements});
+    timed.push_back({[=] { kernels::add(*a, *b, *y); }, kResidualFlops * elements});
+    timed.push_back({[=] {
+                       if (gated) {
+                         kernels::silu(*f, *fy);
+                       } else {
+                         kernels::gelu_tanh(*f, *fy);
+                       }
+                     },
+                     kActivationFlops * static_cast<double>(rows * ffn)});
   }
+
+  const std::vector<double> seconds = time_in_passes(timed, budget_s);
+  const auto samples_of = [&](std::size_t first, std::size_t last) {
+    std::vector<Sample> out;
+    for (std::size_t i = first; i < last; ++i) out.push_back({timed[i].flops, seconds[i]});
+    return out;
+  };
+  const std::vector<Sample> gemv_samples = samples_of(0, gemv_count);
+  const std::vector<Sample> attention_samples = samples_of(attention_first, elementwise_first);
+  const std::vector<Sample> elementwise_samples = samples_of(elementwise_first, timed.size());
+  // A multi-row linear costs what it spends on its weights per call plus its multiply-adds: both
+  // fitted over the shapes at two row counts, so the cost model can charge a linear of few rows
+  // over large weights (sequence splits) right.
+  const OpCurve read = fit_curve(gemv_samples);
+  std::vector<LinearSample> linear_samples;
+  for (std::size_t i = gemv_count; i < linears.size(); ++i)
+    linear_samples.push_back({timed[i].flops, weight_flops[i], seconds[i]});
+  const LinearCurves linear = fit_linear_curves(linear_samples, read);
 
   ComputeProfile p;
   p.curves = OpCurves{linear.gemm, fit_curve(attention_samples), fit_curve(elementwise_samples),

@@ -62,10 +62,10 @@ struct ComputeProfile {
   static ComputeProfile from_json(const nlohmann::json& json);
 };
 
-// Runs the probe; about `budget_s` + 0.6 seconds (at least three runs of every shape, and the CPU
-// share). Memory: a few
-// buffers of the largest weight shape, capped at `max_bytes` by shrinking the shapes (the curves
-// are per FLOP, so they carry over).
+// Runs the probe; about `budget_s` + 0.6 seconds: passes over every shape (at least four, each
+// running every shape once, so a drift of the host's speed falls on all of them alike), and the
+// CPU share. Memory: copies of each weight shape, a quarter of `max_bytes` in all, the shapes
+// shrunk where one copy would not fit its part (the curves are per FLOP, so they carry over).
 ComputeProfile probe_compute(const ProbeShapes& shapes, double budget_s, std::int64_t max_bytes);
 
 // The block speeds the curves give at `shapes` (fills the *_gflops fields of `profile`).
