@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <ctime>
 
 namespace huddle::net {
 
@@ -26,42 +25,6 @@ std::string frame_what(std::uint64_t bytes) {
 }
 
 }  // namespace
-
-double measure_channel_cpu_s_per_byte(std::size_t bytes, double budget_s) {
-  HUDDLE_CHECK(bytes > 0 && budget_s > 0);
-  const auto cpu_now = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  };
-  std::vector<unsigned char> plain(bytes, 0x5a), sealed(bytes + wire::kAeadTagBytes), kernel(bytes);
-  std::array<unsigned char, crypto_aead_xchacha20poly1305_ietf_KEYBYTES> key{};
-  crypto_aead_xchacha20poly1305_ietf_keygen(key.data());
-  const std::array<unsigned char, wire::kFrameHeaderBytes> head{};
-  std::uint64_t counter = 0;
-  double moved = 0;
-  const double start = cpu_now();
-  double elapsed = 0;
-  do {
-    const auto nonce = wire::frame_nonce(counter++);
-    // Send: seal into the send buffer, which the kernel copies out.
-    crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
-        sealed.data(), sealed.data() + bytes, nullptr, plain.data(), bytes, head.data(),
-        head.size(), nullptr, nonce.data(), key.data());
-    std::memcpy(kernel.data(), sealed.data(), bytes);
-    // Receive: the kernel copies in, then the frame is opened in place.
-    std::memcpy(sealed.data(), kernel.data(), bytes);
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-            sealed.data(), nullptr, sealed.data(), bytes, sealed.data() + bytes, head.data(),
-            head.size(), nonce.data(), key.data()) != 0) {
-      throw Error("channel self-test: a sealed frame did not open");
-    }
-    moved += 2.0 * static_cast<double>(bytes);  // sent and received
-    elapsed = cpu_now() - start;
-  } while (elapsed < budget_s);
-  sodium_memzero(key.data(), key.size());
-  return elapsed / moved;
-}
 
 std::unique_ptr<SecureChannel> SecureChannel::connect(const Endpoint& endpoint,
                                                       const PresharedKey& key,

@@ -45,12 +45,6 @@ struct ChannelOptions {
   std::uint64_t max_message_bytes = 4ull << 30;  // recv() refuses longer messages
 };
 
-// This thread's CPU seconds per byte a SecureChannel moves, measured here over about `budget_s`
-// on messages of `bytes`: sealing a frame (the copy into the send buffer is the cipher's output)
-// and opening one in place, plus one copy each way as the kernel makes, averaged over the bytes
-// sent and received. What the cost model charges a device per byte of a collective.
-double measure_channel_cpu_s_per_byte(std::size_t bytes, double budget_s);
-
 class SecureChannel {
  public:
   // Connects and runs the handshake as initiator.

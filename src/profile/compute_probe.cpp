@@ -6,7 +6,7 @@
 #include "core/tensor.h"
 #include "kernels/kernels.h"
 #include "kernels/packed_weight.h"
-#include "net/secure_channel.h"
+#include "net/channel_cost.h"
 #include "profile/cpu_quota.h"
 
 #include <nlohmann/json.hpp>
@@ -466,7 +466,8 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   }
   p.threads = kernels::num_threads();
   p.quota_share = cpu_quota_share(p.threads);
-  // 1 MiB messages (a collective's chunk), CPU time turned into wall time at the CPU share.
+  // 1 MiB messages (a collective's chunk) through a loopback connection, CPU time turned into
+  // wall time at the CPU share.
   p.comm_cpu_ns_per_byte =
       net::measure_channel_cpu_s_per_byte(std::size_t{1} << 20, 0.05) * 1e9 / p.cpu_share;
   derive_block_speeds(s, p);

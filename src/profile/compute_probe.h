@@ -52,7 +52,7 @@ struct ComputeProfile {
   // scales the device's speed by the quota's share at each step over this one.
   double quota_share = 0;
   // Wall nanoseconds per byte this device's transport spends on a byte it sends or receives
-  // (net::measure_channel_cpu_s_per_byte over the CPU share); 0: not measured (older profiles).
+  // (net/channel_cost.h, over the CPU share); 0: not measured (older profiles).
   double comm_cpu_ns_per_byte = 0;
   int samples = 0;
   double seconds = 0;  // wall time the probe took

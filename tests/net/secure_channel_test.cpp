@@ -1,5 +1,6 @@
 // Handshake, framing and hostile-peer tests for SecureChannel and the worker Server.
 #include "net/secure_channel.h"
+#include "net/channel_cost.h"
 
 #include "net_test_util.h"
 
