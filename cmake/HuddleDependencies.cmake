@@ -11,6 +11,8 @@ find_package(benchmark REQUIRED)
 # OpenBLAS (pthread build) provides cblas_sgemm / cblas_sgemv for the fast GEMM path.
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+# The channels' bulk cipher (net/aead.h says why OpenSSL's, beside libsodium's handshake).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)

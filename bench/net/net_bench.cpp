@@ -1,5 +1,5 @@
 // Loopback bandwidth and round-trip latency through the secure channel (handshake, framing,
-// XChaCha20-Poly1305), next to plain TCP on the same sockets, plus a ring all-gather over a
+// ChaCha20-Poly1305), next to plain TCP on the same sockets, plus a ring all-gather over a
 // 3-rank TCP mesh. For the profiler's link model and to see what the encryption costs.
 //
 //   build-net/bench/net/net_bench [--runs 7] [--mb 256] [--message-kb 1024] [--pings 2000]

@@ -1,6 +1,7 @@
 #include "net/channel_cost.h"
 
 #include "core/error.h"
+#include "net/aead.h"
 #include "net/key.h"
 #include "net/secure_channel.h"
 #include "net/socket.h"
@@ -91,29 +92,27 @@ double over_loopback(std::size_t bytes, double budget_s) {
 // Sealing and opening in memory, a copy each way standing in for the kernel's.
 double in_memory(std::size_t bytes, double budget_s) {
   std::vector<unsigned char> plain(bytes, 0x5a), sealed(bytes + wire::kAeadTagBytes), kernel(bytes);
-  std::array<unsigned char, crypto_aead_xchacha20poly1305_ietf_KEYBYTES> key{};
-  crypto_aead_xchacha20poly1305_ietf_keygen(key.data());
+  AeadKey key{};
+  randombytes_buf(key.data(), key.size());
+  Aead aead(key);
+  sodium_memzero(key.data(), key.size());
   const std::array<unsigned char, wire::kFrameHeaderBytes> head{};
   std::uint64_t counter = 0;
   double moved = 0;
   const double start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
   double elapsed = 0;
   do {
-    const auto nonce = wire::frame_nonce(counter++);
-    crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
-        sealed.data(), sealed.data() + bytes, nullptr, plain.data(), bytes, head.data(),
-        head.size(), nullptr, nonce.data(), key.data());
+    const AeadNonce nonce = wire::frame_nonce(counter++);
+    aead.seal(nonce, head.data(), head.size(), plain.data(), bytes, sealed.data(),
+              sealed.data() + bytes);
     std::memcpy(kernel.data(), sealed.data(), bytes);
     std::memcpy(sealed.data(), kernel.data(), bytes);
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-            sealed.data(), nullptr, sealed.data(), bytes, sealed.data() + bytes, head.data(),
-            head.size(), nonce.data(), key.data()) != 0) {
+    if (!aead.open(nonce, head.data(), head.size(), sealed.data(), bytes, sealed.data() + bytes)) {
       throw Error("channel self-test: a sealed frame did not open");
     }
     moved += 2.0 * static_cast<double>(bytes);
     elapsed = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - start;
   } while (elapsed < budget_s);
-  sodium_memzero(key.data(), key.size());
   return elapsed / moved;
 }
 

@@ -3,17 +3,11 @@
 #include "core/error.h"
 #include "net/wire.h"
 
-#include <sodium.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 
 namespace huddle::net {
-
-static_assert(wire::kAeadTagBytes == crypto_aead_xchacha20poly1305_ietf_ABYTES);
-static_assert(wire::kAeadNonceBytes == crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-static_assert(wire::kSessionKeyBytes == crypto_aead_xchacha20poly1305_ietf_KEYBYTES);
 
 namespace {
 
@@ -51,16 +45,13 @@ SecureChannel::SecureChannel(Socket socket, const ChannelOptions& options, const
       options_(options),
       io_timeout_ms_(options.io_timeout.count()),
       name_(socket_.peer()),
-      send_key_(keys.send),
-      recv_key_(keys.recv) {
+      sealer_(keys.send),
+      opener_(keys.recv) {
   HUDDLE_CHECK(options_.send_frame_bytes > 0 && options_.max_frame_bytes > 0,
                "frame sizes must be positive");
 }
 
-SecureChannel::~SecureChannel() {
-  sodium_memzero(send_key_.data(), send_key_.size());
-  sodium_memzero(recv_key_.data(), recv_key_.size());
-}
+SecureChannel::~SecureChannel() = default;  // the Aeads wipe their keys
 
 std::string SecureChannel::name() const {
   std::lock_guard lock(name_mutex_);
@@ -117,13 +108,10 @@ void SecureChannel::send_frame(std::uint16_t kind, std::uint16_t flags, std::uin
   send_buffer_.resize(total);
   std::memcpy(send_buffer_.data(), head.data(), head.size());
   unsigned char* cipher = send_buffer_.data() + head.size();
-  const auto nonce = wire::frame_nonce(send_counter_);
-  const unsigned char empty = 0;
-  crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
-      cipher, cipher + payload.size(), nullptr,
-      payload.empty() ? &empty : reinterpret_cast<const unsigned char*>(payload.data()),
-      payload.size(), reinterpret_cast<const unsigned char*>(head.data()), head.size(), nullptr,
-      nonce.data(), send_key_.data());
+  sealer_.seal(wire::frame_nonce(send_counter_),
+               reinterpret_cast<const unsigned char*>(head.data()), head.size(),
+               reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), cipher,
+               cipher + payload.size());
   ++send_counter_;
   try {
     socket_.send_all(std::as_bytes(std::span(send_buffer_)), io_wait(), frame_what(payload.size()));
@@ -202,15 +190,10 @@ void SecureChannel::read_body(const FrameIn& frame, std::span<std::byte> out) {
   h.flags = frame.flags;
   h.tag = frame.tag;
   const wire::FrameHeaderBytes head = wire::encode(h);
-  const auto nonce = wire::frame_nonce(recv_counter_);
-  // libsodium's pointers must not be null, even for an empty payload.
-  unsigned char empty = 0;
-  auto* data = out.empty() ? &empty : reinterpret_cast<unsigned char*>(out.data());
-  // In place: libsodium allows the plaintext and ciphertext buffers to be the same.
-  if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-          data, nullptr, data, out.size(), mac.data(),
-          reinterpret_cast<const unsigned char*>(head.data()), head.size(), nonce.data(),
-          recv_key_.data()) != 0) {
+  // In place: the ciphertext was read into `out`.
+  if (!opener_.open(wire::frame_nonce(recv_counter_),
+                    reinterpret_cast<const unsigned char*>(head.data()), head.size(),
+                    reinterpret_cast<unsigned char*>(out.data()), out.size(), mac.data())) {
     fail(
         fmt::format("authentication tag mismatch on frame {} ({} bytes): tampered, replayed or "
                     "reordered data",

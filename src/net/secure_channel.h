@@ -12,8 +12,8 @@
 //      direction label, H and the X25519 session key (crypto_kx), so a recorded session stays
 //      secret even if the PSK leaks later.
 // Frames: 12-byte header {length, kind, flags, tag} (associated data) then the payload sealed
-// with XChaCha20-Poly1305 under the direction's key and a counter nonce: tampering, replay,
-// reordering and truncation all fail. A header's length is checked against max_frame_bytes
+// with ChaCha20-Poly1305 (net/aead.h) under the direction's key and a counter nonce: tampering,
+// replay, reordering and truncation all fail. A header's length is checked against max_frame_bytes
 // before anything is allocated. Messages longer than send_frame_bytes are split into frames
 // (flag "more") and reassembled by the receiver.
 //
@@ -23,6 +23,7 @@
 // threads are serialised per message. shutdown() may be called from any thread.
 #pragma once
 
+#include "net/aead.h"
 #include "net/handshake.h"
 #include "net/key.h"
 #include "net/message.h"
@@ -121,12 +122,12 @@ class SecureChannel {
   std::string error_;
 
   std::mutex send_mutex_;
-  std::array<unsigned char, 32> send_key_{};
+  Aead sealer_;
   std::uint64_t send_counter_ = 0;
   std::vector<unsigned char> send_buffer_;
 
   std::mutex recv_mutex_;
-  std::array<unsigned char, 32> recv_key_{};
+  Aead opener_;
   std::uint64_t recv_counter_ = 0;
 };
 

@@ -1,6 +1,5 @@
-// Huddle wire protocol, version 2: pinned constants and fixed-layout records (docs/protocol.md).
-// Version 2 (this session protocol: step reports, profiling sessions) refuses version 1 peers at
-// HELLO, whose session messages it would not understand.
+// Huddle wire protocol: pinned constants and fixed-layout records (docs/protocol.md, which lists
+// what each version changed). A peer of another version is refused at HELLO, naming both.
 //
 // Every multi-byte integer is little-endian on the wire. Records are encoded and decoded field by
 // field (no struct punning), so their layout is independent of the host; the static_asserts pin
@@ -16,14 +15,14 @@
 
 namespace huddle::net::wire {
 
-inline constexpr std::uint32_t kMagic = 0x4C445548;  // "HUDL" as little-endian bytes
-inline constexpr std::uint16_t kProtocolVersion = 8;
+inline constexpr std::uint32_t kMagic = 0x4C445548;   // "HUDL" as little-endian bytes
+inline constexpr std::uint16_t kProtocolVersion = 9;  // 9: frames sealed with ChaCha20-Poly1305
 
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kKxPublicBytes = 32;  // crypto_kx_PUBLICKEYBYTES
 inline constexpr std::size_t kMacBytes = 32;       // crypto_auth_hmacsha256_BYTES
-inline constexpr std::size_t kAeadTagBytes = 16;   // crypto_aead_xchacha20poly1305_ietf_ABYTES
-inline constexpr std::size_t kAeadNonceBytes = 24;
+inline constexpr std::size_t kAeadTagBytes = 16;   // ChaCha20-Poly1305 (RFC 8439), net/aead.h
+inline constexpr std::size_t kAeadNonceBytes = 12;
 inline constexpr std::size_t kSessionKeyBytes = 32;
 
 // Roles in the handshake: the side that opened the TCP connection is the initiator.
