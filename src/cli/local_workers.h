@@ -1,6 +1,7 @@
 // LocalWorkers: `huddle worker` processes on 127.0.0.1 started by this process (the
 // `--local-devices N` default of `huddle run`), with a fresh pre-shared key. They are stopped
-// when the object dies.
+// when the object dies. Where this process may run on at least N x threads CPUs, each device
+// (this process included) is pinned to `threads` of them, as N separate devices would have.
 #pragma once
 
 #include <filesystem>
@@ -23,6 +24,8 @@ class LocalWorkers {
 
   const std::vector<std::string>& addresses() const { return addresses_; }
   const std::filesystem::path& key_file() const { return key_file_; }
+  // Whether the devices were pinned to cores of their own.
+  bool pinned() const { return pinned_; }
 
  private:
   void start(int count, double peer_timeout_s, int threads, double start_timeout_s);
@@ -32,6 +35,7 @@ class LocalWorkers {
   std::filesystem::path key_file_;
   std::vector<pid_t> pids_;
   std::vector<std::string> addresses_;
+  bool pinned_ = false;
 };
 
 }  // namespace huddle::cli

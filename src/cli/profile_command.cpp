@@ -97,7 +97,8 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--workers", a->workers, "Workers HOST:PORT,... (devices 1..n after this one)");
   cmd->add_option("--key-file", a->key_file, "Pre-shared key file of the cluster");
   cmd->add_option("--local-devices", a->local_devices,
-                  "Start N-1 workers on 127.0.0.1 and profile N devices")
+                  "Start N-1 workers on 127.0.0.1 and profile N devices (each pinned to "
+                  "cores of its own where this process may use enough)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--model", a->model_dir,
                   "Measure at this model's layer shapes (default: GPT-2 small's)");

@@ -375,7 +375,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--key-file", options->key_file, "Pre-shared key file of the cluster")
       ->group(dist);
   cmd->add_option("--local-devices", options->local_devices,
-                  "Start N-1 workers on 127.0.0.1 and run on N devices")
+                  "Start N-1 workers on 127.0.0.1 and run on N devices (each pinned to cores "
+                  "of its own where this process may use enough)")
       ->check(CLI::PositiveNumber)
       ->group(dist);
   cmd->add_option(

@@ -312,7 +312,8 @@ void add_serve_command(CLI::App& app) {
                   "free port); each is used from the next request on")
       ->group(dist);
   cmd->add_option("--local-devices", o->local_devices,
-                  "Start N-1 workers on 127.0.0.1 and run on N devices")
+                  "Start N-1 workers on 127.0.0.1 and run on N devices (each pinned to cores "
+                  "of its own where this process may use enough)")
       ->check(CLI::PositiveNumber)
       ->group(dist);
   cmd->add_option("--strategy", o->strategy,
