@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Distributed prefill benchmark: one process vs N processes on this machine, every strategy.
 
-Runs `huddle run --local-devices N --strategy S --threads T --json --trace ... --repeat R+1` (one
-session per strategy; its first run is a warm-up) and reports the median prefill latency (and
+Runs `huddle run --local-devices N --strategy S --threads T --json --trace ... --repeat R+1
+--replan-threshold 1e9` (one session and one plan per strategy; its first run is a warm-up) and reports the median prefill latency (and
 min..max) of the other R runs, the speedup over one process, and the communication time the
 overlap left exposed (from the trace; the device with the most; averaged over the session's runs).
 
@@ -34,8 +34,9 @@ def run_once(args, strategy, devices, ids, trace, wire, chunks):
     cmd = [args.huddle, "run", "--model", args.model, "--ids", ids, "--threads", str(args.threads), "--json",
            "--repeat", str(args.runs + 1), "--n-predict", str(args.decode)]
     if devices > 1:
+        # One plan per session (as bench/suite.py): re-planning between runs would mix plans.
         cmd += ["--local-devices", str(devices), "--strategy", strategy, "--trace", trace, "--wire", wire,
-                "--gather-chunks", str(chunks)]
+                "--gather-chunks", str(chunks), "--replan-threshold", "1e9"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
