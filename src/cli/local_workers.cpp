@@ -103,10 +103,7 @@ void LocalWorkers::start(int count, double peer_timeout_s, int threads, double s
     const auto begin = at + marker.size();
     addresses_.push_back(line.substr(begin, line.find(' ', begin) - begin));
   }
-  if (pin) {
-    pin_this_process(cores[0]);
-    pinned_ = true;
-  }
+  if (pin) pin_this_process(cores[0]);
 }
 
 LocalWorkers::~LocalWorkers() {

@@ -24,8 +24,6 @@ class LocalWorkers {
 
   const std::vector<std::string>& addresses() const { return addresses_; }
   const std::filesystem::path& key_file() const { return key_file_; }
-  // Whether the devices were pinned to cores of their own.
-  bool pinned() const { return pinned_; }
 
  private:
   void start(int count, double peer_timeout_s, int threads, double start_timeout_s);
@@ -35,7 +33,6 @@ class LocalWorkers {
   std::filesystem::path key_file_;
   std::vector<pid_t> pids_;
   std::vector<std::string> addresses_;
-  bool pinned_ = false;
 };
 
 }  // namespace huddle::cli

@@ -48,6 +48,14 @@ const OpCurve& OpCurves::of(OpClass c) const {
   return gemm;
 }
 
+void OpCurves::scale(double factor) {
+  HUDDLE_CHECK(factor > 0);
+  for (OpCurve* c : {&gemm, &attention, &elementwise, &gemv, &gemm_weights}) {
+    c->gflops *= factor;
+    c->overhead_s /= factor;
+  }
+}
+
 double DeviceSpec::op_seconds(OpClass op, BlockType block, double flops, int ops) const {
   if (curves) {
     const OpCurve& c = curves->of(op);
@@ -71,13 +79,7 @@ void DeviceSpec::scale_speed(double factor) {
   attention_gflops *= factor;
   mlp_gflops *= factor;
   connection_gflops *= factor;
-  if (curves) {
-    for (OpCurve* c : {&curves->gemm, &curves->attention, &curves->elementwise, &curves->gemv,
-                       &curves->gemm_weights}) {
-      c->gflops *= factor;
-      c->overhead_s /= factor;
-    }
-  }
+  if (curves) curves->scale(factor);
 }
 
 double DeviceSpec::speed(BlockType block) const {

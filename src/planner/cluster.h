@@ -56,6 +56,8 @@ struct OpCurves {
   OpCurve gemm_weights = {};
   const OpCurve& of(OpClass c) const;
   const OpCurve& weights_of_gemm() const { return gemm_weights.gflops > 0 ? gemm_weights : gemv; }
+  // Every curve's throughput multiplied by `factor` > 0 and its overhead divided by it.
+  void scale(double factor);
 };
 
 struct DeviceSpec {

@@ -457,13 +457,7 @@ ComputeProfile probe_compute(const ProbeShapes& s, double budget_s, std::int64_t
   // other load in one window does not decide it).
   p.cpu_share =
       median_of_three(measure_cpu_share(0.2), measure_cpu_share(0.2), measure_cpu_share(0.2));
-  if (kernels::num_threads() == 1) {
-    for (OpCurve* c : {&p.curves.gemm, &p.curves.attention, &p.curves.elementwise, &p.curves.gemv,
-                       &p.curves.gemm_weights}) {
-      c->gflops *= p.cpu_share;
-      c->overhead_s /= p.cpu_share;
-    }
-  }
+  if (kernels::num_threads() == 1) p.curves.scale(p.cpu_share);
   p.threads = kernels::num_threads();
   p.quota_share = cpu_quota_share(p.threads);
   // 1 MiB messages (a collective's chunk) through a loopback connection, CPU time turned into

@@ -9,47 +9,6 @@
 
 namespace huddle::profile {
 
-OpCurve fit_curve(const std::vector<Sample>& samples) {
-  HUDDLE_CHECK(!samples.empty(), "fit_curve needs samples");
-  // Normal equations of Σ w (a + b f − t)² with w = 1/t².
-  double sw = 0, swf = 0, swff = 0, swt = 0, swft = 0;
-  for (const Sample& s : samples) {
-    HUDDLE_CHECK(s.flops > 0 && s.seconds > 0, "samples need positive flops and time");
-    const double w = 1.0 / (s.seconds * s.seconds);
-    sw += w;
-    swf += w * s.flops;
-    swff += w * s.flops * s.flops;
-    swt += w * s.seconds;
-    swft += w * s.flops * s.seconds;
-  }
-  const double det = sw * swff - swf * swf;
-  double a = 0, b = 0;
-  if (samples.size() > 1 && det > 1e-12 * sw * swff) {
-    a = (swff * swt - swf * swft) / det;
-    b = (sw * swft - swf * swt) / det;
-  }
-  if (!(a >= 0) || !(b > 0)) {
-    a = 0;
-    b = swft / swff;  // through the origin
-  }
-  return OpCurve{1.0 / (b * 1e9), a};
-}
-
-std::vector<double> relative_errors(const OpCurve& curve, const std::vector<Sample>& samples) {
-  std::vector<double> errors;
-  for (const Sample& s : samples)
-    errors.push_back(std::abs(curve.seconds(s.flops) - s.seconds) / s.seconds);
-  return errors;
-}
-
-double median_relative_error(const OpCurve& curve, const std::vector<Sample>& samples) {
-  std::vector<double> errors = relative_errors(curve, samples);
-  if (errors.empty()) return 0;
-  std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2),
-                   errors.end());
-  return errors[errors.size() / 2];
-}
-
 namespace {
 
 // Weighted least squares of t ≈ Σ_j x_j·β_j over the columns `cols` of x (at most 3, each
@@ -93,6 +52,42 @@ std::optional<std::array<double, 3>> weighted_least_squares(
 }
 
 }  // namespace
+
+OpCurve fit_curve(const std::vector<Sample>& samples) {
+  HUDDLE_CHECK(!samples.empty(), "fit_curve needs samples");
+  // Columns: 1 (the overhead), flops (1 / throughput); the third is unused.
+  std::vector<std::array<double, 3>> x;
+  std::vector<double> t, w;
+  for (const Sample& s : samples) {
+    HUDDLE_CHECK(s.flops > 0 && s.seconds > 0, "samples need positive flops and time");
+    x.push_back({1.0, s.flops, 0.0});
+    t.push_back(s.seconds);
+    w.push_back(1.0 / (s.seconds * s.seconds));
+  }
+  if (samples.size() > 1) {
+    const auto beta = weighted_least_squares(x, t, w, {0, 1});
+    if (beta && (*beta)[0] >= 0 && (*beta)[1] > 0)
+      return OpCurve{1.0 / ((*beta)[1] * 1e9), (*beta)[0]};
+  }
+  // Through the origin: never singular, every sample's flops being positive.
+  const auto beta = weighted_least_squares(x, t, w, {1});
+  return OpCurve{1.0 / ((*beta)[1] * 1e9), 0.0};
+}
+
+std::vector<double> relative_errors(const OpCurve& curve, const std::vector<Sample>& samples) {
+  std::vector<double> errors;
+  for (const Sample& s : samples)
+    errors.push_back(std::abs(curve.seconds(s.flops) - s.seconds) / s.seconds);
+  return errors;
+}
+
+double median_relative_error(const OpCurve& curve, const std::vector<Sample>& samples) {
+  std::vector<double> errors = relative_errors(curve, samples);
+  if (errors.empty()) return 0;
+  std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2),
+                   errors.end());
+  return errors[errors.size() / 2];
+}
 
 LinearCurves fit_linear_curves(const std::vector<LinearSample>& samples,
                                const OpCurve& fallback_weights) {
