@@ -181,7 +181,8 @@ void run_onnx(const OnnxRunOptions& o) {
                             : model->graph();
     Executor executor(graph, model->weights(), 0);
     TraceRecorder recorder;
-    if (!o.distribution.trace.empty()) executor.set_observer(recorder.observer());
+    if (!o.distribution.trace.empty())
+      executor.set_observer(recorder.observer(), /*measure_cpu=*/true);
     for (int i = 0; i < o.repeat; ++i) {
       const auto start = std::chrono::steady_clock::now();
       outputs = executor.run(given);

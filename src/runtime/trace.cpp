@@ -69,6 +69,8 @@ void write_chrome_trace(const std::string& path, const std::vector<std::string>&
                       {"pid", d},
                       {"args", {{"name", fmt::format("device {} ({})", d, device_names[d])}}}});
     for (const Span& s : spans[d]) {
+      nlohmann::json args{{"layer", s.layer}, {"rows", s.rows}};
+      if (s.cpu_us >= 0) args["cpu_us"] = s.cpu_us;  // the process's CPU time over the op
       events.push_back({{"name", s.name},
                         {"cat", s.category},
                         {"ph", "X"},
@@ -76,7 +78,7 @@ void write_chrome_trace(const std::string& path, const std::vector<std::string>&
                         {"tid", s.category == "comm" ? 1 : 0},
                         {"ts", s.start_us - origin},
                         {"dur", s.duration_us},
-                        {"args", {{"layer", s.layer}, {"rows", s.rows}}}});
+                        {"args", args}});
     }
   }
   std::ofstream out(path);

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <numeric>
 #include <vector>
 
@@ -260,6 +262,26 @@ TEST(OpTiming, SpansCarryCpuTimeThroughJsonAndOlderSpansReadAsUnmeasured) {
   EXPECT_THROW(
       (void)TraceRecorder::from_json(nlohmann::json::parse(R"([["a","compute",0,1,2,4,5,6]])")),
       TransportError);
+}
+
+// The Chrome trace file carries each span's CPU time where it was measured, and only there.
+TEST(OpTiming, ChromeTraceEventsCarryCpuTimeWhereMeasured) {
+  const std::string path = ::testing::TempDir() + "op_timing_trace.json";
+  write_chrome_trace(path, {"primary"},
+                     {{{"conv", "compute", 0, 10, 5, 3, 4.5}, {"x@send", "comm", -1, 15, 2}}});
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  std::vector<nlohmann::json> spans;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "X") spans.push_back(e);
+  }
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].at("name"), "conv");
+  EXPECT_DOUBLE_EQ(spans[0].at("args").at("cpu_us").get<double>(), 4.5);
+  EXPECT_EQ(spans[0].at("args").at("rows"), 3);
+  EXPECT_FALSE(spans[1].at("args").contains("cpu_us"));
+  EXPECT_EQ(spans[1].at("tid"), 1);
+  std::remove(path.c_str());
 }
 
 // Exposed communication per layer: each comm span less the compute inside it, filed under its
