@@ -19,10 +19,18 @@ namespace {
 
 constexpr std::int64_t kMinOpset = 11, kMaxOpset = 17;
 
+// The whole file in one read (a character-by-character stream copy took a 0.15-core worker
+// most of a second for YOLOv5s's 28 MB).
 std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw LoadError(fmt::format("{}: cannot open the file", path.string()));
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw LoadError(fmt::format("{}: cannot read the file", path.string()));
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size))
+    throw LoadError(fmt::format("{}: cannot read the file", path.string()));
+  return bytes;
 }
 
 onnx::ModelProto parse_proto(const std::string& bytes, const std::string& file) {
