@@ -90,6 +90,9 @@ def main():
                     help="op kinds the remote takes (an accelerator that refuses the rest), e.g. "
                          "linear,attention; default: every kind")
     ap.add_argument("--models-dir", default="/tmp/models")
+    ap.add_argument("--cpu-period-ms", type=float, default=100,
+                    help="CFS period of the devices' CPU quotas (testbed up --cpu-period-ms; 10 emulates "
+                    "a steadily slow device more closely, docs/testbed.md)")
     ap.add_argument("--huddle", default=os.path.join(ROOT, "build", "huddle"))
     ap.add_argument("--timeout", type=int, default=900, help="seconds one huddle command may take")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "assign"))
@@ -106,7 +109,7 @@ def main():
     for mbps in a.networks.split(","):
         spec = os.path.join(ROOT, "bench", "clusters", f"assign-{mbps}.json")
         sh([TESTBED, "down", spec], 120)
-        up = sh([TESTBED, "up", spec, "--huddle", a.huddle], 180)
+        up = sh([TESTBED, "up", spec, "--huddle", a.huddle, "--cpu-period-ms", a.cpu_period_ms], 180)
         if up.returncode != 0:
             sys.exit(f"testbed up {spec}: {up.stderr[-500:]}")
         workers = up.stdout.split()

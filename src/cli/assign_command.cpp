@@ -32,9 +32,38 @@ std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provi
     per_provider[providers[static_cast<std::size_t>(p)].spec] =
         per_provider[providers[static_cast<std::size_t>(p)].spec].get<int>() + 1;
   }
+  // The DA classes by index, and each profiling run's prediction term by term, so a prediction
+  // that misses its run can be traced to the nodes of one provider or the crossings of a class.
+  const auto spec_of = [&](int provider) {
+    return provider == assign::kEnd ? std::string("end")
+                                    : providers[static_cast<std::size_t>(provider)].spec;
+  };
+  nlohmann::json da_classes = nlohmann::json::array();
+  for (std::size_t c = 0; c < r.da_keys.size(); ++c) {
+    const assign::DaKey& k = r.da_keys[c];
+    da_classes.push_back({{"from", spec_of(k.src)},
+                          {"to", spec_of(k.dst)},
+                          {"bytes", k.bytes},
+                          {"cost_ms", c < r.costs.da.size() ? r.costs.da[c] * 1e3 : 0.0}});
+  }
   nlohmann::json runs = nlohmann::json::array();
   for (const assign::MeasuredRun& m : r.profiled) {
-    runs.push_back({{"measured_ms", m.measured_s * 1e3}, {"predicted_ms", m.predicted_s * 1e3}});
+    nlohmann::json nodes = nlohmann::json::object();
+    for (std::size_t p = 0; p < m.predicted.node_by_provider.size(); ++p)
+      nodes[providers[p].spec] = m.predicted.node_by_provider[p] * 1e3;
+    nlohmann::json crossings = nlohmann::json::array();
+    for (std::size_t c = 0; c < m.predicted.crossings_by_da.size(); ++c) {
+      if (m.predicted.crossings_by_da[c] > 0) {
+        crossings.push_back({{"class", c},
+                             {"count", m.predicted.crossings_by_da[c]},
+                             {"ms", m.predicted.edges_by_da[c] * 1e3}});
+      }
+    }
+    runs.push_back({{"measured_ms", m.measured_s * 1e3},
+                    {"predicted_ms", m.predicted_s * 1e3},
+                    {"nodes_ms", nodes},
+                    {"crossings", crossings},
+                    {"fixed_ms", m.predicted.fixed * 1e3}});
   }
   nlohmann::json baselines = nlohmann::json::array();
   if (!o.baseline_plans_dir.empty()) std::filesystem::create_directories(o.baseline_plans_dir);
@@ -66,6 +95,7 @@ std::string outcome_text(const AssignOptions& o, const std::vector<assign::Provi
         {"profiling_runs", r.node_runs + r.edge_runs},
         {"node_runs", r.node_runs},
         {"edge_runs", r.edge_runs},
+        {"da_classes", da_classes},
         {"runs", runs},
         {"optimal",
          {{"predicted_ms", r.optimal.cost * 1e3},

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
+#include <utility>
 
 namespace huddle::assign {
 namespace {
@@ -20,6 +22,33 @@ double node_cost(const Dcg& dcg, const Costs& costs, int op, int provider) {
 double edge_cost(const Dcg& dcg, const Costs& costs, int tensor, int src, int dst) {
   const int da = dcg.da_of(tensor, src, dst);
   return da < 0 ? 0.0 : costs.da[at(da)];
+}
+
+bool same_device(const Dcg& dcg, int a, int b) {
+  const std::vector<int>& device = dcg.problem().provider_device;
+  return device[at(a)] == device[at(b)];
+}
+
+// Bit of provider's device in a "delivered to" mask (device < kMaxMaskDevices).
+constexpr int kMaxMaskDevices = 15;
+std::int16_t device_bit(const Dcg& dcg, int provider) {
+  return static_cast<std::int16_t>(1 << dcg.problem().provider_device[at(provider)]);
+}
+
+// Whether op `from`'s value already reached provider `pr`'s device before op j's k-th input
+// edge: an earlier reader of it (providers in `before`) on that device, or an earlier input edge
+// of op j from the same op.
+bool already_sent(const Dcg& dcg, const Assignment& before, int j, std::size_t k, int from, int pr,
+                  const std::vector<int>& readers) {
+  const std::vector<int>& device = dcg.problem().provider_device;
+  for (int r : readers) {
+    if (r >= j) break;
+    if (device[at(before[at(r)])] == device[at(pr)]) return true;
+  }
+  for (std::size_t i = 0; i < k; ++i) {
+    if (dcg.problem().edges[at(dcg.in_edges(j)[i])].from == from) return true;
+  }
+  return false;
 }
 
 // Cost of the kEnd edges (outputs to the primary) under a full assignment.
@@ -78,18 +107,50 @@ void check_feasible(const Dcg& dcg, const ProviderMask& allowed) {
 
 }  // namespace
 
-double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) {
+double CostBreakdown::total() const {
+  double sum = overhead + fixed;
+  for (double t : node_by_provider) sum += t;
+  for (double t : edges_by_da) sum += t;
+  return sum;
+}
+
+CostBreakdown cost_breakdown(const Dcg& dcg, const Costs& costs, const Assignment& a) {
   const AssignProblem& p = dcg.problem();
   HUDDLE_CHECK(a.size() == at(p.num_ops()), "assignment of {} ops for {}", a.size(), p.num_ops());
-  double sum = 0;
+  CostBreakdown b;
+  b.node_by_provider.assign(at(p.num_providers()), 0.0);
+  b.crossings_by_da.assign(at(dcg.num_da()), 0);
+  b.edges_by_da.assign(at(dcg.num_da()), 0.0);
+  const auto cross = [&](int tensor, int src, int dst) {
+    const int da = dcg.da_of(tensor, src, dst);
+    if (da < 0) return;
+    ++b.crossings_by_da[at(da)];
+    b.edges_by_da[at(da)] += costs.da[at(da)];
+  };
+  std::set<std::pair<int, int>> delivered;  // (producing op, device) a value already reached
   for (int op = 0; op < p.num_ops(); ++op) {
     HUDDLE_CHECK(dcg.node(op, a[at(op)]) >= 0, "op {} on an incapable provider", op);
-    sum += node_cost(dcg, costs, op, a[at(op)]);
+    b.node_by_provider[at(a[at(op)])] += node_cost(dcg, costs, op, a[at(op)]);
     for (int t : dcg.in_edges(op)) {
-      sum += edge_cost(dcg, costs, t, a[at(p.edges[at(t)].from)], a[at(op)]);
+      const int from = p.edges[at(t)].from, src = a[at(from)], dst = a[at(op)];
+      if (!same_device(dcg, src, dst) &&
+          !delivered.emplace(from, p.provider_device[at(dst)]).second) {
+        continue;  // an earlier reader on this device had it sent
+      }
+      cross(t, src, dst);
     }
   }
-  return sum + end_cost(dcg, costs, a) + costs.overhead + fixed_costs(dcg, costs, a);
+  for (int t : dcg.end_edges()) {
+    const int src = a[at(p.edges[at(t)].from)];
+    cross(t, src, src);
+  }
+  b.overhead = costs.overhead;
+  b.fixed = fixed_costs(dcg, costs, a);
+  return b;
+}
+
+double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& a) {
+  return cost_breakdown(dcg, costs, a).total();
 }
 
 DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs, const ProviderMask& allowed) {
@@ -97,6 +158,11 @@ DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs, const ProviderMask
   const int n = p.num_ops(), providers = p.num_providers();
   if (n == 0) return {{}, costs.overhead};
   check_feasible(dcg, allowed);
+  // consumers[i]: the ops reading op i's output, ascending.
+  std::vector<std::vector<int>> consumers(at(n));
+  for (const TensorEdge& e : p.edges) {
+    if (e.to != kEnd) consumers[at(e.from)].push_back(e.to);
+  }
   // f[q] and the path to (j-1, q) (providers of ops 0..j-1), per line q.
   std::vector<double> f(at(providers), kInf);
   std::vector<Assignment> path(at(providers));
@@ -113,8 +179,15 @@ DpResult assembly_line_dp(const Dcg& dcg, const Costs& costs, const ProviderMask
       for (int q = 0; q < providers; ++q) {
         if (f[at(q)] == kInf) continue;
         double t = 0;  // T[j][pr | path to (j-1, q)]
-        for (int e : dcg.in_edges(j)) {
-          t += edge_cost(dcg, costs, e, path[at(q)][at(p.edges[at(e)].from)], pr);
+        const Assignment& before = path[at(q)];
+        for (std::size_t k = 0; k < dcg.in_edges(j).size(); ++k) {
+          const int e = dcg.in_edges(j)[k];
+          const int from = p.edges[at(e)].from, src = before[at(from)];
+          if (!same_device(dcg, src, pr) &&
+              already_sent(dcg, before, j, k, from, pr, consumers[at(from)])) {
+            continue;
+          }
+          t += edge_cost(dcg, costs, e, src, pr);
         }
         const double v = f[at(q)] + t + node_cost(dcg, costs, j, pr);
         if (v < g[at(pr)]) {
@@ -143,6 +216,7 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
   const int n = p.num_ops(), providers = p.num_providers();
   if (n == 0) return DpResult{{}, costs.overhead};
   check_feasible(dcg, allowed);
+  if (p.num_devices() > kMaxMaskDevices) return std::nullopt;
   // last_read[i]: the last op reading op i's output (n for a model output, -1 if none).
   std::vector<int> last_read(at(n), -1);
   for (const TensorEdge& e : p.edges) {
@@ -156,8 +230,10 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
   };
   std::vector<int> live;  // live ops before step j
   std::vector<std::vector<Entry>> steps;
-  std::map<std::vector<std::int8_t>, int> index;  // states of the current step
-  std::vector<std::vector<std::int8_t>> states{{}};
+  // A state: per live op, its provider and the mask of the devices (besides its own) its value
+  // was already sent to, which later readers there get for free.
+  using State = std::vector<std::int16_t>;
+  std::vector<State> states{{}};
   std::vector<Entry> entries{{0.0, -1, -1}};
   for (int j = 0; j < n; ++j) {
     std::vector<int> next_live;
@@ -165,24 +241,36 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
       if (last_read[at(i)] > j) next_live.push_back(i);
     }
     if (last_read[at(j)] > j) next_live.push_back(j);
-    std::map<std::vector<std::int8_t>, int> next_index;
-    std::vector<std::vector<std::int8_t>> next_states;
+    std::map<State, int> next_index;
+    std::vector<State> next_states;
     std::vector<Entry> next_entries;
     for (std::size_t s = 0; s < states.size(); ++s) {
-      auto provider_of = [&](int op) {
+      auto slot_of = [&](int op) {
         const auto it = std::lower_bound(live.begin(), live.end(), op);
         HUDDLE_CHECK(it != live.end() && *it == op, "op {} read after it died", op);
-        return static_cast<int>(states[s][at(static_cast<int>(it - live.begin()))]);
+        return 2 * at(static_cast<int>(it - live.begin()));
       };
       for (int pr = 0; pr < providers; ++pr) {
         if (usable_node(dcg, allowed, j, pr) < 0) continue;
         double v = entries[s].cost + node_cost(dcg, costs, j, pr);
+        State after = states[s];  // the live ops' masks once j's inputs are sent
         for (int e : dcg.in_edges(j)) {
-          v += edge_cost(dcg, costs, e, provider_of(p.edges[at(e)].from), pr);
+          const std::size_t slot = slot_of(p.edges[at(e)].from);
+          const int src = after[slot];
+          if (!same_device(dcg, src, pr)) {
+            if ((after[slot + 1] & device_bit(dcg, pr)) != 0) continue;
+            after[slot + 1] = static_cast<std::int16_t>(after[slot + 1] | device_bit(dcg, pr));
+          }
+          v += edge_cost(dcg, costs, e, src, pr);
         }
-        std::vector<std::int8_t> key;
+        State key;
         for (int i : next_live) {
-          key.push_back(static_cast<std::int8_t>(i == j ? pr : provider_of(i)));
+          if (i == j) {
+            key.insert(key.end(), {static_cast<std::int16_t>(pr), 0});
+          } else {
+            const std::size_t slot = slot_of(i);
+            key.insert(key.end(), {after[slot], after[slot + 1]});
+          }
         }
         const auto [it, inserted] =
             next_index.try_emplace(key, static_cast<int>(next_states.size()));
@@ -208,7 +296,7 @@ std::optional<DpResult> frontier_dp(const Dcg& dcg, const Costs& costs, std::siz
     for (int t : dcg.end_edges()) {
       const int from = p.edges[at(t)].from;
       const auto it = std::lower_bound(live.begin(), live.end(), from);
-      const int src = states[s][at(static_cast<int>(it - live.begin()))];
+      const int src = states[s][2 * at(static_cast<int>(it - live.begin()))];
       v += edge_cost(dcg, costs, t, src, src);
     }
     if (v < best_cost) {

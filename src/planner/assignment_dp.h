@@ -6,8 +6,11 @@
 // edges' costs; an edge costs its DA class's cost when it crosses providers (0 inside one),
 // start edges cost 0, plus a fixed overhead, plus each device's fixed cost once when the assignment
 // places at least one op on it (using a remote at all costs the session's messages per run, the
-// worker's wake-up, the output's return, however few ops it runs). Every tensor edge (tensor,
-// consumer op) counts once, as in the paper.
+// worker's wake-up, the output's return, however few ops it runs). The paper counts every tensor
+// edge (tensor, consumer op); a value travels to another device once, though, however many of its
+// readers are there (the lowering sends it once per destination device: GPT-2's q, k and v read
+// one norm), so between devices only the first reader on a device (in op order) pays the
+// crossing. Between providers of one device (cpu1, cpuN) every reader pays its own.
 #pragma once
 
 #include "planner/dcg.h"
@@ -31,7 +34,19 @@ struct Costs {
   }
 };
 
-// Time of `assignment` (a capable provider per op) under `costs`.
+// The terms of an assignment's time under `costs`, seconds: its nodes' costs by provider, the
+// edges it crosses by DA class (how many and their cost), the overhead and the fixed costs.
+struct CostBreakdown {
+  std::vector<double> node_by_provider;
+  std::vector<int> crossings_by_da;
+  std::vector<double> edges_by_da;
+  double overhead = 0, fixed = 0;
+
+  double total() const;
+};
+CostBreakdown cost_breakdown(const Dcg& dcg, const Costs& costs, const Assignment& assignment);
+
+// Time of `assignment` (a capable provider per op) under `costs`: cost_breakdown's total.
 double assignment_cost(const Dcg& dcg, const Costs& costs, const Assignment& assignment);
 
 // The providers a DP may use, by provider; empty: every provider.

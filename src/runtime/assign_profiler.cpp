@@ -288,7 +288,7 @@ Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
   costs.overhead = std::max(0.0, median(residuals));
   if (measured) {
     for (std::size_t r = 0; r < runs.size(); ++r) {
-      measured->push_back({runs[r], run_wall[r], assignment_cost(dcg, costs, runs[r])});
+      measured->push_back({runs[r], run_wall[r], assignment_cost(dcg, costs, runs[r]), {}});
     }
   }
   return costs;
@@ -310,6 +310,8 @@ AssignOutcome assign_with(const Graph& graph, const PlanModel& model,
   out.fixed_identified = fixed_cost_identifiable(
       ops_per_device(all_runs, dcg.problem().provider_device, at(dcg.problem().num_devices())));
   out.costs = costs;
+  out.da_keys = dcg.da_keys();
+  for (MeasuredRun& m : out.profiled) m.predicted = cost_breakdown(dcg, costs, m.assignment);
   out.optimal = optimal_assignment(dcg, costs, &out.exact);
   for (Baseline& b : baselines(dcg, providers)) {
     const double predicted = assignment_cost(dcg, costs, b.assignment);

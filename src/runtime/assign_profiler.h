@@ -60,8 +60,9 @@ std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size
 
 struct MeasuredRun {
   Assignment assignment;
-  double measured_s = 0;   // median wall time of the run (a prefill, or one Executor::run)
-  double predicted_s = 0;  // assignment_cost under the profiled costs
+  double measured_s = 0;    // median wall time of the run (a prefill, or one Executor::run)
+  double predicted_s = 0;   // assignment_cost under the profiled costs
+  CostBreakdown predicted;  // its terms (assign_with fills it)
 };
 
 // One op's times in a timed forward: wall seconds, and the process's CPU seconds over it (-1:
@@ -121,6 +122,7 @@ struct AssignOutcome {
   std::size_t node_runs = 0, edge_runs = 0;  // profiling runs made: node_runs + edge_runs
   std::vector<MeasuredRun> profiled;         // the profiling runs, measured and predicted
   Costs costs;                               // the profiled costs the DP used
+  std::vector<DaKey> da_keys;                // the DCG's DA classes, costs.da's order
   std::vector<bool> fixed_identified;        // by device: fixed_cost_identifiable over the runs
   DpResult optimal;
   bool exact = true;  // the frontier DP (exact) found it; else the assembly-line DP

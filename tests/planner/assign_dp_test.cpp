@@ -124,6 +124,49 @@ TEST(AssignDp, PriorityOrderTakesTheFirstCapableProvider) {
   EXPECT_EQ(priority_assignment(dcg, {0, 2}), (Assignment{0, 0, 2}));
 }
 
+// GPT-2's attention in small: a norm only the local device runs (device 0, provider 0), read by
+// q, k and v, which attn joins; each of those costs 3 s locally, 1 s on the remote (device 1,
+// provider 1); a crossing costs 5 s. The norm's value travels to the remote once however many of
+// its readers are there, so q, k, v and attn all go remote: 4 + 5 + 1 (attn's output back) = 10 s,
+// against 12 s at home. Counting the crossing per reader (the paper's model) would price the
+// remote at 20 s and keep everything local.
+TEST(AssignDp, AValueCrossesToADeviceOnceForAllItsReadersThere) {
+  AssignProblem p;
+  p.op_names = {"norm", "q", "k", "v", "attn"};
+  p.capable = {{true, false}, {true, true}, {true, true}, {true, true}, {true, true}};
+  p.provider_device = {0, 1};
+  p.edges = {{0, 1, DType::F32, 4, "n"},   {0, 2, DType::F32, 4, "n"}, {0, 3, DType::F32, 4, "n"},
+             {1, 4, DType::F32, 4, "q"},   {2, 4, DType::F32, 4, "k"}, {3, 4, DType::F32, 4, "v"},
+             {4, kEnd, DType::F32, 4, "a"}};
+  const Dcg dcg(p);
+  Costs costs;
+  costs.node.assign(dcg.nodes().size(), 0.0);
+  for (int op = 1; op < 5; ++op) {
+    costs.node[at(dcg.node(op, 0))] = 3;
+    costs.node[at(dcg.node(op, 1))] = 1;
+  }
+  costs.da.assign(at(dcg.num_da()), 0.0);
+  const int to_remote = dcg.da_of(0, 0, 1), to_end = dcg.da_of(6, 1, 1);
+  ASSERT_GE(to_remote, 0);
+  ASSERT_GE(to_end, 0);
+  costs.da[at(to_remote)] = 5;
+  costs.da[at(to_end)] = 1;
+  const Assignment remote = {0, 1, 1, 1, 1};
+  const CostBreakdown b = cost_breakdown(dcg, costs, remote);
+  EXPECT_EQ(b.crossings_by_da[at(to_remote)], 1);
+  EXPECT_DOUBLE_EQ(b.total(), 10);
+  // q and v remote, k at home: the norm's value crosses once, k's for attn once more.
+  EXPECT_EQ(cost_breakdown(dcg, costs, {0, 1, 0, 1, 1}).crossings_by_da[at(to_remote)], 2);
+  EXPECT_DOUBLE_EQ(assignment_cost(dcg, costs, {0, 0, 0, 0, 0}), 12);
+  const std::optional<DpResult> frontier = frontier_dp(dcg, costs);
+  ASSERT_TRUE(frontier.has_value());
+  EXPECT_EQ(frontier->assignment, remote);
+  EXPECT_DOUBLE_EQ(frontier->cost, 10);
+  EXPECT_EQ(optimal_assignment(dcg, costs).assignment, remote);
+  const DpResult als = assembly_line_dp(dcg, costs);
+  EXPECT_DOUBLE_EQ(als.cost, assignment_cost(dcg, costs, als.assignment));
+}
+
 TEST(AssignDp, FrontierGivesUpPastItsStateLimit) {
   std::mt19937 rng(5);
   RandomShape s;
