@@ -4,6 +4,7 @@
 #include "plan/lowering.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
+#include "runtime/transfer_estimate.h"
 
 #include <fmt/format.h>
 
@@ -14,6 +15,8 @@
 
 namespace huddle::assign {
 namespace {
+
+constexpr int kMaxDevicePairs = 1 << 12;  // link index of devices (a < b): a * this + b
 
 double median(std::vector<double> v) {
   HUDDLE_CHECK(!v.empty());
@@ -147,12 +150,15 @@ Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
     op_index[graph.ops()[i].name] = static_cast<int>(i);
     producer[graph.value(graph.ops()[i].output).name] = static_cast<int>(i);
   }
+  const auto value_of = [&](int op) -> const std::string& {
+    return graph.value(graph.ops()[at(op)].output).name;
+  };
   auto device_of = [&](const Assignment& run, int op) { return providers[at(run[at(op)])].device; };
   // Per node: its op's times where no input crossed providers (its cost), and where exactly one
   // DA class did; per DA class between devices: the transfer estimates of its receives.
   std::vector<std::vector<double>> plain(dcg.nodes().size()), all(dcg.nodes().size());
   std::vector<std::vector<std::pair<std::size_t, double>>> crossed(at(dcg.num_da()));
-  std::vector<std::vector<double>> transfers(at(dcg.num_da()));
+  std::vector<TransferSample> transfers;
   std::vector<bool> da_seen(at(dcg.num_da()), false);
   // Every compute op sample, in the order the loop below visits them, charged by CPU time.
   std::vector<OpSample> samples;
@@ -195,10 +201,14 @@ Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
         }
       }
       // A receive on device R of a value op p made elsewhere waits for the ops after R's last
-      // own op up to p (all elsewhere), then for the transfer: its time less theirs.
+      // own op up to p (all elsewhere), then for the transfer: its time less theirs, and less
+      // the rest of R's earlier trip to them if the first of those ops read it
+      // (runtime/transfer_estimate.h).
       for (std::size_t d = 0; d < f.devices.size(); ++d) {
         const int receiver = static_cast<int>(d);
-        for (const OpTimes& o : f.devices[d]) {
+        const std::vector<OpTimes>& spans = f.devices[d];
+        for (std::size_t i = 0; i < spans.size(); ++i) {
+          const OpTimes& o = spans[i];
           const std::string& name = o.name;
           if (!name.ends_with("@recv")) continue;
           const auto p = producer.find(name.substr(0, name.size() - 5));
@@ -214,15 +224,42 @@ Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
           }
           if (da < 0) continue;
           double waited = 0;
-          for (int q = p->second; q >= 0 && device_of(run, q) != receiver; --q)
+          int first = p->second;  // the first op of the others after R's last own op
+          for (int q = p->second; q >= 0 && device_of(run, q) != receiver; --q) {
             waited += op_time[at(q)];
-          transfers[at(da)].push_back(std::max(0.0, o.wall_s - waited));
+            first = q;
+          }
+          TransferSample sample{da, o.wall_s - waited, -1, 0.0};
+          for (int e : dcg.in_edges(first)) {
+            const int from = edges[at(e)].from;
+            if (device_of(run, from) != receiver) continue;
+            // R sent `from`'s value to first's device: the span of that send up to this receive.
+            const std::string send =
+                fmt::format("{}@send{}", value_of(from), device_of(run, first));
+            for (std::size_t k = i; k-- > 0;) {
+              sample.lead_s += spans[k].wall_s;
+              if (spans[k].name == send) {
+                sample.reverse = dcg.da_of(e, run[at(from)], run[at(first)]);
+                break;
+              }
+            }
+            if (sample.reverse < 0) sample.lead_s = 0;
+            break;
+          }
+          transfers.push_back(sample);
         }
       }
     }
     for (int da : da_edges_of(dcg, run)) da_seen[at(da)] = true;
     run_wall.push_back(median(wall));
   }
+  std::vector<TripClass> trips;  // per DA class: the device pair it joins (its link), its bytes
+  for (const DaKey& k : dcg.da_keys()) {
+    const int a = providers[at(k.src)].device;
+    const int b = k.dst == kEnd ? 0 : providers[at(k.dst)].device;
+    trips.push_back({a == b ? -1 : std::min(a, b) * kMaxDevicePairs + std::max(a, b), k.bytes});
+  }
+  const std::vector<double> trip_costs = transfer_costs(transfers, trips);
   Costs costs;
   for (std::size_t n = 0; n < dcg.nodes().size(); ++n) {
     const DcgNode& node = dcg.nodes()[n];
@@ -244,14 +281,14 @@ Costs costs_from_forwards(const Graph& graph, const Dcg& dcg,
     const bool same_device =
         k.dst != kEnd && providers[at(k.src)].device == providers[at(k.dst)].device;
     if (!same_device) {
-      if (transfers[at(da)].empty()) {
+      if (trip_costs[at(da)] < 0) {
         throw PlanError(
             fmt::format("profiling: no receive of DA edge {} ({} -> {}, {} bytes) was "
                         "timed",
                         da, providers[at(k.src)].spec,
                         k.dst == kEnd ? "the primary" : providers[at(k.dst)].spec, k.bytes));
       }
-      costs.da.push_back(median(transfers[at(da)]));
+      costs.da.push_back(trip_costs[at(da)]);
       continue;
     }
     // Nothing moves between cpu1 and cpuN; a crossing switches the kernels' threading, which
