@@ -2,7 +2,7 @@
 """Operator assignment (Lee et al.) against its baselines on the testbed (docs/benchmarks.md,
 "Operator assignment").
 
-    sudo /usr/bin/python3 bench/assign/assign_bench.py [--runs 5] [--networks 1000,100]
+    sudo /usr/bin/python3 bench/assign/assign_bench.py [--runs 5] [--rounds 1] [--networks 1000,100]
         [--models gpt2,bert-base] [--lengths 8,32,64,512] [--out DIR]
 
 The setting of the paper: a local device and a remote one 3x faster (bench/clusters/assign-<mbps>.json:
@@ -74,14 +74,36 @@ def bench_one(a, spec, model, model_dir, length, workers, remote):
     plans += [(b["name"], b["predicted_ms"], b["plan"]) for b in j["baselines"]]
     with open(plans[0][2], "rb") as f:
         optimal_bytes = f.read()
+    # A baseline that is the optimal plan itself (remote-first, when the remote is fastest at
+    # everything) is not measured again: two measurements of one plan differ only by the host's
+    # drift (231 and 272 ms within minutes), which a speed-up would report as a result. For the
+    # same reason the plans are measured in --rounds rounds, one session each, in turn, and their
+    # runs pooled: a plan measured in one slow minute once lost 16% to a plan it tied minutes later.
+    distinct = []
     for name, predicted, plan in plans:
         with open(plan, "rb") as f:
             same = plan != plans[0][2] and f.read() == optimal_bytes
-        # A baseline that is the optimal plan itself (remote-first, when the remote is fastest at
-        # everything) is not measured again: two measurements of one plan differ only by the
-        # host's drift (231 and 272 ms within minutes), which a speed-up would report as a result.
-        m = dict(row["plans"][0], same_as_optimal=True) if same else measure_plan(
-            a, spec, model_dir, plan, workers, length)
+        distinct.append(not same)
+    measured = [[] for _ in plans]
+    errors = [None for _ in plans]
+    for _ in range(a.rounds):
+        for i, (name, predicted, plan) in enumerate(plans):
+            if not distinct[i] or errors[i]:
+                continue
+            m = measure_plan(a, spec, model_dir, plan, workers, length)
+            if m["ok"]:
+                measured[i] += m["runs_ms"][1:]  # each session's first run is its warm-up
+            else:
+                errors[i] = m["error"]
+    for i, (name, predicted, plan) in enumerate(plans):
+        if not distinct[i]:
+            m = dict(row["plans"][0], same_as_optimal=True)
+        elif errors[i]:
+            m = {"ok": False, "error": errors[i]}
+        else:
+            runs = measured[i]
+            m = {"ok": True, "median_ms": statistics.median(runs), "min_ms": min(runs),
+                 "max_ms": max(runs), "runs_ms": runs}
         m.update({"name": name, "predicted_ms": predicted})
         row["plans"].append(m)
         print(json.dumps(m), file=sys.stderr, flush=True)
@@ -90,7 +112,9 @@ def bench_one(a, spec, model, model_dir, length, workers, remote):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=5, help="measured runs per plan per round")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every plan this many times, in turn, pooling the runs")
     ap.add_argument("--profile-repeats", type=int, default=3)
     ap.add_argument("--networks", default="1000,100")
     ap.add_argument("--models", default="gpt2,bert-base")
