@@ -40,24 +40,23 @@ AssignOutcome plan_cnn_assignment(const onnx_import::OnnxModel& model,
   return assign_with(
       graph, facts, providers, /*tokens=*/1,
       [&](const Dcg& dcg, const std::vector<Assignment>& runs, std::vector<MeasuredRun>* measured) {
-        std::vector<std::vector<Forward>> forwards;
-        for (const Assignment& run : runs) {
-          const Plan plan = assignment_plan(facts, graph, providers, run);
-          const bool remote = std::any_of(run.begin(), run.end(), [&](int p) {
+        const auto remote = [&](const Assignment& run) {
+          return std::any_of(run.begin(), run.end(), [&](int p) {
             return providers[static_cast<std::size_t>(p)].device != 0;
           });
-          if (remote) {
-            if (!key)
-              throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+        };
+        if (!key && std::any_of(runs.begin(), runs.end(), remote))
+          throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+        const auto forwards = time_runs_in_passes(runs.size(), repeats, [&](std::size_t r) {
+          const Plan plan = assignment_plan(facts, graph, providers, runs[r]);
+          if (remote(runs[r])) {
             Cluster cluster(model, plan, profiling_cluster_options(providers, *key));
-            forwards.push_back(
-                time_cluster_runs(cluster, repeats, [&](Cluster& c) { (void)c.run(inputs); }));
-          } else {
-            const Program program = lower_assign(graph, ModelConfig{}, plan, 0);
-            forwards.push_back(time_local_runs(program.graph, model.weights(), 0, repeats,
-                                               [&](Executor& e) { (void)e.run(inputs); }));
+            return time_cluster_runs(cluster, 1, [&](Cluster& c) { (void)c.run(inputs); });
           }
-        }
+          const Program program = lower_assign(graph, ModelConfig{}, plan, 0);
+          return time_local_runs(program.graph, model.weights(), 0, 1,
+                                 [&](Executor& e) { (void)e.run(inputs); });
+        });
         return costs_from_forwards(graph, dcg, providers, runs, forwards, measured);
       });
 }

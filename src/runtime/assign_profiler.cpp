@@ -116,25 +116,38 @@ std::vector<double> charged_seconds(std::span<const OpSample> samples, std::size
   return out;
 }
 
+std::vector<std::vector<Forward>> time_runs_in_passes(
+    std::size_t runs, int repeats,
+    const std::function<std::vector<Forward>(std::size_t)>& time_one) {
+  HUDDLE_CHECK(repeats >= 1);
+  std::vector<std::vector<Forward>> forwards(runs);
+  for (int pass = 0; pass < repeats; ++pass) {
+    for (std::size_t r = 0; r < runs; ++r) {
+      std::vector<Forward> f = time_one(r);
+      HUDDLE_CHECK(f.size() == 1, "a pass timed {} forwards of run {}", f.size(), r);
+      forwards[r].push_back(std::move(f.front()));
+    }
+  }
+  return forwards;
+}
+
 Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provider>& providers,
                    const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
                    int repeats, std::vector<MeasuredRun>* measured, const net::PresharedKey* key) {
   HUDDLE_CHECK(repeats >= 1);
-  std::vector<std::vector<Forward>> forwards(runs.size());
-  for (std::size_t r = 0; r < runs.size(); ++r) {
+  if (!key && std::any_of(runs.begin(), runs.end(),
+                          [&](const Assignment& run) { return uses_remote(providers, run); }))
+    throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+  const auto forwards = time_runs_in_passes(runs.size(), repeats, [&](std::size_t r) {
     const Plan plan = assignment_plan(model.config(), model.graph(), providers, runs[r]);
-    if (uses_remote(providers, runs[r])) {
-      if (!key) throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
-      forwards[r] = run_cluster(model, plan, providers, ids, repeats, *key);
-    } else {
-      const Program program = lower(model.graph(), model.config(), plan, 0);
-      forwards[r] = time_local_runs(program.graph, model.weights(), model.config().max_positions,
-                                    repeats, [&](Executor& executor) {
-                                      executor.reset();
-                                      (void)executor.forward(ids, /*all_rows=*/false);
-                                    });
-    }
-  }
+    if (uses_remote(providers, runs[r])) return run_cluster(model, plan, providers, ids, 1, *key);
+    const Program program = lower(model.graph(), model.config(), plan, 0);
+    return time_local_runs(program.graph, model.weights(), model.config().max_positions, 1,
+                           [&](Executor& executor) {
+                             executor.reset();
+                             (void)executor.forward(ids, /*all_rows=*/false);
+                           });
+  });
   return costs_from_forwards(model.graph(), dcg, providers, runs, forwards, measured);
 }
 

@@ -98,6 +98,15 @@ ClusterOptions profiling_cluster_options(const std::vector<Provider>& providers,
 std::vector<Forward> time_cluster_runs(Cluster& cluster, int repeats,
                                        const std::function<void(Cluster&)>& run_once);
 
+// The timed forwards of `runs` profiling runs, `repeats` of each, taken in passes: each pass
+// times every run once (`time_one(r)`: run r's forwards of one session or executor, a warm-up and
+// one timed), so a slow minute of the host falls on every run alike instead of on the run timed
+// in it (one run's profile taken in a slow minute priced all of cpu1's ops 30% high, and the DP
+// moved 61 of them to cpuN). Result: per run, one forward per pass.
+std::vector<std::vector<Forward>> time_runs_in_passes(
+    std::size_t runs, int repeats,
+    const std::function<std::vector<Forward>(std::size_t)>& time_one);
+
 // The costs of every DCG node and DA class of `dcg` (of model graph `graph`) from the timed
 // forwards of each profiling run (forwards[r] are runs[r]'s), as the top of this file says;
 // `measured` gets each run's median wall time and prediction. PlanError when a node or DA class

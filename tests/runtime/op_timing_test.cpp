@@ -264,6 +264,25 @@ TEST(OpTiming, SpansCarryCpuTimeThroughJsonAndOlderSpansReadAsUnmeasured) {
       TransportError);
 }
 
+// Profiling runs are timed in passes: every run once per pass, so the host's slow minutes fall on
+// every run alike; each run gets one forward per pass, in pass order.
+TEST(OpTiming, ProfilingRunsAreTimedInPassesOverEveryRun) {
+  std::vector<std::size_t> order;
+  const auto forwards = assign::time_runs_in_passes(3, 2, [&](std::size_t r) {
+    order.push_back(r);
+    assign::Forward f;
+    f.wall_s = static_cast<double>(order.size());
+    return std::vector<assign::Forward>{f};
+  });
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 0, 1, 2}));
+  ASSERT_EQ(forwards.size(), 3u);
+  for (std::size_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(forwards[r].size(), 2u);
+    EXPECT_DOUBLE_EQ(forwards[r][0].wall_s, static_cast<double>(r + 1));
+    EXPECT_DOUBLE_EQ(forwards[r][1].wall_s, static_cast<double>(r + 4));
+  }
+}
+
 // The Chrome trace file carries each span's CPU time where it was measured, and only there.
 TEST(OpTiming, ChromeTraceEventsCarryCpuTimeWhereMeasured) {
   const std::string path = ::testing::TempDir() + "op_timing_trace.json";
