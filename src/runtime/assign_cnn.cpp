@@ -40,16 +40,10 @@ AssignOutcome plan_cnn_assignment(const onnx_import::OnnxModel& model,
   return assign_with(
       graph, facts, providers, /*tokens=*/1,
       [&](const Dcg& dcg, const std::vector<Assignment>& runs, std::vector<MeasuredRun>* measured) {
-        const auto remote = [&](const Assignment& run) {
-          return std::any_of(run.begin(), run.end(), [&](int p) {
-            return providers[static_cast<std::size_t>(p)].device != 0;
-          });
-        };
-        if (!key && std::any_of(runs.begin(), runs.end(), remote))
-          throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+        require_key_for_remotes(providers, runs, key);
         const auto forwards = time_runs_in_passes(runs.size(), repeats, [&](std::size_t r) {
           const Plan plan = assignment_plan(facts, graph, providers, runs[r]);
-          if (remote(runs[r])) {
+          if (uses_remote(providers, runs[r])) {
             Cluster cluster(model, plan, profiling_cluster_options(providers, *key));
             return time_cluster_runs(cluster, 1, [&](Cluster& c) { (void)c.run(inputs); });
           }

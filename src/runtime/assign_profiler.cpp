@@ -1,6 +1,7 @@
 #include "runtime/assign_profiler.h"
 
 #include "core/error.h"
+#include "core/statistics.h"
 #include "plan/lowering.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
@@ -18,17 +19,6 @@ namespace {
 
 constexpr int kMaxDevicePairs = 1 << 12;  // link index of devices (a < b): a * this + b
 
-double median(std::vector<double> v) {
-  HUDDLE_CHECK(!v.empty());
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-bool uses_remote(const std::vector<Provider>& providers, const Assignment& run) {
-  return std::any_of(run.begin(), run.end(), [&](int p) { return providers[at(p)].device != 0; });
-}
-
 // The same across the plan's workers (a session with tracing), each forward a prefill of `ids`.
 std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
                                  const std::vector<Provider>& providers,
@@ -42,6 +32,19 @@ std::vector<Forward> run_cluster(const Model& model, const Plan& plan,
 }
 
 }  // namespace
+
+bool uses_remote(const std::vector<Provider>& providers, const Assignment& run) {
+  return std::any_of(run.begin(), run.end(), [&](int p) { return providers[at(p)].device != 0; });
+}
+
+void require_key_for_remotes(const std::vector<Provider>& providers,
+                             const std::vector<Assignment>& runs, const net::PresharedKey* key) {
+  if (key) return;
+  for (const Assignment& run : runs) {
+    if (uses_remote(providers, run))
+      throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+  }
+}
 
 ClusterOptions profiling_cluster_options(const std::vector<Provider>& providers,
                                          const net::PresharedKey& key) {
@@ -135,9 +138,7 @@ Costs profile_runs(const Model& model, const Dcg& dcg, const std::vector<Provide
                    const std::vector<Assignment>& runs, std::span<const std::int32_t> ids,
                    int repeats, std::vector<MeasuredRun>* measured, const net::PresharedKey* key) {
   HUDDLE_CHECK(repeats >= 1);
-  if (!key && std::any_of(runs.begin(), runs.end(),
-                          [&](const Assignment& run) { return uses_remote(providers, run); }))
-    throw PlanError("profiling a remote provider needs the cluster key (--key-file)");
+  require_key_for_remotes(providers, runs, key);
   const auto forwards = time_runs_in_passes(runs.size(), repeats, [&](std::size_t r) {
     const Plan plan = assignment_plan(model.config(), model.graph(), providers, runs[r]);
     if (uses_remote(providers, runs[r])) return run_cluster(model, plan, providers, ids, 1, *key);

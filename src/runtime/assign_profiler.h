@@ -98,6 +98,13 @@ ClusterOptions profiling_cluster_options(const std::vector<Provider>& providers,
 std::vector<Forward> time_cluster_runs(Cluster& cluster, int repeats,
                                        const std::function<void(Cluster&)>& run_once);
 
+// Whether `run` places an op on a remote provider.
+bool uses_remote(const std::vector<Provider>& providers, const Assignment& run);
+
+// PlanError when one of `runs` uses a remote provider and there is no `key` to open its session.
+void require_key_for_remotes(const std::vector<Provider>& providers,
+                             const std::vector<Assignment>& runs, const net::PresharedKey* key);
+
 // The timed forwards of `runs` profiling runs, `repeats` of each, taken in passes: each pass
 // times every run once (`time_one(r)`: run r's forwards of one session or executor, a warm-up and
 // one timed), so a slow minute of the host falls on every run alike instead of on the run timed

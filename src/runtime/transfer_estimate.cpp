@@ -1,6 +1,7 @@
 #include "runtime/transfer_estimate.h"
 
 #include "core/error.h"
+#include "core/statistics.h"
 #include "runtime/run_overhead_fit.h"
 
 #include <algorithm>
@@ -9,15 +10,6 @@
 #include <utility>
 
 namespace huddle::assign {
-namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-}  // namespace
 
 std::vector<double> transfer_costs(const std::vector<TransferSample>& samples,
                                    const std::vector<TripClass>& classes) {
@@ -45,7 +37,7 @@ std::vector<double> transfer_costs(const std::vector<TransferSample>& samples,
       };
       rows.push_back(reverse < 0 ? std::vector<double>{1.0, bytes(da)}
                                  : std::vector<double>{2.0, bytes(da) + bytes(reverse)});
-      seconds.push_back(std::max(0.0, median_of(values)));
+      seconds.push_back(std::max(0.0, median(values)));
     }
     const std::vector<double> x = nonneg_least_squares(rows, seconds);
     model[link] = {x[0], x[1]};
