@@ -229,8 +229,9 @@ class LayerLp {
         for (size_t j = 0; j < n_; ++j) {
           if (i == j || empty(src.held[j])) continue;
           const double wait = (src.ready[j] + c_.latency_s[j][i] + c_.fixed[l_][i]) * kMs;
-          const double per_row =
-              static_cast<double>(src.bytes_per_row) * c_.seconds_per_byte[j][i] * kMs;
+          const double per_row = static_cast<double>(src.bytes_per_row) *
+                                 c_.transfer_s_per_byte(static_cast<int>(j), static_cast<int>(i)) *
+                                 kMs;
           const double a = static_cast<double>(src.held[j].first);
           const double b = static_cast<double>(src.held[j].second);
           if (in.map.kind == rows::RowMap::Kind::Whole) {  // all of j's rows, a constant
@@ -420,9 +421,9 @@ std::vector<Range> column_shares(const rows::RowGraph& graph, const RowCosts& co
     std::vector<double> finish;
     layer_finish(graph, costs, state, layer, one, &finish);
     ready[d] = finish[d] - costs.unit_s(layer, static_cast<int>(d), 1);
-    per_col[d] = std::max(
-        costs.per_row[l][d] + static_cast<double>(lay.bytes_per_row) * costs.seconds_per_byte[d][0],
-        1e-300);
+    const double to_primary = d == 0 ? 0.0 : costs.transfer_s_per_byte(static_cast<int>(d), 0);
+    per_col[d] =
+        std::max(costs.per_row[l][d] + static_cast<double>(lay.bytes_per_row) * to_primary, 1e-300);
     fixed[d] = costs.fixed[l][d] + (d == 0 ? 0.0 : costs.message_s(static_cast<int>(d), 0, 1e-300));
   }
   const double width = static_cast<double>(lay.rows);

@@ -12,7 +12,8 @@
 //              p_{m,i,j} >= 0,  p_{m,i,j} >= (one of the four terms of the overlap, below)
 //              λ >= t_i
 //
-// with Y_i(n) = a_i·n + b_i (RowCosts), L the link latency, c the seconds per row of m on the link.
+// with Y_i(n) = a_i·n + b_i (RowCosts), L the link latency, c the seconds per row of m on the link
+// and of both ends' CPU for it (RowCosts::transfer_s_per_byte).
 // p_{m,i,j} is the number of rows of m device i receives from device j: the overlap of the rows
 // i reads, [s_i, e_i), with j's output rows [a_j, b_j) (fixed: that layer is planned):
 //   overlap = max(0, min(e_i − s_i, e_i − a_j, b_j − s_i, b_j − a_j)).

@@ -18,7 +18,17 @@ double RowCosts::unit_s(int layer, int device, std::int64_t rows) const {
 double RowCosts::message_s(int src, int dst, double bytes) const {
   if (src == dst || bytes <= 0) return 0;
   const auto s = static_cast<std::size_t>(src), d = static_cast<std::size_t>(dst);
-  return overhead_s(src) + latency_s[s][d] + bytes * seconds_per_byte[s][d];
+  return overhead_s(src) + latency_s[s][d] + bytes * transfer_s_per_byte(src, dst);
+}
+
+double RowCosts::transfer_s_per_byte(int src, int dst) const {
+  return seconds_per_byte[static_cast<std::size_t>(src)][static_cast<std::size_t>(dst)] +
+         cpu_s(src) + cpu_s(dst);
+}
+
+double RowCosts::cpu_s(int device) const {
+  const auto d = static_cast<std::size_t>(device);
+  return d < cpu_s_per_byte.size() ? cpu_s_per_byte[d] : 0.0;
 }
 
 double RowCosts::overhead_s(int src) const {
@@ -72,9 +82,11 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster, Wire
   for (const rows::TailOp& t : graph.tail) {
     c.tail.push_back(t.flops / primary.flops_per_s + primary.fixed_s);
   }
+  const double wire_share = wire_bytes_per_value(wire, kWireAllReduceRow) / 4.0;
   for (const DeviceSpec& d : cluster.devices()) {
     c.message_overhead_s.push_back(kRowMessageOverheadS /
                                    (d.cores > 0 ? std::min(d.cores, 1.0) : 1.0));
+    c.cpu_s_per_byte.push_back(d.comm_cpu_s_per_byte * wire_share);
   }
   c.latency_s.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
   c.seconds_per_byte = c.latency_s;
@@ -87,7 +99,7 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster, Wire
       const LinkSpec link = cluster.link(s, d);
       c.latency_s[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] = link.latency_s;
       c.seconds_per_byte[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] =
-          8.0 / link.bandwidth_bps * wire_bytes_per_value(wire, kWireAllReduceRow) / 4.0;
+          8.0 / link.bandwidth_bps * wire_share;
     }
   }
   return c;

@@ -24,6 +24,10 @@ struct RowCosts {
   // frame and its encryption, a sender thread: the runtime's cost per message, beside the
   // network's latency); empty: none.
   std::vector<double> message_overhead_s;
+  // [device]: seconds of the device's CPU (at its share) per byte of f32 rows it sends or
+  // receives: sealing or opening the frames, the copies, the kernel's TCP work. On a device of a
+  // fraction of a core this is time neither its units nor its other messages get. Empty: none.
+  std::vector<double> cpu_s_per_byte;
   // [src][dst]: the sender's queue a message takes (0..devices()). Messages on one queue go one
   // after another. Pairs on the cluster's default link share one queue per sender, queue
   // devices(): one network interface, as the testbed shapes a device's egress. A pair with a link
@@ -33,11 +37,15 @@ struct RowCosts {
   int devices() const { return static_cast<int>(latency_s.size()); }
   // Y_d(rows) of `layer` on `device`; 0 when rows <= 0.
   double unit_s(int layer, int device, std::int64_t rows) const;
-  // One message of `bytes` from src to dst: overhead + latency + bytes / bandwidth; 0 when
-  // src == dst or bytes <= 0.
+  // One message of `bytes` from src to dst: overhead + latency + bytes · transfer_s_per_byte;
+  // 0 when src == dst or bytes <= 0.
   double message_s(int src, int dst, double bytes) const;
+  // Seconds a byte adds to a message from src to dst: the link's time and both ends' CPU.
+  double transfer_s_per_byte(int src, int dst) const;
   // The fixed seconds of a message from `src` (message_overhead_s; 0 when empty).
   double overhead_s(int src) const;
+  // Seconds of `device`'s CPU per byte it sends or receives (cpu_s_per_byte; 0 when empty).
+  double cpu_s(int device) const;
 };
 
 // Fixed cost of one unit when the cluster file has no op curves (a kernel call, the band's
@@ -60,8 +68,9 @@ inline constexpr double kRowMessageOverheadS = 150e-6;
 // kRowUnitOverheadS without curves (a batch-1 linear at gflops / kRowGemvSlowdown). Tail ops: their
 // FLOPs at device 0's GEMM curve (or `gflops`) — tail ops are small (pooling heads, reshapes).
 // Links from ClusterSpec::link (PlanError naming both devices when a pair has none); per message
-// kRowMessageOverheadS. Rows travel in `wire` (core/wire_format.h): a byte of f32 rows costs
-// wire_bytes_per_value(wire, kWireAllReduceRow) / 4 bytes of link time.
+// kRowMessageOverheadS, and per byte a device sends or receives its
+// DeviceSpec::comm_cpu_s_per_byte. Rows travel in `wire` (core/wire_format.h): a byte of f32 rows
+// costs wire_bytes_per_value(wire, kWireAllReduceRow) / 4 bytes of link time and of CPU.
 RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster,
                    WireFormat wire = WireFormat::F32);
 

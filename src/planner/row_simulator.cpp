@@ -79,18 +79,22 @@ class Sim {
   std::vector<double> send(const std::vector<Range>& held, const std::vector<Range>& need,
                            const std::vector<double>& ready, std::int64_t bytes_per_row) {
     std::vector<double> arrival(n_, 0.0);
-    std::vector<double> cpu(n_, 0.0);  // per sender: the fixed costs of its messages so far
+    std::vector<double> cpu(n_, 0.0);      // per sender: the CPU of its messages so far
+    std::vector<double> opening(n_, 0.0);  // per receiver: the CPU of opening what it receives
     for (const RowTransfer& x : forwarding_table(held, need)) {
       const auto s = static_cast<size_t>(x.src), d = static_cast<size_t>(x.dst);
       if (s == d) continue;
       const double bytes = static_cast<double>((x.end - x.begin) * bytes_per_row);
-      cpu[s] += c_.overhead_s(x.src);
+      cpu[s] += c_.overhead_s(x.src) + bytes * c_.cpu_s(x.src);
       double& queue = link_free_[s][c_.egress.empty() ? d : static_cast<size_t>(c_.egress[s][d])];
       const double start = std::max(ready[s] + cpu[s], queue);
       queue = start + bytes * c_.seconds_per_byte[s][d];
       arrival[d] = std::max(arrival[d], queue + c_.latency_s[s][d]);
+      opening[d] += bytes * c_.cpu_s(x.dst);
       pred_.bytes_sent[s] += static_cast<std::int64_t>(bytes);
     }
+    // A receiver opens its pieces once they are all there (the exchange's receive loop).
+    for (size_t d = 0; d < n_; ++d) arrival[d] += opening[d];
     // The sender's exchange returns once its messages are packed and handed to the transport:
     // their fixed costs delay its next unit.
     for (size_t s = 0; s < n_; ++s) {

@@ -9,9 +9,11 @@
 // (RowCosts::egress: one per device for the pairs on the default link, one per pair with a link
 // of its own) carries its messages one after another in the sender's order (a message occupies
 // it for bytes / bandwidth and arrives one latency later). Each message first costs its sender a
-// fixed time (RowCosts::message_overhead_s: packing, framing and encrypting it, a sender thread),
-// one after another over the messages of an exchange, and that time delays the sender's next unit
-// too (the runtime's row_exchange returns once its sends are handed over). Values not made by a row
+// fixed time (RowCosts::message_overhead_s: packing, framing, a sender thread) and its bytes'
+// CPU (RowCosts::cpu_s_per_byte: sealing, copies), one after another over the messages of an
+// exchange, and that time delays the sender's next unit too (the runtime's row_exchange returns
+// once its sends are handed over). A receiver's rows are usable once all its pieces of the value
+// have arrived and it has spent its bytes' CPU opening them. Values not made by a row
 // layer (graph inputs, tail ops' outputs) are held whole by device 0: graph inputs from t = 0, a
 // tail op's output once device 0 has run every tail op before its first reader (an upper bound: the
 // RowGraph does not say which tail op made it). Beyond their fixed costs, sends do not delay

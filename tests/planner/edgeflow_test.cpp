@@ -276,6 +276,42 @@ TEST(RowSimulator, EveryMessageCostsItsSenderAFixedOverhead) {
   EXPECT_NEAR(c.message_s(1, 0, 400), 7e-4 + lat + 400 * spb, 1e-15);
 }
 
+// The CPU of a message's bytes: its sender seals them before they go (and its next unit waits),
+// its receiver opens them before its unit can read them.
+TEST(RowSimulator, AMessagesBytesCostBothEndsTheirCpu) {
+  RowGraph g;
+  add_layer(g, 8, 100, {graph_input(8, 100)});
+  add_layer(g, 8, 50, {from_layer(g, 0)});
+  g.output_layers = {1};
+  const double lat = 2e-3, spb = 1e-6;
+  RowCosts c = hand_costs(g, {1e-3, 2e-3}, {1e-4, 3e-4}, lat, spb);
+  const std::vector<std::vector<Range>> ranges = {{{0, 8}, {0, 0}}, {{0, 0}, {0, 8}}};
+  const double without = simulate_rows(g, c, ranges).latency_s;
+  c.cpu_s_per_byte = {3e-7, 5e-7};
+  // 800 bytes from device 0 to 1, then 400 bytes back: each pays both ends.
+  EXPECT_NEAR(simulate_rows(g, c, ranges).latency_s, without + 1200 * (3e-7 + 5e-7), 1e-15);
+  EXPECT_NEAR(c.message_s(1, 0, 400), lat + 400 * (spb + 3e-7 + 5e-7), 1e-15);
+  EXPECT_NEAR(c.transfer_s_per_byte(0, 1), spb + 8e-7, 1e-18);
+}
+
+// EdgeFlow's LP sees a receiver's CPU per byte: a device that opens its input rows slowly (a
+// fraction of a core) gets fewer of them.
+TEST(EdgeFlowLp, AReceiversCpuPerByteTakesRowsFromIt) {
+  RowGraph g;
+  add_layer(g, 64, 1000, {graph_input(64, 1000)});
+  g.output_layers = {0};
+  RowCosts c = hand_costs(g, {1e-3, 1e-3}, {0, 0}, 1e-4, 1e-8);
+  const EdgeFlowState start = EdgeFlowState::start(2);
+  const auto rows_of = [&](const LayerChoice& choice) {
+    return choice.ranges[1].second - choice.ranges[1].first;
+  };
+  const std::int64_t free_cpu = rows_of(plan_layer(g, c, start, 0));
+  c.cpu_s_per_byte = {0, 5e-7};  // 0.5 ms of device 1's CPU per row it receives
+  const std::int64_t costly = rows_of(plan_layer(g, c, start, 0));
+  EXPECT_GT(free_cpu, 0);
+  EXPECT_LT(costly, free_cpu);
+}
+
 // Column shares: in proportion to speed when the links are free; a device behind a slow link
 // (the whole input must reach it first) gets fewer columns, none when its input arrives after the
 // others have finished.

@@ -75,6 +75,15 @@ def test_specs(a):
         g = [d["gflops"] for d in cluster["devices"]]
         check(len(g) == 3 and abs(g[0] / g[1] - 1470 / 825) < 1e-3 and abs(g[1] / g[2] - 825 / 403) < 1e-3,
               f"galaxy-f speeds keep the paper's clock ratio ({g})")
+        check(all("cores" not in d and "comm_cpu_ns_per_byte" not in d for d in cluster["devices"]),
+              "without a CPU-per-byte figure the cluster file says nothing of the devices' cores")
+        r = run([a.testbed, "check", os.path.join(a.clusters, "galaxy-f.json"), "--core-gflops", "10",
+                 "--comm-cpu-ns-per-byte", "0.6", "--cluster-out", str(out)])
+        cluster = json.loads(out.read_text()) if r.returncode == 0 else {"devices": []}
+        spec_cpu = [d["cpu"] for d in json.loads(Path(a.clusters, "galaxy-f.json").read_text())["devices"]]
+        check([d.get("cores") for d in cluster["devices"]] == spec_cpu and
+              all(abs(d["comm_cpu_ns_per_byte"] * d["cores"] - 0.6) < 1e-3 for d in cluster["devices"]),
+              f"each device's cores are its quota and its CPU per byte the host's over them: {cluster}")
         # The memory-starved cluster: an even split of its smallest device's share does not fit.
         starved = json.loads(Path(a.clusters, "memory-starved.json").read_text())
         mem = [d["memory_mb"] for d in starved["devices"]]
@@ -172,10 +181,16 @@ def test_smoke(a):
         check(limits == [str(1 << 30)] * 2, f"memory limit of 1024 MB per device: {limits}")
         cluster_path = tmp / f"{tag}.cluster.json"
         cluster = json.loads(cluster_path.read_text()) if cluster_path.exists() else {}
-        check(cluster.get("devices") == [{"name": "P", "gflops": 5.0, "memory_bytes": 1 << 30},
-                                         {"name": "W", "gflops": 5.0, "memory_bytes": 1 << 30}]
+        # up measured the host's CPU per byte moved (huddle profile) and gives each device that
+        # figure over its quota.
+        devices = cluster.get("devices", [])
+        comm = [d.pop("comm_cpu_ns_per_byte", None) for d in devices]
+        check(devices == [{"name": "P", "gflops": 5.0, "memory_bytes": 1 << 30, "cores": 0.5},
+                          {"name": "W", "gflops": 5.0, "memory_bytes": 1 << 30, "cores": 0.5}]
               and cluster.get("default_link") == {"bandwidth_bps": 2e8, "latency_s": 0.002},
               f"cluster file beside the spec: {cluster}")
+        check(len(comm) == 2 and comm[0] is not None and comm[0] > 0 and comm[0] == comm[1],
+              f"each device's CPU per byte moved, at its quota: {comm}")
 
         r = run([a.testbed, "up", str(spec), "--huddle", a.huddle, "--core-gflops", "10"])
         check(r.returncode == 1 and "already up" in r.stderr, f"a second up is refused: {r.stderr.strip()}")
