@@ -34,6 +34,18 @@ def sh(cmd, timeout):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
 
 
+def pooled(rounds):
+    """One row from the measurements of one strategy in several rounds: their runs pooled."""
+    failed = [r for r in rounds if not r["ok"]]
+    if failed:
+        return failed[0]
+    runs = [x for r in rounds for x in r["runs_ms"][1:]]
+    row = dict(rounds[-1])
+    row.update(median_ms=statistics.median(runs), min_ms=min(runs), max_ms=max(runs),
+               round_medians_ms=[r["median_ms"] for r in rounds])
+    return row
+
+
 def measure(a, spec, cluster, args, model, strategy):
     onnx = os.path.join(HERE, "models", model + ".onnx")
     x = os.path.join(HERE, "models", model + ".input.npy")
@@ -65,6 +77,8 @@ def measure(a, spec, cluster, args, model, strategy):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every strategy in this many sessions, in turn, and pool the runs")
     ap.add_argument("--networks", default="100,1000")
     ap.add_argument("--models", default="vgg16,resnet50,yolov5s")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
@@ -92,13 +106,21 @@ def main():
                 sys.exit(f"testbed up {spec}: {up.stderr[-500:]}")
             args = up.stdout.split()
             try:
-                for strategy in a.strategies.split(","):
-                    row = {"network_mbps": int(mbps), "model": model, "strategy": strategy,
-                           **measure(a, spec, cluster, args, model, strategy)}
-                    results.append(row)
-                    print(json.dumps(row), file=sys.stderr, flush=True)
-                    with open(os.path.join(a.out, "results.json"), "w") as f:
-                        json.dump(results, f, indent=1)
+                # The strategies are measured in --rounds rounds, each a session of its own, in
+                # turn, and their runs pooled: this host's speed drifts by 10-30 % within minutes,
+                # and a drift then falls on every strategy alike.
+                strategies = a.strategies.split(",")
+                rounds = {s: [] for s in strategies}
+                for _ in range(a.rounds):
+                    for strategy in strategies:
+                        rounds[strategy].append(measure(a, spec, cluster, args, model, strategy))
+                        print(json.dumps({"strategy": strategy, **rounds[strategy][-1]}),
+                              file=sys.stderr, flush=True)
+                for strategy in strategies:
+                    results.append({"network_mbps": int(mbps), "model": model, "strategy": strategy,
+                                    **pooled(rounds[strategy])})
+                with open(os.path.join(a.out, "results.json"), "w") as f:
+                    json.dump(results, f, indent=1)
             finally:
                 sh([TESTBED, "down", spec], 120)
     print("| network | model | strategy | median ms (min-max) | predicted ms | vs rows-equal | vs local | "
@@ -112,6 +134,8 @@ def main():
                 if x["network_mbps"] == r["network_mbps"] and x["model"] == r["model"] and x["ok"]}
         ratio = lambda s: f"{r['median_ms'] / same[s]['median_ms']:.2f}" if s in same else "–"
         sent = " / ".join(f"{b / 1e6:.1f}" for b in (r["bytes_sent"] or []))
+        if len(r.get("round_medians_ms", [])) > 1:
+            sent += " [rounds: " + ", ".join(f"{m:.0f}" for m in r["round_medians_ms"]) + " ms]"
         print(f"| {r['network_mbps']} Mbit/s | {r['model']} | {r['strategy']} | {r['median_ms']:.0f} "
               f"({r['min_ms']:.0f}-{r['max_ms']:.0f}) | {r['predicted_ms']:.0f} | {ratio('rows-equal')} | "
               f"{ratio('local')} | {sent} |")

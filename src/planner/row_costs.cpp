@@ -38,6 +38,11 @@ double RowCosts::overhead_s(int src) const {
 
 namespace {
 
+// Seconds that take `seconds_at_one_core` of CPU on `device`: longer on a fraction of a core.
+double at_cores(const DeviceSpec& device, double seconds_at_one_core) {
+  return seconds_at_one_core / (device.cores > 0 ? std::min(device.cores, 1.0) : 1.0);
+}
+
 // How `device` runs a layer of `kind`: FLOP/s and the fixed seconds of a unit.
 struct Rate {
   double flops_per_s, fixed_s;
@@ -50,7 +55,8 @@ Rate layer_rate(const DeviceSpec& device, const rows::RowLayer& layer) {
   const bool linear = layer.kind == OpKind::Linear || layer.kind == OpKind::MatMul;
   const bool gemv = linear && layer.bytes_per_row <= static_cast<std::int64_t>(sizeof(float));
   if (!device.curves) {
-    return {device.gflops * 1e9 / (gemv ? kRowGemvSlowdown : 1.0), kRowUnitOverheadS};
+    return {device.gflops * 1e9 / (gemv ? kRowGemvSlowdown : 1.0),
+            at_cores(device, kRowUnitOverheadS)};
   }
   const OpCurve& curve = gemv                                     ? device.curves->gemv
                          : layer.kind == OpKind::Conv2d || linear ? device.curves->gemm
@@ -59,7 +65,7 @@ Rate layer_rate(const DeviceSpec& device, const rows::RowLayer& layer) {
 }
 
 Rate tail_rate(const DeviceSpec& primary) {
-  if (!primary.curves) return {primary.gflops * 1e9, kRowUnitOverheadS};
+  if (!primary.curves) return {primary.gflops * 1e9, at_cores(primary, kRowUnitOverheadS)};
   return {primary.curves->gemm.gflops * 1e9, primary.curves->gemm.overhead_s};
 }
 
@@ -84,8 +90,7 @@ RowCosts row_costs(const rows::RowGraph& graph, const ClusterSpec& cluster, Wire
   }
   const double wire_share = wire_bytes_per_value(wire, kWireAllReduceRow) / 4.0;
   for (const DeviceSpec& d : cluster.devices()) {
-    c.message_overhead_s.push_back(kRowMessageOverheadS /
-                                   (d.cores > 0 ? std::min(d.cores, 1.0) : 1.0));
+    c.message_overhead_s.push_back(at_cores(d, kRowMessageOverheadS));
     c.cpu_s_per_byte.push_back(d.comm_cpu_s_per_byte * wire_share);
   }
   c.latency_s.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));

@@ -49,7 +49,10 @@ struct RowCosts {
 };
 
 // Fixed cost of one unit when the cluster file has no op curves (a kernel call, the band's
-// bookkeeping): small against any real layer.
+// bookkeeping) on a device of one full core, kRowUnitOverheadS / DeviceSpec::cores below one
+// core: small against any real layer, but YOLOv5s runs ~100 units per device per image. Measured
+// in a trace of its edgeflow plan on the testbed: its element-wise and concat units take a
+// median 18-47 us of CPU each.
 inline constexpr double kRowUnitOverheadS = 20e-6;
 
 // Without curves, a batch-1 linear (a GEMV: each weight read once, from memory) runs this many
@@ -65,7 +68,8 @@ inline constexpr double kRowMessageOverheadS = 150e-6;
 // Costs of `graph`'s layers on `cluster`: a conv's rows at the device's GEMM curve, a column
 // layer's linear at the GEMV curve (one input row) or the GEMM curve, every other row layer at its
 // element-wise curve (flops_per_row / throughput + the curve's overhead), or at `gflops` plus
-// kRowUnitOverheadS without curves (a batch-1 linear at gflops / kRowGemvSlowdown). Tail ops: their
+// kRowUnitOverheadS (at the device's cores) without curves (a batch-1 linear at
+// gflops / kRowGemvSlowdown). Tail ops: their
 // FLOPs at device 0's GEMM curve (or `gflops`) — tail ops are small (pooling heads, reshapes).
 // Links from ClusterSpec::link (PlanError naming both devices when a pair has none); per message
 // kRowMessageOverheadS, and per byte a device sends or receives its

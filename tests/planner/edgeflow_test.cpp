@@ -631,6 +631,9 @@ TEST(RowCosts, FromTheClusterByLayerKind) {
   cluster.mutable_device(1).curves = curves;
   const RowCosts c = row_costs(g, cluster);
   ASSERT_EQ(c.devices(), 2);
+  ClusterSpec quarter = cluster;
+  quarter.mutable_device(0).cores = 0.25;
+  const RowCosts slow = row_costs(g, quarter);
   bool conv = false, other = false;
   for (std::size_t l = 0; l < g.layers.size(); ++l) {
     const rows::RowLayer& layer = g.layers[l];
@@ -643,6 +646,7 @@ TEST(RowCosts, FromTheClusterByLayerKind) {
                                                           : curves.elementwise;
     EXPECT_DOUBLE_EQ(c.per_row[l][1], layer.flops_per_row / (curve.gflops * 1e9));
     EXPECT_DOUBLE_EQ(c.fixed[l][1], curve.overhead_s);
+    EXPECT_DOUBLE_EQ(slow.fixed[l][0], kRowUnitOverheadS / 0.25);  // a quarter core
     EXPECT_DOUBLE_EQ(c.unit_s(static_cast<int>(l), 1, 0), 0);
     conv = conv || layer.kind == OpKind::Conv2d;
     other = other || layer.kind != OpKind::Conv2d;
