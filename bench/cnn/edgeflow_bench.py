@@ -5,7 +5,7 @@ split by rows").
     /usr/bin/python3 bench/cnn/make_models.py vgg16 resnet50 yolov5s   # once (random weights)
     sudo /usr/bin/python3 bench/cnn/edgeflow_bench.py [--runs 5] [--networks 100,1000]
         [--models vgg16,resnet50,yolov5s] [--strategies edgeflow,rows-equal,edgeflow:f16,...]
-        [--out DIR]   (NAME:WIRE runs NAME with rows on the wire as f16, bf16 or int8)
+        [--image] [--out DIR]   (NAME:WIRE runs NAME with rows on the wire as f16, bf16 or int8)
 
 For every network (bench/clusters/edge6-<mbps>.json) and model: `scripts/testbed up` with the
 workers holding their own copy of the .onnx file, then for every strategy one `huddle run
@@ -48,8 +48,14 @@ def pooled(rounds):
 
 def measure(a, spec, cluster, args, model, strategy):
     onnx = os.path.join(HERE, "models", model + ".onnx")
-    x = os.path.join(HERE, "models", model + ".input.npy")
-    cmd = [TESTBED, "exec", spec, "--", a.huddle, "run", "--model", onnx, "--input", x, "--json",
+    if a.image:  # the camera's 8-bit frame, as `huddle run --image` reads one
+        png = os.path.join(HERE, "models", model + ".camera.png")
+        with open(png, "rb") as f:
+            width = int.from_bytes(f.read(24)[16:20], "big")  # the PNG header's IHDR width
+        source = ["--image", png, "--size", width]
+    else:
+        source = ["--input", os.path.join(HERE, "models", model + ".input.npy")]
+    cmd = [TESTBED, "exec", spec, "--", a.huddle, "run", "--model", onnx] + source + ["--json",
            "--repeat", a.runs + 1, "--threads", 1, "--timeout-s", 120, "--cluster", cluster]
     # NAME:WIRE (edgeflow:f16): rows exchanged in that wire format (`--wire`).
     strategy, _, wire = strategy.partition(":")
@@ -77,6 +83,9 @@ def measure(a, spec, cluster, args, model, strategy):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--image", action="store_true",
+                    help="feed NAME.camera.png (an 8-bit frame; make_models.py) instead of "
+                    "NAME.input.npy (seeded standard normal)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure every strategy in this many sessions, in turn, and pool the runs")
     ap.add_argument("--networks", default="100,1000")

@@ -4,8 +4,10 @@
 Needs Debian's python3-torch, python3-torchvision, python3-onnx, python3-numpy. For each model it
 writes NAME.onnx (opset 13, static 1x3x224x224 — 640x640 for yolov5s — BatchNorm kept as nodes:
 the exporter's own Conv+BN folding is off, so Huddle's load-time fusion is what runs),
-NAME.input.npy (seeded standard normal) and NAME.torch.npy (torch float32 outputs, for an accuracy
-check; several outputs are concatenated flat).
+NAME.input.npy (seeded standard normal), NAME.torch.npy (torch float32 outputs, for an accuracy
+check; several outputs are concatenated flat) and NAME.camera.png, a synthetic 8-bit camera frame
+of the input's size (gradients, shapes, sensor noise) for `huddle run --image`: what a camera
+gives, where the seeded normal input is a worst case for the wire (no two values alike).
 
 yolov5s is a YOLOv5s-shaped DAG written here (torchvision has none): Conv+BN+SiLU, C3 blocks with
 residual bottlenecks, SPPF (chained max pools), nearest 2x upsampling and concatenations of the
@@ -100,6 +102,25 @@ MODELS = {
 }
 
 
+def save_camera_frame(path, size, seed):
+    """A size x size RGB frame: a sky-to-ground gradient, a few flat-shaded boxes and discs, and
+    Gaussian sensor noise, quantised to 8 bits as a camera's are."""
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    img = np.stack([90 + 100 * y, 130 + 60 * y, 200 - 120 * y], axis=-1)
+    for _ in range(12):
+        cx, cy, r = rng.uniform(0, 1, 2).tolist() + [rng.uniform(0.03, 0.15)]
+        colour = rng.uniform(0, 255, 3)
+        if rng.uniform() < 0.5:
+            mask = (np.abs(x - cx) < r) & (np.abs(y - cy) < 0.7 * r)
+        else:
+            mask = (x - cx) ** 2 + (y - cy) ** 2 < r * r
+        img[mask] = colour * (0.6 + 0.4 * (1 - y[mask]))[:, None]
+    img += rng.normal(0, 4, img.shape)
+    Image.fromarray(np.clip(np.rint(img), 0, 255).astype(np.uint8)).save(path)
+
+
 def main():
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
     os.makedirs(out, exist_ok=True)
@@ -119,6 +140,7 @@ def main():
                           do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
         np.save(os.path.join(out, name + ".input.npy"), x.numpy())
         np.save(os.path.join(out, name + ".torch.npy"), y)
+        save_camera_frame(os.path.join(out, name + ".camera.png"), size, 300 + i)
         print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB, output {y.shape}")
 
 

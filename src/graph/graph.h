@@ -168,6 +168,11 @@ struct OpAttrs {
   std::vector<RowPiece> sends, recvs;
   std::int64_t in_begin = 0, out_begin = 0;
   int exchange = -1;  // row_exchange: index of the exchange in the program (its message tag)
+  // row_exchange of a graph input in f32, channels-last: each piece whose channels take at most
+  // 256 values each (an 8-bit image, normalised) travels palette-coded (core/palette.h), exactly
+  // and in about a quarter of the bytes; any other as f32. Each message then starts with a byte
+  // saying which (kRowPieceF32, kRowPiecePalette).
+  bool palette = false;
 };
 
 struct Op {

@@ -77,7 +77,10 @@ class InprocTransport final : public Transport {
     }
     link.queue.push_back(Pending{tag, {payload.begin(), payload.end()}, deliver_at});
     link.cv.notify_all();
+    bytes_sent_ += payload.size();
   }
+
+  std::uint64_t bytes_sent() const override { return bytes_sent_.load(); }
 
   Message recv(int peer) override {
     Pending p = pop(peer, "a message");
@@ -149,6 +152,7 @@ class InprocTransport final : public Transport {
   InprocCluster::State& state_;
   int rank_;
   std::atomic<std::int64_t> timeout_ms_;
+  std::atomic<std::uint64_t> bytes_sent_{0};  // payload bytes this rank has sent
 };
 
 }  // namespace

@@ -177,6 +177,8 @@ class RowLowering {
     }
     if (a.sends.empty() && a.recvs.empty()) return;
     const Value& value = g_.value(v);
+    // A graph input (a camera's image) may take few values per channel: tried palette-coded.
+    a.palette = value.kind == ValueKind::Input && a.wire == WireFormat::F32;
     const Range mine = need[static_cast<std::size_t>(rank_)];
     a.shape = value.shape;
     if (const auto axis = split_axis(value.shape)) a.shape[*axis] = mine.second - mine.first;

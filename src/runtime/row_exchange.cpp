@@ -2,6 +2,7 @@
 
 #include "collectives/helper_thread.h"
 #include "core/error.h"
+#include "core/palette.h"
 #include "core/wire_format.h"
 
 #include <fmt/format.h>
@@ -40,6 +41,50 @@ void copy_rows(const float* src, const RowView& sv, std::int64_t src_row0, float
   }
 }
 
+// A piece of a palette exchange (OpAttrs::palette): its kind byte, then the palette coding of
+// `rows` (channels-last values of `channels` channels) where it qualifies and is the smaller,
+// else their f32 bytes.
+void pack_palette_piece(std::span<const float> rows, std::int64_t channels,
+                        std::vector<std::byte>& message) {
+  const std::optional<std::vector<std::byte>> coded = encode_palette(rows, channels);
+  // A small piece of few values can take more bytes coded (its tables) than as f32.
+  const bool smaller = coded.has_value() && coded->size() < rows.size_bytes();
+  const std::span<const std::byte> body =
+      smaller ? std::span<const std::byte>(*coded) : std::as_bytes(rows);
+  message.resize(1 + body.size());
+  message[0] = smaller ? kRowPiecePalette : kRowPieceF32;
+  std::memcpy(message.data() + 1, body.data(), body.size());
+}
+
+// Receives a piece of a palette exchange from `peer` into `rows`. TransportError naming the peer
+// when the message is not such a piece of rows.size() values.
+void recv_palette_piece(net::Transport& transport, int peer, std::uint32_t tag,
+                        std::int64_t channels, std::span<float> rows) {
+  const net::Message m = transport.recv(peer);
+  const auto fail = [&](const std::string& what) {
+    return TransportError(
+        fmt::format("{}: a piece of row exchange {:#x}: {}", transport.peer_name(peer), tag, what));
+  };
+  if (m.tag != tag) throw fail(fmt::format("got tag {:#x}", m.tag));
+  if (m.payload.empty()) throw fail("empty message");
+  const std::span<const std::byte> body = std::span(m.payload).subspan(1);
+  if (m.payload[0] == kRowPieceF32) {
+    if (body.size() != rows.size_bytes()) {
+      throw fail(
+          fmt::format("{} bytes of f32 rows where {} are due", body.size(), rows.size_bytes()));
+    }
+    std::memcpy(rows.data(), body.data(), body.size());
+  } else if (m.payload[0] == kRowPiecePalette) {
+    try {
+      decode_palette(body, channels, rows);
+    } catch (const InputError& e) {
+      throw fail(e.what());
+    }
+  } else {
+    throw fail(fmt::format("unknown kind {}", static_cast<int>(m.payload[0])));
+  }
+}
+
 }  // namespace
 
 Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
@@ -53,6 +98,7 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
   // Rows quantised one scale each (int8): an NCHW piece's rows per channel plane; a
   // channels-last piece's pixels, over their channels.
   const std::int64_t channels = nhwc ? out_shape[3] : 1;
+  const bool palette = a.palette && nhwc && a.wire == WireFormat::F32;
   auto scaled_rows = [&](const RowView& pv) {
     return nhwc ? pv.planes * pv.rows * (pv.row_len / channels) : pv.planes;
   };
@@ -82,6 +128,11 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
           buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
           copy_rows(packed_held.f32(), hv, a.in_begin, buffer.data(), pv, s->begin, s->begin,
                     s->end);
+          if (palette) {
+            pack_palette_piece(buffer, channels, encoded);
+            transport.send(peer, tag, encoded);
+            continue;
+          }
           if (a.wire == WireFormat::F32) {
             transport.send(peer, tag, std::as_bytes(std::span(buffer)));
             continue;
@@ -110,7 +161,9 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
       }
       const RowView pv{ov.planes, r.end - r.begin, ov.row_len};
       buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
-      if (a.wire == WireFormat::F32) {
+      if (palette) {
+        recv_palette_piece(transport, r.peer, tag, channels, buffer);
+      } else if (a.wire == WireFormat::F32) {
         transport.recv_into(r.peer, tag, std::as_writable_bytes(std::span(buffer)));
       } else {
         const std::int64_t n_rows = scaled_rows(pv);

@@ -6,7 +6,8 @@
 // H for NCHW values and a column (the last axis) for any other rank: the column units of a CNN's
 // fully connected head gather their output columns the same way. In a lossy wire format
 // (attrs.wire, core/wire_format.h) each piece travels as [planes, its rows x row length] rows:
-// one scale per channel's band (NCHW) or per row of a column layer.
+// one scale per channel's band (NCHW) or per row of a column layer. A graph input's pieces in
+// f32 travel palette-coded where their channels take at most 256 values each (OpAttrs::palette).
 #pragma once
 
 #include "core/tensor.h"
@@ -17,6 +18,10 @@ namespace huddle {
 
 // Message tags of row exchanges: kRowExchangeTagBase + the exchange's index (mod 2^24).
 inline constexpr std::uint32_t kRowExchangeTagBase = 0x30000000u;
+
+// The first byte of a piece of a palette exchange (OpAttrs::palette): f32 rows or their palette
+// coding follow.
+inline constexpr std::byte kRowPieceF32{0}, kRowPiecePalette{1};
 
 // Runs row_exchange `op` (attrs sends, recvs, in_begin, out_begin, exchange) on this device:
 // `held` is the device's rows of the value (undefined when it holds none), the result has

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <random>
 
 namespace huddle {
 namespace {
@@ -128,6 +129,52 @@ TEST(RowSplit, LossyWireFormatsStayWithinTheirTolerance) {
       }
     }
   }
+}
+
+// A camera's image as the model reads it: 8-bit pixels normalised per channel (NCHW), so each
+// channel takes at most 256 values.
+Tensor image_like(const Shape& shape, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t = Tensor::empty(DType::F32, shape);
+  const std::int64_t plane = shape[2] * shape[3];
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    const std::int64_t c = (i / plane) % shape[1];
+    const float p = static_cast<float>(rng() % 256) / 255.0f;
+    t.f32()[i] =
+        (p - 0.45f + 0.01f * static_cast<float>(c)) / (0.22f + 0.003f * static_cast<float>(c));
+  }
+  return t;
+}
+
+// A graph input that takes at most 256 values per channel (an image) travels palette-coded
+// (OpAttrs::palette): the outputs match one device's as every split's do (a wrongly decoded
+// input would not), and device 0 sends a quarter of the input's bytes where a random input of
+// the same shape costs it all of them.
+TEST(RowSplit, AnImageInputTravelsPaletteCodedAndExactly) {
+  const nlohmann::json entry = testing::cnn_entry("yolo-tiny");
+  const OnnxModel model = OnnxModel::load(testing::fixture("cnn/yolo-tiny.onnx"));
+  const rows::RowGraph rg = rows::build_row_graph(model.graph());
+  const Plan split3 = row_plan(rg, 3, split("uneven", 3));
+  const Plan one = row_plan(rg, 1, split("equal", 1));
+  const auto random_input = testing::cnn_input(entry);
+  const std::string name = random_input.begin()->first;
+  const Tensor& x = random_input.begin()->second;
+  const std::map<std::string, Tensor> image = {{name, image_like(x.shape(), 5)}};
+  std::vector<StepReport> image_reports, random_reports;
+  const auto split_out =
+      run_in_process(model.graph(), model.weights(), split3, image, &image_reports);
+  run_in_process(model.graph(), model.weights(), split3, random_input, &random_reports);
+  // The one-device run shares no exchange: the split's outputs match it as any split's do.
+  const auto one_out = run_in_process(model.graph(), model.weights(), one, image);
+  for (const auto& [output, want] : one_out) {
+    EXPECT_LE(testing::relative_error(split_out.at(output), want), 1e-5) << output;
+  }
+  const auto input_bytes = static_cast<double>(x.numel() * 4);
+  const auto sent_image = static_cast<double>(image_reports[0].bytes_sent);
+  const auto sent_random = static_cast<double>(random_reports[0].bytes_sent);
+  // Devices 1 and 2 read 8/9 of the input's rows (shares 1 : 3 : 5): 3/4 of those bytes saved.
+  EXPECT_GT(sent_random - sent_image, 0.5 * input_bytes)
+      << "image " << sent_image << ", random " << sent_random << ", input " << input_bytes;
 }
 
 TEST(RowSplit, TheFixturesGemmHeadsAreColumnLayers) {
