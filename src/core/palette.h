@@ -7,24 +7,24 @@
 // The values are `count` floats whose channel is their index mod `channels` (channels-last rows).
 // The encoding, little-endian:
 //   u32 channels, u64 count;
-//   per channel: u16 n (1..256; 0 for a channel with no values), then n f32 values;
-//   count u8 indices, each into its channel's table.
+//   count u8 indices, each into its channel's table;
+//   per channel: u16 n (1..256; 0 for a channel with no values), then n f32 values.
 // Values are told apart by their bits (so -0.0, 0.0 and every NaN payload keep theirs).
 // Hand-written: no library at hand does this, and it is a few dozen lines.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <vector>
 
 namespace huddle {
 
-// The encoding of `values` (count = values.size(), a multiple of `channels` > 0), or nullopt when
-// some channel takes more than 256 distinct values.
-std::optional<std::vector<std::byte>> encode_palette(std::span<const float> values,
-                                                     std::int64_t channels);
+// Appends the encoding of `values` (count = values.size(), a multiple of `channels` > 0) to
+// `out` and returns true; false, with `out` as it was, when some channel takes more than 256
+// distinct values.
+bool encode_palette(std::span<const float> values, std::int64_t channels,
+                    std::vector<std::byte>& out);
 
 // Decodes `bytes` into `out` (which must have the encoded count). InputError naming what is wrong
 // when the bytes are not an encoding of out.size() values in `channels` channels.

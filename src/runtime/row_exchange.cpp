@@ -46,14 +46,13 @@ void copy_rows(const float* src, const RowView& sv, std::int64_t src_row0, float
 // else their f32 bytes.
 void pack_palette_piece(std::span<const float> rows, std::int64_t channels,
                         std::vector<std::byte>& message) {
-  const std::optional<std::vector<std::byte>> coded = encode_palette(rows, channels);
+  message.assign(1, kRowPiecePalette);
   // A small piece of few values can take more bytes coded (its tables) than as f32.
-  const bool smaller = coded.has_value() && coded->size() < rows.size_bytes();
-  const std::span<const std::byte> body =
-      smaller ? std::span<const std::byte>(*coded) : std::as_bytes(rows);
-  message.resize(1 + body.size());
-  message[0] = smaller ? kRowPiecePalette : kRowPieceF32;
-  std::memcpy(message.data() + 1, body.data(), body.size());
+  if (encode_palette(rows, channels, message) && message.size() <= rows.size_bytes()) return;
+  const std::span<const std::byte> raw = std::as_bytes(rows);
+  message.resize(1 + raw.size());
+  message[0] = kRowPieceF32;
+  std::memcpy(message.data() + 1, raw.data(), raw.size());
 }
 
 // Receives a piece of a palette exchange from `peer` into `rows`. TransportError naming the peer

@@ -32,12 +32,13 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST(Palette, AnImagesRowsRoundTripExactlyInAboutAQuarterOfTheirBytes) {
   const std::vector<float> v = normalised_pixels(640 * 40, 7);
-  const auto bytes = encode_palette(v, 3);
-  ASSERT_TRUE(bytes.has_value());
-  EXPECT_LT(bytes->size(), v.size() + 3 * (2 + 4 * 256) + 12 + 1);
-  EXPECT_GT(bytes->size(), v.size());  // one byte per value, then the tables
+  std::vector<std::byte> bytes = {std::byte{42}};  // appended after what is there
+  ASSERT_TRUE(encode_palette(v, 3, bytes));
+  EXPECT_EQ(bytes.front(), std::byte{42});
+  EXPECT_LT(bytes.size(), 1 + 12 + v.size() + 3 * (2 + 4 * 256) + 1);
+  EXPECT_GT(bytes.size(), v.size());  // one byte per value, then the tables
   std::vector<float> back(v.size());
-  decode_palette(*bytes, 3, back);
+  decode_palette(std::span(bytes).subspan(1), 3, back);
   EXPECT_TRUE(same_bits(v, back));
 }
 
@@ -45,10 +46,10 @@ TEST(Palette, ValuesKeepTheirBits) {
   const float nan1 = std::bit_cast<float>(0x7FC00001u), nan2 = std::bit_cast<float>(0x7FC00002u);
   const std::vector<float> v = {0.0f, -0.0f, nan1, nan2, std::numeric_limits<float>::infinity(),
                                 1.0f, -0.0f, 0.0f};
-  const auto bytes = encode_palette(v, 1);
-  ASSERT_TRUE(bytes.has_value());
+  std::vector<std::byte> bytes;
+  ASSERT_TRUE(encode_palette(v, 1, bytes));
   std::vector<float> back(v.size());
-  decode_palette(*bytes, 1, back);
+  decode_palette(bytes, 1, back);
   EXPECT_TRUE(same_bits(v, back));
 }
 
@@ -59,20 +60,24 @@ TEST(Palette, AChannelOfMoreThan256ValuesDoesNotQualify) {
     v.push_back(static_cast<float>(i));
     v.push_back(1.0f);
   }
-  EXPECT_TRUE(encode_palette(v, 2).has_value());
+  std::vector<std::byte> bytes;
+  EXPECT_TRUE(encode_palette(v, 2, bytes));
   v.push_back(256.0f);
   v.push_back(1.0f);
-  EXPECT_FALSE(encode_palette(v, 2).has_value());
+  bytes = {std::byte{7}};
+  EXPECT_FALSE(encode_palette(v, 2, bytes));
+  EXPECT_EQ(bytes, std::vector<std::byte>{std::byte{7}});  // left as it was
   std::vector<float> activations(4096);
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   for (float& x : activations) x = normal(rng);
-  EXPECT_FALSE(encode_palette(activations, 8).has_value());  // 512 values a channel
+  EXPECT_FALSE(encode_palette(activations, 8, bytes));  // 512 values a channel
 }
 
 TEST(Palette, BytesThatAreNotAnEncodingAreRefused) {
   const std::vector<float> v = normalised_pixels(100, 1);
-  const std::vector<std::byte> good = *encode_palette(v, 3);
+  std::vector<std::byte> good;
+  ASSERT_TRUE(encode_palette(v, 3, good));
   std::vector<float> out(v.size());
   // Another count or channel count than the receiver expects.
   std::vector<float> longer(v.size() + 3);
@@ -84,12 +89,16 @@ TEST(Palette, BytesThatAreNotAnEncodingAreRefused) {
   }
   // An index beyond its channel's table.
   std::vector<std::byte> bad = good;
-  bad.back() = std::byte{255};
+  bad[12] = std::byte{255};
   EXPECT_THROW(decode_palette(bad, 3, out), InputError);
-  // A table longer than 256.
+  // A table longer than 256 (the first table follows the header and the 300 indices).
   bad = good;
   const std::uint16_t n = 300;
-  std::memcpy(bad.data() + 12, &n, sizeof n);
+  std::memcpy(bad.data() + 12 + v.size(), &n, sizeof n);
+  EXPECT_THROW(decode_palette(bad, 3, out), InputError);
+  // Bytes left over.
+  bad = good;
+  bad.push_back(std::byte{0});
   EXPECT_THROW(decode_palette(bad, 3, out), InputError);
   decode_palette(good, 3, out);  // the good bytes still decode
 }

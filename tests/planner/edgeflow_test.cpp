@@ -262,34 +262,42 @@ TEST(RowSimulator, AColumnLayerBroadcastsItsInputAndGathersItsColumns) {
   EXPECT_NEAR(p.latency_s, std::max(4e-3 + 1e-4, remote), 1e-15);
 }
 
-TEST(RowSimulator, EveryMessageCostsItsSenderAFixedOverhead) {
+// Two layers of 8 rows on two devices: device 0 computes the first (800 bytes), device 1 the
+// second (400 bytes, gathered back to device 0). Links of 2 ms and 1 us per byte.
+struct TwoLayerHop {
+  static constexpr double lat = 2e-3, spb = 1e-6;
   RowGraph g;
-  add_layer(g, 8, 100, {graph_input(8, 100)});
-  add_layer(g, 8, 50, {from_layer(g, 0)});
-  g.output_layers = {1};
-  const double lat = 2e-3, spb = 1e-6;
-  RowCosts c = hand_costs(g, {1e-3, 2e-3}, {1e-4, 3e-4}, lat, spb);
-  const std::vector<std::vector<Range>> ranges = {{{0, 8}, {0, 0}}, {{0, 0}, {0, 8}}};
-  const double without = simulate_rows(g, c, ranges).latency_s;
+  RowCosts c;
+  std::vector<std::vector<Range>> ranges = {{{0, 8}, {0, 0}}, {{0, 0}, {0, 8}}};
+  TwoLayerHop() {
+    add_layer(g, 8, 100, {graph_input(8, 100)});
+    add_layer(g, 8, 50, {from_layer(g, 0)});
+    g.output_layers = {1};
+    c = hand_costs(g, {1e-3, 2e-3}, {1e-4, 3e-4}, lat, spb);
+  }
+  double latency() const { return simulate_rows(g, c, ranges).latency_s; }
+};
+
+TEST(RowSimulator, EveryMessageCostsItsSenderAFixedOverhead) {
+  TwoLayerHop t;
+  const double lat = t.lat, spb = t.spb;
+  RowCosts& c = t.c;
+  const double without = t.latency();
   c.message_overhead_s = {5e-4, 7e-4};
-  EXPECT_NEAR(simulate_rows(g, c, ranges).latency_s, without + 5e-4 + 7e-4, 1e-15);
+  EXPECT_NEAR(t.latency(), without + 5e-4 + 7e-4, 1e-15);
   EXPECT_NEAR(c.message_s(1, 0, 400), 7e-4 + lat + 400 * spb, 1e-15);
 }
 
 // The CPU of a message's bytes: its sender seals them before they go (and its next unit waits),
 // its receiver opens them before its unit can read them.
 TEST(RowSimulator, AMessagesBytesCostBothEndsTheirCpu) {
-  RowGraph g;
-  add_layer(g, 8, 100, {graph_input(8, 100)});
-  add_layer(g, 8, 50, {from_layer(g, 0)});
-  g.output_layers = {1};
-  const double lat = 2e-3, spb = 1e-6;
-  RowCosts c = hand_costs(g, {1e-3, 2e-3}, {1e-4, 3e-4}, lat, spb);
-  const std::vector<std::vector<Range>> ranges = {{{0, 8}, {0, 0}}, {{0, 0}, {0, 8}}};
-  const double without = simulate_rows(g, c, ranges).latency_s;
+  TwoLayerHop t;
+  const double lat = t.lat, spb = t.spb;
+  RowCosts& c = t.c;
+  const double without = t.latency();
   c.cpu_s_per_byte = {3e-7, 5e-7};
   // 800 bytes from device 0 to 1, then 400 bytes back: each pays both ends.
-  EXPECT_NEAR(simulate_rows(g, c, ranges).latency_s, without + 1200 * (3e-7 + 5e-7), 1e-15);
+  EXPECT_NEAR(t.latency(), without + 1200 * (3e-7 + 5e-7), 1e-15);
   EXPECT_NEAR(c.message_s(1, 0, 400), lat + 400 * (spb + 3e-7 + 5e-7), 1e-15);
   EXPECT_NEAR(c.transfer_s_per_byte(0, 1), spb + 8e-7, 1e-18);
 }

@@ -64,7 +64,8 @@ Tensor values(bool image) {
   std::normal_distribution<float> normal;
   Tensor t = Tensor::empty(DType::F32, {1, 4, kW, kC});
   for (std::int64_t i = 0; i < t.numel(); ++i) {
-    t.f32()[i] = image ? (static_cast<float>(rng() % 256) / 255.0f - 0.4f) / 0.23f : normal(rng);
+    // An image of 200 levels (as a dim frame), so that an index of 255 is beyond its table.
+    t.f32()[i] = image ? (static_cast<float>(rng() % 200) / 255.0f - 0.4f) / 0.23f : normal(rng);
   }
   return t;
 }
@@ -114,7 +115,7 @@ TEST(RowExchangePalette, APieceThatIsNotOneOfTheRowsIsRefusedNamingThePeer) {
   bad.resize(bad.size() - 1);
   expect_refused(bad, "cut short");
   bad = good.payload;
-  bad.back() = std::byte{255};
+  bad[1 + 12] = std::byte{255};  // the first index, after the kind byte and the header
   expect_refused(bad, "index beyond its table");
   std::vector<std::byte> short_f32(1 + 8, std::byte{0});
   short_f32.front() = kRowPieceF32;
