@@ -105,10 +105,12 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
                                    wire_format_name(*o.wire), o.plan_file,
                                    wire_format_name(plan.wire)));
     }
-  } else {
-    plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster,
-                               o.wire.value_or(WireFormat::F32));
   }
+  const WireFormat wire = o.plan_file.empty() ? o.wire.value_or(WireFormat::F32) : plan.wire;
+  // An image's rows travel at a byte per value (palette-coded): plans and predictions know it.
+  if (wire == WireFormat::F32) graph = rows::with_palette_inputs(graph, model.graph(), inputs);
+  if (o.plan_file.empty())
+    plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster, wire);
   if (plan.num_devices() != devices) {
     throw UsageError(
         fmt::format("the plan has {} devices but {} are given (this primary and {} workers)",

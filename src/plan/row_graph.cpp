@@ -1,5 +1,7 @@
 #include "plan/row_graph.h"
 
+#include "core/palette.h"
+
 #include <algorithm>
 
 namespace huddle::rows {
@@ -285,6 +287,44 @@ RowGraph build_row_graph(const Graph& graph) {
     if (l >= 0) rg.output_layers.push_back(l);
   }
   return rg;
+}
+
+namespace {
+
+// Whether every channel of a [1, C, H, W] f32 tensor takes at most 256 values.
+bool channels_fit_palette(const Tensor& t) {
+  if (t.dtype() != DType::F32 || t.shape().size() != 4 || t.shape()[0] != 1) return false;
+  const Tensor x = t.contiguous() ? t : t.clone();
+  const std::int64_t plane = x.shape()[2] * x.shape()[3];
+  std::vector<std::byte> scratch;
+  for (std::int64_t c = 0; c < x.shape()[1]; ++c) {
+    scratch.clear();
+    const std::span<const float> values(x.f32() + c * plane, static_cast<std::size_t>(plane));
+    if (!encode_palette(values, 1, scratch)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+RowGraph with_palette_inputs(const RowGraph& rg, const Graph& graph,
+                             const std::map<std::string, Tensor>& inputs) {
+  RowGraph out = rg;
+  std::map<ValueId, bool> fits;  // per graph input read by a row layer
+  for (RowLayer& layer : out.layers) {
+    for (RowInput& in : layer.inputs) {
+      if (in.producer >= 0 || in.map.kind == RowMap::Kind::Whole) continue;
+      const Value& v = graph.value(in.value);
+      if (v.kind != ValueKind::Input) continue;
+      const auto [it, fresh] = fits.try_emplace(in.value, false);
+      if (fresh) {
+        const auto tensor = inputs.find(v.name);
+        it->second = tensor != inputs.end() && channels_fit_palette(tensor->second);
+      }
+      if (it->second) in.bytes_per_row /= 4;
+    }
+  }
+  return out;
 }
 
 }  // namespace huddle::rows

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -111,5 +112,12 @@ bool column_splittable(const Graph& graph, const Op& op, const std::vector<bool>
 
 // The row layers and tail ops of an imported graph (any graph: a transformer has no row layers).
 RowGraph build_row_graph(const Graph& graph);
+
+// `rg` (of `graph`) with the rows of each batch-1, 4-D graph input of `inputs` (by name) whose
+// every channel takes at most 256 values (a camera's image) costed at a byte per value, as a row
+// exchange in f32 sends them (palette-coded, OpAttrs::palette; every piece of such an input
+// qualifies), instead of four; the tables are left out. Other inputs and values are unchanged.
+RowGraph with_palette_inputs(const RowGraph& rg, const Graph& graph,
+                             const std::map<std::string, Tensor>& inputs);
 
 }  // namespace huddle::rows

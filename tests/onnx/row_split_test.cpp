@@ -177,6 +177,32 @@ TEST(RowSplit, AnImageInputTravelsPaletteCodedAndExactly) {
       << "image " << sent_image << ", random " << sent_random << ", input " << input_bytes;
 }
 
+// The planners cost an image's rows at a byte per value, as they travel; a random input's, and
+// every other value's, at four.
+TEST(RowSplit, AnImageInputsRowsAreCostedAtAByteAValue) {
+  const nlohmann::json entry = testing::cnn_entry("yolo-tiny");
+  const OnnxModel model = OnnxModel::load(testing::fixture("cnn/yolo-tiny.onnx"));
+  const rows::RowGraph rg = rows::build_row_graph(model.graph());
+  const auto random_input = testing::cnn_input(entry);
+  const std::string name = random_input.begin()->first;
+  const std::map<std::string, Tensor> image = {
+      {name, image_like(random_input.begin()->second.shape(), 9)}};
+  const rows::RowGraph costed = rows::with_palette_inputs(rg, model.graph(), image);
+  const rows::RowGraph unchanged = rows::with_palette_inputs(rg, model.graph(), random_input);
+  int image_reads = 0;
+  for (std::size_t l = 0; l < rg.layers.size(); ++l) {
+    for (std::size_t k = 0; k < rg.layers[l].inputs.size(); ++k) {
+      const rows::RowInput& in = rg.layers[l].inputs[k];
+      const bool reads_image = in.producer < 0 && model.graph().value(in.value).name == name;
+      image_reads += reads_image ? 1 : 0;
+      EXPECT_EQ(costed.layers[l].inputs[k].bytes_per_row,
+                reads_image ? in.bytes_per_row / 4 : in.bytes_per_row);
+      EXPECT_EQ(unchanged.layers[l].inputs[k].bytes_per_row, in.bytes_per_row);
+    }
+  }
+  EXPECT_GT(image_reads, 0);
+}
+
 TEST(RowSplit, TheFixturesGemmHeadsAreColumnLayers) {
   for (const char* m : {"vgg-tiny", "resnet-tiny"}) {
     const OnnxModel model = OnnxModel::load(testing::fixture(std::string("cnn/") + m + ".onnx"));
