@@ -111,7 +111,35 @@ def wire_seeds():
     write("wire", "m3_session_open", b"\x03" + message(TAG_OPEN, open_payload()))
 
 
+def palette(channels, values):
+    """A palette piece (core/palette.h) of `values` (floats, channels interleaved), as the first
+    byte (the channels, as fuzz_palette reads it) and the encoding."""
+    tables = [[] for _ in range(channels)]
+    indices = bytearray()
+    for i, v in enumerate(values):
+        t = tables[i % channels]
+        bits = struct.pack("<f", v)
+        if bits not in t:
+            t.append(bits)
+        indices.append(t.index(bits))
+    body = struct.pack("<IQ", channels, len(values)) + bytes(indices)
+    for t in tables:
+        body += struct.pack("<H", len(t)) + b"".join(t)
+    return bytes([channels - 1]) + body
+
+
+def palette_seeds():
+    pixels = [((i * 37) % 256 / 255.0 - 0.45) / 0.22 for i in range(3 * 64)]
+    write("palette", "image_3ch", palette(3, pixels))
+    write("palette", "one_channel", palette(1, [0.0, -0.0, 1.0, 0.0, 2.5, 1.0]))
+    write("palette", "empty", palette(2, []))
+    bad = bytearray(palette(1, [1.0, 2.0]))
+    bad[1 + 12] = 9  # the first index, beyond its table of two
+    write("palette", "bad_index", bytes(bad))
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     cluster_seeds()
     wire_seeds()
+    palette_seeds()
