@@ -5,6 +5,7 @@
 #include "onnx/converters.h"
 #include "onnx/fuse.h"
 #include "onnx/import_context.h"
+#include "onnx/schedule.h"
 
 #include <fmt/format.h>
 
@@ -196,6 +197,7 @@ OnnxModel OnnxModel::load_bytes(const std::string& bytes, const std::filesystem:
     if (m.outputs_.empty()) throw LoadError(fmt::format("{}: the graph has no outputs", file));
     m.graph_.validate();
     if (options.fuse) m.graph_ = fuse_conv_chains(m.graph_, m.weights_);
+    m.graph_ = outputs_early(m.graph_);
     return m;
   } catch (const PlanError& e) {
     throw LoadError(fmt::format("{}: {}", file, e.what()));
