@@ -15,7 +15,7 @@
 
 namespace huddle::net::wire {
 
-inline constexpr std::uint32_t kMagic = 0x4C445548;   // "HUDL" as little-endian bytes
+inline constexpr std::uint32_t kMagic = 0x4C445548;  // "HUDL" as little-endian bytes
 // 9: frames sealed with ChaCha20-Poly1305; 10: a graph input's row pieces start with a kind byte
 // (palette-coded images), and an imported CNN's output ops run early (its exchanges' numbering).
 inline constexpr std::uint16_t kProtocolVersion = 10;

@@ -421,9 +421,10 @@ std::vector<Range> column_shares(const rows::RowGraph& graph, const RowCosts& co
     std::vector<double> finish;
     layer_finish(graph, costs, state, layer, one, &finish);
     ready[d] = finish[d] - costs.unit_s(layer, static_cast<int>(d), 1);
-    const double to_primary = d == 0 ? 0.0 : costs.transfer_s_per_byte(static_cast<int>(d), 0);
     per_col[d] =
-        std::max(costs.per_row[l][d] + static_cast<double>(lay.bytes_per_row) * to_primary, 1e-300);
+        std::max(costs.per_row[l][d] + static_cast<double>(lay.bytes_per_row) *
+                                           costs.transfer_s_per_byte(static_cast<int>(d), 0),
+                 1e-300);
     fixed[d] = costs.fixed[l][d] + (d == 0 ? 0.0 : costs.message_s(static_cast<int>(d), 0, 1e-300));
   }
   const double width = static_cast<double>(lay.rows);

@@ -22,6 +22,7 @@ double RowCosts::message_s(int src, int dst, double bytes) const {
 }
 
 double RowCosts::transfer_s_per_byte(int src, int dst) const {
+  if (src == dst) return 0;
   return seconds_per_byte[static_cast<std::size_t>(src)][static_cast<std::size_t>(dst)] +
          cpu_s(src) + cpu_s(dst);
 }

@@ -40,7 +40,8 @@ struct RowCosts {
   // One message of `bytes` from src to dst: overhead + latency + bytes · transfer_s_per_byte;
   // 0 when src == dst or bytes <= 0.
   double message_s(int src, int dst, double bytes) const;
-  // Seconds a byte adds to a message from src to dst: the link's time and both ends' CPU.
+  // Seconds a byte adds to a message from src to dst: the link's time and both ends' CPU; 0 when
+  // src == dst (nothing moves).
   double transfer_s_per_byte(int src, int dst) const;
   // The fixed seconds of a message from `src` (message_overhead_s; 0 when empty).
   double overhead_s(int src) const;

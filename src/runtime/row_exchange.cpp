@@ -97,7 +97,7 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
   // Rows quantised one scale each (int8): an NCHW piece's rows per channel plane; a
   // channels-last piece's pixels, over their channels.
   const std::int64_t channels = nhwc ? out_shape[3] : 1;
-  const bool palette = a.palette && nhwc && a.wire == WireFormat::F32;
+  const bool palette = a.palette && nhwc;  // lowering sets it for f32 exchanges only
   auto scaled_rows = [&](const RowView& pv) {
     return nhwc ? pv.planes * pv.rows * (pv.row_len / channels) : pv.planes;
   };
