@@ -115,7 +115,10 @@ class Rewriter {
     if (windowed(op.kind)) return rank4(in[0]) ? Layout::Nhwc : Layout::Nchw;
     // Every device's pass converts every 4-D row exchange, so the rows travel channels-last
     // between any two devices, whatever each does around the exchange.
-    if (op.kind == OpKind::RowExchange) return rank4(op.output) ? Layout::Nhwc : Layout::Nchw;
+    // (An output's gather to device 0 travels NCHW on every device alike: OpAttrs::gather_nchw.)
+    if (op.kind == OpKind::RowExchange) {
+      return rank4(op.output) && !op.attrs.gather_nchw ? Layout::Nhwc : Layout::Nchw;
+    }
     if (unary_elementwise(op.kind)) return layout(in[0]);
     bool any_nhwc = false, all_fit = true;
     for (ValueId v : in) {

@@ -6,8 +6,9 @@
 // The graph's contract is unchanged: inputs and outputs are NCHW under their names, and every
 // output is the same math. Inside, a value is stored either NCHW or channels-last:
 //   - conv2d, max_pool, avg_pool and global_avg_pool (4-D, whole or row bands) run channels-last;
-//   - row_exchange of a 4-D value is always channels-last (its rows are then contiguous), on
-//     every device alike, so what one device sends another reads the same way;
+//   - row_exchange of a 4-D value is channels-last (its rows are then contiguous), on every
+//     device alike, so what one device sends another reads the same way; except a graph
+//     output's gather to device 0 (OpAttrs::gather_nchw), which travels in the output's NCHW;
 //   - element-wise ops of one input keep their input's layout;
 //   - add, mul, sub and div of 4-D operands (or single elements) run channels-last when one
 //     operand already is; concat of 4-D values and slices of a 4-D value likewise (their axis,

@@ -173,6 +173,10 @@ struct OpAttrs {
   // and in about a quarter of the bytes; any other as f32. Each message then starts with a byte
   // saying which (kRowPieceF32, kRowPiecePalette).
   bool palette = false;
+  // row_exchange of a 4-D graph output that only device 0 receives (it gathers the output):
+  // the rows travel NCHW, the output's own layout, so each device converts its own rows before
+  // sending and device 0 does not transpose the whole output after the last piece arrives.
+  bool gather_nchw = false;
 };
 
 struct Op {

@@ -179,6 +179,12 @@ class RowLowering {
     const Value& value = g_.value(v);
     // A graph input (a camera's image) may take few values per channel: tried palette-coded.
     a.palette = value.kind == ValueKind::Input && a.wire == WireFormat::F32;
+    // A graph output that only device 0 needs more of travels NCHW (its layout as an output):
+    // each device transposes its own rows, device 0 not the whole after the last piece lands.
+    const bool output =
+        std::find(g_.outputs().begin(), g_.outputs().end(), v) != g_.outputs().end();
+    a.gather_nchw =
+        value.shape.size() == 4 && output && std::all_of(need.begin() + 1, need.end(), empty);
     const Range mine = need[static_cast<std::size_t>(rank_)];
     a.shape = value.shape;
     if (const auto axis = split_axis(value.shape)) a.shape[*axis] = mine.second - mine.first;

@@ -41,6 +41,19 @@ void copy_rows(const float* src, const RowView& sv, std::int64_t src_row0, float
   }
 }
 
+// Rows [row0, + piece.rows) of `src` (first row src_row0, view sv) as one contiguous span:
+// in place where the value is one plane (channels-last, one image), else gathered plane by plane
+// into `buffer`.
+std::span<const float> piece_rows(const float* src, const RowView& sv, std::int64_t src_row0,
+                                  const RowView& piece, std::int64_t row0,
+                                  std::vector<float>& buffer) {
+  const auto n = static_cast<std::size_t>(piece.planes * piece.rows * piece.row_len);
+  if (sv.planes == 1) return {src + (row0 - src_row0) * sv.row_len, n};
+  buffer.resize(n);
+  copy_rows(src, sv, src_row0, buffer.data(), piece, row0, row0, row0 + piece.rows);
+  return buffer;
+}
+
 // A piece of a palette exchange (OpAttrs::palette): its kind byte, then the palette coding of
 // `rows` (channels-last values of `channels` channels) where it qualifies and is the smaller,
 // else their f32 bytes.
@@ -124,22 +137,21 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
         std::vector<std::byte> encoded;
         for (const OpAttrs::RowPiece* s : *pieces) {
           const RowView pv{hv.planes, s->end - s->begin, hv.row_len};
-          buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
-          copy_rows(packed_held.f32(), hv, a.in_begin, buffer.data(), pv, s->begin, s->begin,
-                    s->end);
+          const std::span<const float> rows =
+              piece_rows(packed_held.f32(), hv, a.in_begin, pv, s->begin, buffer);
           if (palette) {
-            pack_palette_piece(buffer, channels, encoded);
+            pack_palette_piece(rows, channels, encoded);
             transport.send(peer, tag, encoded);
             continue;
           }
           if (a.wire == WireFormat::F32) {
-            transport.send(peer, tag, std::as_bytes(std::span(buffer)));
+            transport.send(peer, tag, std::as_bytes(rows));
             continue;
           }
           const std::int64_t n_rows = scaled_rows(pv);
           const std::int64_t cols = pv.planes * pv.rows * pv.row_len / n_rows;
           encoded.resize(static_cast<std::size_t>(n_rows) * wire_row_bytes(a.wire, cols));
-          encode_rows(a.wire, buffer.data(), cols, n_rows, cols, encoded.data());
+          encode_rows(a.wire, rows.data(), cols, n_rows, cols, encoded.data());
           transport.send(peer, tag, encoded);
         }
       } catch (...) {
@@ -159,19 +171,27 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
         continue;
       }
       const RowView pv{ov.planes, r.end - r.begin, ov.row_len};
-      buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len));
+      // One plane: the piece lands in place; several: in a buffer, then plane by plane.
+      const bool in_place = pv.planes == 1;
+      const std::span<float> rows =
+          in_place ? std::span(out.f32() + (r.begin - a.out_begin) * ov.row_len,
+                               static_cast<std::size_t>(pv.rows * pv.row_len))
+                   : (buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len)),
+                      std::span(buffer));
       if (palette) {
-        recv_palette_piece(transport, r.peer, tag, channels, buffer);
+        recv_palette_piece(transport, r.peer, tag, channels, rows);
       } else if (a.wire == WireFormat::F32) {
-        transport.recv_into(r.peer, tag, std::as_writable_bytes(std::span(buffer)));
+        transport.recv_into(r.peer, tag, std::as_writable_bytes(rows));
       } else {
         const std::int64_t n_rows = scaled_rows(pv);
         const std::int64_t cols = pv.planes * pv.rows * pv.row_len / n_rows;
         encoded.resize(static_cast<std::size_t>(n_rows) * wire_row_bytes(a.wire, cols));
         transport.recv_into(r.peer, tag, encoded);
-        decode_rows(a.wire, encoded.data(), n_rows, cols, buffer.data(), cols);
+        decode_rows(a.wire, encoded.data(), n_rows, cols, rows.data(), cols);
       }
-      copy_rows(buffer.data(), pv, r.begin, out.f32(), ov, a.out_begin, r.begin, r.end);
+      if (!in_place) {
+        copy_rows(rows.data(), pv, r.begin, out.f32(), ov, a.out_begin, r.begin, r.end);
+      }
     }
   } catch (...) {
     recv_error = std::current_exception();

@@ -390,14 +390,25 @@ TEST(RowSplit, ProgramsAreChannelsLastOnEveryDevice) {
       const Graph& g = program.graph;
       std::vector<const Op*> producer(g.values().size(), nullptr);
       for (const Op& op : g.ops()) producer[static_cast<std::size_t>(op.output)] = &op;
-      int exchanges = 0;
+      int exchanges = 0, gathers = 0;
       for (const Op& op : g.ops()) {
         const bool four_d = g.value(op.output).shape.size() == 4;
         if (op.kind == OpKind::Conv2d || op.kind == OpKind::MaxPool) {
           EXPECT_TRUE(op.attrs.channels_last) << name << " " << op.name;
         }
         if (op.kind == OpKind::RowExchange && four_d) {
-          EXPECT_TRUE(op.attrs.channels_last) << name << " " << op.name;
+          // Only a graph output's gather onto device 0 travels NCHW, its layout as an output:
+          // device 0 then holds it without transposing the whole.
+          EXPECT_NE(op.attrs.channels_last, op.attrs.gather_nchw) << name << " " << op.name;
+          if (op.attrs.gather_nchw) {
+            EXPECT_TRUE(op.attrs.recvs.empty() || rank == 0) << name << " " << op.name;
+            ++gathers;
+            if (rank == 0) {
+              EXPECT_NE(std::find(g.outputs().begin(), g.outputs().end(), op.output),
+                        g.outputs().end())
+                  << name << " " << op.name;
+            }
+          }
           ++exchanges;
         }
         // A conversion into a channels-last reader starts from NCHW data made as NCHW.
@@ -411,6 +422,8 @@ TEST(RowSplit, ProgramsAreChannelsLastOnEveryDevice) {
         }
       }
       EXPECT_GT(exchanges, 0) << name << " device " << rank;
+      // yolo-tiny's two heads are 4-D outputs; the others end in a vector.
+      EXPECT_EQ(gathers, name == "yolo-tiny" ? 2 : 0) << name << " device " << rank;
     }
   }
 }
