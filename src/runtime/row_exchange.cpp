@@ -54,6 +54,16 @@ std::span<const float> piece_rows(const float* src, const RowView& sv, std::int6
   return buffer;
 }
 
+// Where rows [row0, + piece.rows) of `dst` (first row dst_row0, view dv) are received: in place
+// where the value is one plane, else in `buffer`, to be copied plane by plane (copy_rows).
+std::span<float> landing_rows(float* dst, const RowView& dv, std::int64_t dst_row0,
+                              const RowView& piece, std::int64_t row0, std::vector<float>& buffer) {
+  const auto n = static_cast<std::size_t>(piece.planes * piece.rows * piece.row_len);
+  if (dv.planes == 1) return {dst + (row0 - dst_row0) * dv.row_len, n};
+  buffer.resize(n);
+  return buffer;
+}
+
 // A piece of a palette exchange (OpAttrs::palette): its kind byte, then the palette coding of
 // `rows` (channels-last values of `channels` channels) where it qualifies and is the smaller,
 // else their f32 bytes.
@@ -171,13 +181,8 @@ Tensor row_exchange(const Op& op, const Tensor* held, const Shape& out_shape,
         continue;
       }
       const RowView pv{ov.planes, r.end - r.begin, ov.row_len};
-      // One plane: the piece lands in place; several: in a buffer, then plane by plane.
-      const bool in_place = pv.planes == 1;
-      const std::span<float> rows =
-          in_place ? std::span(out.f32() + (r.begin - a.out_begin) * ov.row_len,
-                               static_cast<std::size_t>(pv.rows * pv.row_len))
-                   : (buffer.resize(static_cast<std::size_t>(pv.planes * pv.rows * pv.row_len)),
-                      std::span(buffer));
+      const std::span<float> rows = landing_rows(out.f32(), ov, a.out_begin, pv, r.begin, buffer);
+      const bool in_place = ov.planes == 1;  // landing_rows gave part of `out` itself
       if (palette) {
         recv_palette_piece(transport, r.peer, tag, channels, rows);
       } else if (a.wire == WireFormat::F32) {
