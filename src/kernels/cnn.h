@@ -117,6 +117,11 @@ void global_avg_pool_nhwc(const Tensor& x, Tensor& y);
 // kernels convolve channels-last or blocked; an NCHW tensor is reordered in and out of every
 // conv), false on the im2col path.
 bool channels_last_convs();
+// How many convolutions the oneDNN path holds built (a primitive and the weights reordered into
+// its layout), 0 without oneDNN: one per live weight tensor and band shape. An entry whose weight
+// tensor is freed is dropped at the next build, so a worker serving session after session holds
+// only the current session's copies.
+std::size_t cached_convolutions();
 
 // In place on n floats.
 void apply_activation(const ActivationSpec& act, float* x, std::int64_t n);

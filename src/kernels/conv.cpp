@@ -289,4 +289,12 @@ bool channels_last_convs() {
 #endif
 }
 
+std::size_t cached_convolutions() {
+#ifdef HUDDLE_WITH_DNNL
+  return conv_dnnl_cached();
+#else
+  return 0;
+#endif
+}
+
 }  // namespace huddle::kernels

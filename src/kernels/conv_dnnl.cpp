@@ -192,13 +192,22 @@ bool same_weights(const Conv& conv, const Tensor& w) {
          !now.owner_before(conv.owner);
 }
 
-// Shared: a slot rebuilt for other weights must not free a primitive another thread is running.
+// Every built convolution by its key, under a mutex. Shared pointers: a slot rebuilt for other
+// weights must not free a primitive another thread is running.
+struct ConvCache {
+  std::mutex mutex;
+  std::map<Key, std::shared_ptr<const Conv>> entries;
+};
+ConvCache& conv_cache() {
+  static ConvCache cache;
+  return cache;
+}
+
 std::shared_ptr<const Conv> cached(const Tensor& x, const Tensor& w, const Tensor* bias,
                                    const Window2d& win, std::int64_t groups,
                                    const ActivationSpec& act, const BandView& v, const Tensor& y,
                                    bool channels_last, const ActivationSpec* residual_act) {
-  static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<const Conv>> cache;
+  auto& [mutex, cache] = conv_cache();
   Key key;
   key.dims = {x.dim(0),
               x.dim(1),
@@ -233,13 +242,26 @@ std::shared_ptr<const Conv> cached(const Tensor& x, const Tensor& w, const Tenso
   key.weights = w.f32();
   key.bias = bias != nullptr;
   const std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = cache[key];
-  if (!slot || !same_weights(*slot, w))
-    slot = build(x, w, bias, win, groups, act, v, y, channels_last, residual_act);
-  return slot;
+  if (const auto it = cache.find(key); it != cache.end() && same_weights(*it->second, w))
+    return it->second;
+  // A miss builds a primitive and a reordered copy of the weights: first drop every entry whose
+  // weights are gone. Each session of a worker binds weights of its own, and without this the
+  // copies of every session's weights stayed (a testbed board, 3 GB, was OOM-killed after ~20
+  // VGG-16 sessions: ~35 MB more per session).
+  std::erase_if(cache, [](const auto& entry) { return entry.second->owner.expired(); });
+  std::shared_ptr<const Conv> conv =
+      build(x, w, bias, win, groups, act, v, y, channels_last, residual_act);
+  if (conv) cache[key] = conv;  // none: the caller falls back (asked again next time)
+  return conv;
 }
 
 }  // namespace
+
+std::size_t conv_dnnl_cached() {
+  ConvCache& cache = conv_cache();
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.entries.size();
+}
 
 bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Window2d& win,
                  std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y,

@@ -14,4 +14,7 @@ bool conv2d_dnnl(const Tensor& x, const Tensor& w, const Tensor* bias, const Win
                  std::int64_t groups, const ActivationSpec& act, const RowBand& band, Tensor& y,
                  bool channels_last, const ActivationSpec* residual_act);
 
+// The convolutions built and cached (cached_convolutions() in cnn.h).
+std::size_t conv_dnnl_cached();
+
 }  // namespace huddle::kernels

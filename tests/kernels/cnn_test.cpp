@@ -77,6 +77,28 @@ TEST(CnnKernels, ConvMatchesReferenceWithEveryActivation) {
   }
 }
 
+// The oneDNN path keeps each convolution's weights reordered into its layout. A worker binds new
+// weight tensors in every session: once a weight tensor is freed, its copy must go at the next
+// build, or a long-running worker grows by a model's conv weights per session. Ten "sessions"
+// of fresh weights leave no more cached convolutions than one.
+TEST(CnnKernels, ConvolutionsOfFreedWeightsAreNotKept) {
+  std::mt19937 rng(5);
+  const ConvCase cc{1, 16, 13, 13, 32, 3, 1, 1, 1, 1};
+  const Window2d win = window(cc);
+  const Tensor x = random_tensor(rng, {cc.n, cc.c, cc.h, cc.w});
+  Tensor y = Tensor::empty(DType::F32, {cc.n, cc.o, cc.h, cc.w});
+  std::size_t after_first = 0;
+  for (int session = 0; session < 10; ++session) {
+    const Tensor w = random_tensor(rng, {cc.o, cc.c, cc.k, cc.k});
+    conv2d(x, w, nullptr, win, 1, {Activation::Relu, 0, 0}, whole_band(cc.h, cc.h), y);
+    if (session == 0) {
+      after_first = cached_convolutions();
+      if (after_first == 0) GTEST_SKIP() << "built without oneDNN: nothing is cached";
+    }
+    EXPECT_LE(cached_convolutions(), after_first) << "session " << session;
+  }
+}
+
 // Output rows [r0, r1) computed from only the input rows they need equal the same rows of the
 // whole-image output, for several split points (the form EdgeFlow's row partitions will use):
 // pooling bit for bit, convolution within GEMM reassociation.
