@@ -12,7 +12,10 @@ workers holding their own copy of the .onnx file, then for every strategy one `h
 --repeat R+1` on the primary through `scripts/testbed exec` (the first run is a warm-up), planned
 from the cluster file the testbed derives from its spec (CPU quota x --core-gflops). `local` is
 the primary alone (the fastest device); `edgeflow-profiled` is edgeflow planned from the layer
-times the primary measures first (`--profile-layers`) instead of FLOP counts. Prints a markdown table (median and min-max of the
+times the primary measures first (`--profile-layers`) instead of FLOP counts;
+`edgeflow-calibrated` from each device's speed as delivered in --calibrate-runs runs of a
+rows-proportional plan on all devices at once (`huddle run --calibrate N`);
+`edgeflow-profiled-calibrated` both. Prints a markdown table (median and min-max of the
 measured runs, the planner's prediction, bytes sent per device, ratios to rows-equal and to local)
 and writes results.json to --out. Needs root (the testbed).
 """
@@ -27,7 +30,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TESTBED = os.path.join(ROOT, "scripts", "testbed")
-STRATEGIES = ["local", "rows-equal", "rows-proportional", "tiles", "edgeflow", "edgeflow-profiled"]
+STRATEGIES = ["local", "rows-equal", "rows-proportional", "tiles", "edgeflow", "edgeflow-profiled",
+              "edgeflow-calibrated"]
 
 
 def sh(cmd, timeout):
@@ -61,9 +65,14 @@ def measure(a, spec, cluster, args, model, strategy):
     strategy, _, wire = strategy.partition(":")
     if wire:
         cmd += ["--wire", wire]
-    # edgeflow-profiled: EdgeFlow planned from layer times measured on the primary first.
-    cmd += ["--strategy", "edgeflow", "--profile-layers"] if strategy == "edgeflow-profiled" else [
-        "--strategy", strategy]
+    # edgeflow-profiled: EdgeFlow planned from layer times measured on the primary first;
+    # edgeflow-calibrated: from device speeds measured in runs on all devices at once first.
+    calibrate = ["--calibrate", a.calibrate_runs]
+    variants = {"edgeflow-profiled": ["--strategy", "edgeflow", "--profile-layers"],
+                "edgeflow-calibrated": ["--strategy", "edgeflow"] + calibrate,
+                "edgeflow-profiled-calibrated": ["--strategy", "edgeflow", "--profile-layers"] +
+                calibrate}
+    cmd += variants.get(strategy, ["--strategy", strategy])
     cmd += args
     t0 = time.monotonic()
     try:
@@ -77,6 +86,7 @@ def measure(a, spec, cluster, args, model, strategy):
     runs = j["run_ms_all"][1:]
     return {"ok": True, "median_ms": statistics.median(runs), "min_ms": min(runs), "max_ms": max(runs),
             "runs_ms": j["run_ms_all"], "predicted_ms": j.get("predicted_ms"),
+            "speed_factors": j.get("calibration", {}).get("speed_factors"),
             "bytes_sent": j.get("bytes_sent"), "wall_s": round(time.monotonic() - t0, 1)}
 
 
@@ -89,6 +99,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure every strategy in this many sessions, in turn, and pool the runs")
     ap.add_argument("--networks", default="100,1000")
+    ap.add_argument("--calibrate-runs", type=int, default=5,
+                    help="runs timed on all devices before planning edgeflow-calibrated")
     ap.add_argument("--models", default="vgg16,resnet50,yolov5s")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--core-gflops", type=float,

@@ -7,6 +7,7 @@
 #include "plan/plan.h"
 #include "plan/row_graph.h"
 #include "planner/cluster.h"
+#include "planner/row_calibration.h"
 #include "planner/row_planners.h"
 #include "runtime/cluster.h"
 #include "runtime/executor.h"
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -67,6 +69,39 @@ RowProfile profile_layers(const onnx_import::OnnxModel& model,
   return profile;
 }
 
+// Runs the rows-proportional plan of `graph` on `cluster` (every device gets rows in proportion to
+// its speed, so every device is timed) `runs` + 1 times, a warm-up first, with each op's CPU time
+// traced, and returns `cluster` with each device's speed scaled by what it delivered
+// (planner/row_calibration.h).
+ClusterSpec calibrate_speeds(const onnx_import::OnnxModel& model,
+                             const std::map<std::string, Tensor>& inputs,
+                             const rows::RowGraph& graph, const ClusterSpec& cluster,
+                             WireFormat wire, ClusterOptions options, int runs,
+                             RowSpeedCalibration& calibration) {
+  const Plan plan = make_row_split_plan("rows-proportional", graph, cluster, wire);
+  options.trace = true;
+  Cluster session(model, plan, std::move(options));
+  for (int i = 0; i <= runs; ++i) session.run(inputs);
+  std::vector<double> shares;
+  for (const StepReport& r : session.last_reports()) shares.push_back(r.cpu_share);
+  const std::vector<std::vector<Span>> spans = session.finish();
+  std::vector<std::vector<double>> measured(static_cast<std::size_t>(runs));
+  for (const std::vector<Span>& device : spans) {
+    const std::vector<double> by_run = compute_cpu_by_run_s(device, runs + 1);
+    for (int r = 0; r < runs; ++r)
+      measured[static_cast<std::size_t>(r)].push_back(by_run[static_cast<std::size_t>(r + 1)]);
+  }
+  calibration =
+      calibrate_row_speeds(predict_rows(graph, cluster, *plan.rows, wire), shares, measured);
+  return with_speed_factors(cluster, calibration.factors);
+}
+
+void save_cluster(const ClusterSpec& cluster, const std::string& path) {
+  std::ofstream out(path);
+  out << cluster.to_json().dump(1) << "\n";
+  if (!out) throw Error(fmt::format("{}: cannot write the cluster file", path));
+}
+
 }  // namespace
 
 DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
@@ -77,6 +112,10 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
   if (!o.workers.empty() && o.key_file.empty()) throw UsageError("--workers needs --key-file");
   if (!o.plan_file.empty() && !o.strategy.empty())
     throw UsageError("give --plan or --strategy, not both");
+  if (o.calibrate_runs > 0 && !o.plan_file.empty())
+    throw UsageError("--calibrate plans anew: give it without --plan");
+  if (o.calibrate_runs == 0 && !o.save_cluster.empty())
+    throw UsageError("--save-cluster writes the cluster --calibrate measured: give both");
   std::unique_ptr<LocalWorkers> local;
   std::vector<std::string> workers = o.workers;
   if (o.local_devices > 1) {
@@ -84,7 +123,7 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
     workers = local->addresses();
   }
   const int devices = static_cast<int>(workers.size()) + 1;
-  const ClusterSpec cluster =
+  ClusterSpec cluster =
       o.cluster_file.empty() ? equal_devices(devices) : ClusterSpec::load(o.cluster_file);
   if (cluster.size() != devices) {
     throw UsageError(fmt::format("{} lists {} devices; give its {} workers (in its order)",
@@ -109,6 +148,23 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
   const WireFormat wire = o.plan_file.empty() ? o.wire.value_or(WireFormat::F32) : plan.wire;
   // An image's rows travel at a byte per value (palette-coded): plans and predictions know it.
   if (wire == WireFormat::F32) graph = rows::with_palette_inputs(graph, model.graph(), inputs);
+  if (devices == 1)
+    throw UsageError("a row-split run needs workers (--workers or --local-devices)");
+  const std::string key_file = local ? local->key_file().string() : o.key_file;
+  const auto cluster_options = [&] {
+    ClusterOptions options;
+    options.workers = workers;
+    options.key = net::load_key_file(key_file);
+    options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
+    options.link.latency = net::Duration(o.link_latency_ms);
+    options.link.bytes_per_second = o.link_mbps * 1e6 / 8;
+    return options;
+  };
+  if (o.calibrate_runs > 0) {
+    cluster = calibrate_speeds(model, inputs, graph, cluster, wire, cluster_options(),
+                               o.calibrate_runs, result.calibration);
+    if (!o.save_cluster.empty()) save_cluster(cluster, o.save_cluster);
+  }
   if (o.plan_file.empty())
     plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster, wire);
   if (plan.num_devices() != devices) {
@@ -119,15 +175,8 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
   if (!o.save_plan.empty()) plan.save(o.save_plan);
   result.strategy = plan.strategy;
   result.predicted_ms = predict_rows(graph, cluster, *plan.rows, plan.wire).latency_s * 1e3;
-  if (devices == 1)
-    throw UsageError("a row-split run needs workers (--workers or --local-devices)");
 
-  ClusterOptions options;
-  options.workers = workers;
-  options.key = net::load_key_file(local ? local->key_file().string() : o.key_file);
-  options.timeout = net::Duration(static_cast<std::int64_t>(o.timeout_s * 1000));
-  options.link.latency = net::Duration(o.link_latency_ms);
-  options.link.bytes_per_second = o.link_mbps * 1e6 / 8;
+  ClusterOptions options = cluster_options();
   options.trace = !o.trace.empty();
   Cluster session(model, plan, std::move(options));
   for (int i = 0; i < repeat; ++i) {

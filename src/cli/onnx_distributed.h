@@ -6,6 +6,7 @@
 
 #include "core/tensor.h"
 #include "onnx/onnx_model.h"
+#include "planner/row_calibration.h"
 
 #include <cstdint>
 #include <map>
@@ -33,9 +34,15 @@ struct OnnxDistribution {
   // Before planning, time every layer on this device (a warm-up run and a timed run of the whole
   // model) and plan with the measured layer costs (planner/row_costs.h, RowProfile).
   bool profile_layers = false;
+  // > 0: before planning, run a rows-proportional plan on the devices (a warm-up and this many
+  // timed runs) and plan with each device's speed scaled by what it delivered
+  // (planner/row_calibration.h); `save_cluster` (optional) receives the calibrated cluster file.
+  int calibrate_runs = 0;
+  std::string save_cluster;
 
   bool active() const {
-    return !workers.empty() || local_devices > 1 || !plan_file.empty() || !strategy.empty();
+    return !workers.empty() || local_devices > 1 || !plan_file.empty() || !strategy.empty() ||
+           calibrate_runs > 0 || !save_cluster.empty();
   }
 };
 
@@ -50,6 +57,7 @@ struct DistributedRun {
   std::vector<double> exposed_comm_ms;      // per device, per run, with --trace
   double predicted_ms = 0;                  // the planner's simulation of the plan
   double profile_ms = 0;                    // with profile_layers: the timed local run
+  RowSpeedCalibration calibration;          // with calibrate_runs (else empty)
 };
 
 // Plans (or loads) the row split of `model` and runs `inputs` `repeat` times in one session.

@@ -63,6 +63,12 @@ std::string file_name_for(const std::string& name) {
 }
 
 // Indices of the k largest values of a [N] or [1, N] tensor, largest first; empty otherwise.
+// Every value times `factor` (seconds to milliseconds for the JSON report).
+std::vector<double> scaled(std::vector<double> values, double factor) {
+  for (double& v : values) v *= factor;
+  return values;
+}
+
 std::vector<std::int64_t> top_k(const Tensor& t, std::size_t k) {
   const Shape& s = t.shape();
   if (!(s.size() == 1 || (s.size() == 2 && s[0] == 1))) return {};
@@ -235,6 +241,12 @@ void run_onnx(const OnnxRunOptions& o) {
         j["exposed_comm_ms"] = distributed->exposed_comm_ms;
       j["predicted_ms"] = distributed->predicted_ms;
       if (o.distribution.profile_layers) j["profile_ms"] = distributed->profile_ms;
+      if (o.distribution.calibrate_runs > 0) {
+        const RowSpeedCalibration& c = distributed->calibration;
+        j["calibration"] = {{"speed_factors", c.factors},
+                            {"predicted_compute_ms", scaled(c.predicted_s, 1e3)},
+                            {"measured_compute_ms", scaled(c.measured_s, 1e3)}};
+      }
     }
     std::printf("%s\n", j.dump().c_str());
     return;

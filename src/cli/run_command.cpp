@@ -55,6 +55,7 @@ struct RunOptions {
   int gather_chunks = 0;  // --gather-chunks (0: the planner's choice, or 1)
   std::string cluster_file;
   std::string save_plan;
+  std::string save_cluster;  // ONNX --calibrate: the calibrated cluster file
   std::string trace;
   int local_devices = 1;
   double timeout_s = 10;
@@ -95,7 +96,8 @@ void run(const RunOptions& o) {
   const bool token_flags = !o.ids.empty() || !o.prompt.empty() || !o.prompt_file.empty() ||
                            o.n_predict > 0 || !o.dump_logits.empty() || !o.shares.empty();
   const bool onnx_flags = !o.onnx.inputs.empty() || !o.onnx.image.empty() ||
-                          !o.onnx.dump_outputs.empty() || o.onnx.distribution.profile_layers;
+                          !o.onnx.dump_outputs.empty() || o.onnx.distribution.profile_layers ||
+                          o.onnx.distribution.calibrate_runs > 0 || !o.save_cluster.empty();
   if (onnx_import::is_onnx_path(o.model_dir) && token_flags) {
     throw UsageError(
         "an ONNX model runs from --input/--image; --ids, --prompt, --n-predict, --dump-logits "
@@ -103,7 +105,8 @@ void run(const RunOptions& o) {
   }
   if (!onnx_import::is_onnx_path(o.model_dir) && onnx_flags) {
     throw UsageError(
-        "--input, --image, --dump-outputs and --profile-layers are for ONNX models (MODEL.onnx)");
+        "--input, --image, --dump-outputs, --profile-layers, --calibrate and --save-cluster are "
+        "for ONNX models (MODEL.onnx)");
   }
   if (onnx_import::is_onnx_path(o.model_dir)) {
     OnnxRunOptions onnx = o.onnx;
@@ -125,6 +128,7 @@ void run(const RunOptions& o) {
     d.timeout_s = o.timeout_s;
     d.link_latency_ms = o.link_latency_ms;
     d.link_mbps = o.link_mbps;
+    d.save_cluster = o.save_cluster;
     run_onnx(onnx);
     return;
   }
@@ -333,6 +337,12 @@ void add_run_command(CLI::App& app) {
                   "ONNX: write every graph output to DIR/NAME.npy");
   cmd->add_flag("--profile-layers", options->onnx.distribution.profile_layers,
                 "ONNX row split: time every layer here first and plan with the measured costs");
+  cmd->add_option("--calibrate", options->onnx.distribution.calibrate_runs,
+                  "ONNX row split: first time N runs of a rows-proportional plan on the devices "
+                  "and plan with the speeds they delivered")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--save-cluster", options->save_cluster,
+                  "ONNX row split with --calibrate: write the calibrated cluster file here");
   cmd->add_option("--ids", options->ids, "Prompt token ids, comma-separated (e.g. 1,2,3)");
   cmd->add_option("--prompt", options->prompt,
                   "Prompt text (tokenized with the model's tokenizer)");

@@ -110,4 +110,19 @@ double exposed_comm_us(const std::vector<Span>& spans) {
   return std::accumulate(by_layer.begin(), by_layer.end(), 0.0);
 }
 
+std::vector<double> compute_cpu_by_run_s(const std::vector<Span>& spans, int runs) {
+  if (runs <= 0 || spans.size() % static_cast<std::size_t>(runs) != 0) {
+    throw Error(fmt::format("{} op spans do not divide into {} runs", spans.size(), runs));
+  }
+  const std::size_t per_run = spans.size() / static_cast<std::size_t>(runs);
+  std::vector<double> out(static_cast<std::size_t>(runs), 0.0);
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    if (s.category != "compute") continue;
+    if (s.cpu_us < 0) throw Error(fmt::format("op {}: its CPU time was not measured", s.name));
+    out[i / per_run] += s.cpu_us * 1e-6;
+  }
+  return out;
+}
+
 }  // namespace huddle

@@ -40,6 +40,10 @@ void write_chrome_trace(const std::string& path, const std::vector<std::string>&
 // Communication time of one device that no compute overlapped: the length of its comm spans
 // less the compute spans (GEMM tiles run inside a collective) that lie within them.
 double exposed_comm_us(const std::vector<Span>& spans);
+// A device's spans of `runs` runs of one program (each run records the same ops, in order): per
+// run, the process CPU seconds of its compute spans. Error when the spans do not divide into
+// `runs` runs or a compute span's CPU was not measured (a recorder without measure_cpu).
+std::vector<double> compute_cpu_by_run_s(const std::vector<Span>& spans, int runs);
 // The same by the layer of each comm span (the layer of the value a collective moves): element
 // l + 1 for layer l, element 0 for communication outside the blocks (embedding, head, outputs);
 // one element more than the largest layer seen (at least one).

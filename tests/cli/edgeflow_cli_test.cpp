@@ -126,6 +126,54 @@ TEST(EdgeFlowCliProfile, ProfiledLayersPlanAndMatchTheReference) {
   EXPECT_TRUE(contains(bad.err, "--profile-layers")) << bad.err;
 }
 
+// --calibrate times a rows-proportional plan on the devices before planning: the slow cluster file
+// (0.1-0.5 GFLOP/s) underrates these processes, which compute at a core's speed, so every device
+// that computed gets a factor above 1; the saved cluster file holds the scaled speeds, and the
+// plan made from it still matches the reference. --save-cluster needs --calibrate, --calibrate
+// plans anew (no --plan).
+TEST(EdgeFlowCliCalibrate, ScalesEachDeviceBySpeedItDeliveredAndMatchesTheReference) {
+  testing::TempDir dir;
+  const auto cluster = slow_cluster(dir.path(), 3);
+  const auto saved = dir / "calibrated.json";
+  const auto r = run_huddle({"run", "--model", model("resnet-tiny"), "--input",
+                             input("resnet-tiny"), "--local-devices", "3", "--cluster",
+                             cluster.string(), "--calibrate", "2", "--save-cluster", saved.string(),
+                             "--dump-outputs", (dir / "out").string(), "--threads", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_references("resnet-tiny", dir / "out", "edgeflow after calibration");
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const auto factors = j["calibration"]["speed_factors"].get<std::vector<double>>();
+  const auto measured = j["calibration"]["measured_compute_ms"].get<std::vector<double>>();
+  ASSERT_EQ(factors.size(), 3u);
+  ASSERT_EQ(measured.size(), 3u);
+  const nlohmann::json before = nlohmann::json::parse(std::ifstream(cluster));
+  const nlohmann::json after = nlohmann::json::parse(std::ifstream(saved));
+  for (std::size_t d = 0; d < 3; ++d) {
+    // rows-proportional gives every device rows: each computed, and faster than its file says.
+    EXPECT_GT(measured[d], 0.0) << d;
+    EXPECT_GT(factors[d], 1.0) << d;
+    EXPECT_NEAR(after["devices"][d]["gflops"].get<double>(),
+                before["devices"][d]["gflops"].get<double>() * factors[d], 1e-9 * factors[d])
+        << d;
+  }
+
+  const auto lone =
+      run_huddle({"run", "--model", model("resnet-tiny"), "--input", input("resnet-tiny"),
+                  "--local-devices", "2", "--save-cluster", saved.string()});
+  EXPECT_EQ(lone.exit_code, 2) << lone.err;
+  EXPECT_TRUE(contains(lone.err, "--calibrate")) << lone.err;
+  const auto plan = dir / "plan.json";
+  ASSERT_EQ(run_huddle({"run", "--model", model("resnet-tiny"), "--input", input("resnet-tiny"),
+                        "--local-devices", "2", "--save-plan", plan.string()})
+                .exit_code,
+            0);
+  const auto replay =
+      run_huddle({"run", "--model", model("resnet-tiny"), "--input", input("resnet-tiny"),
+                  "--local-devices", "2", "--plan", plan.string(), "--calibrate", "1"});
+  EXPECT_EQ(replay.exit_code, 2) << replay.err;
+  EXPECT_TRUE(contains(replay.err, "--calibrate")) << replay.err;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const char* m : {"vgg-tiny", "resnet-tiny", "yolo-tiny"}) {

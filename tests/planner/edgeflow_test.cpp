@@ -7,6 +7,7 @@
 #include "planner/edgeflow_planner.h"
 #include "planner/halo_fusion.h"
 #include "planner/row_baselines.h"
+#include "planner/row_calibration.h"
 #include "planner/row_costs.h"
 #include "planner/row_planners.h"
 #include "planner/row_simulator.h"
@@ -691,6 +692,70 @@ TEST(RowCosts, ProfiledLayersCostWhatWasMeasuredOnDevice0AndScaleToOthers) {
 
   profile.layer_s.pop_back();
   EXPECT_THROW(calibrate_row_graph(g, cluster, profile), PlanError);
+}
+
+// ---- calibrating device speeds from a run ----------------------------------------------------
+
+// Per device the median run's measured compute CPU against the predicted compute time at the
+// device's CPU share; a device predicted or measured below the threshold (no rows, too little to
+// time) keeps its speed.
+TEST(RowCalibration, FactorsArePredictedCpuOverTheMedianMeasured) {
+  RowPrediction predicted;
+  predicted.busy_s = {0.1, 0.8, 0.0, 0.05, 0.4};
+  // Device 1 held to a quarter of a core: 0.8 s of compute at its share is 0.2 s of CPU. Device
+  // 4's share is unknown (0): taken as a whole core.
+  const std::vector<double> shares = {1, 0.25, 1, 1, 0};
+  const std::vector<std::vector<double>> runs = {
+      {0.1, 0.4, 0.0, 5e-5, 0.2}, {0.12, 0.5, 0.0, 5e-5, 0.2}, {0.08, 0.3, 0.0, 5e-5, 0.2}};
+  const RowSpeedCalibration c = calibrate_row_speeds(predicted, shares, runs);
+  ASSERT_EQ(c.factors.size(), 5u);
+  EXPECT_DOUBLE_EQ(c.factors[0], 1.0);  // median 0.1
+  EXPECT_DOUBLE_EQ(c.factors[1], 0.5);  // median 0.4 s of CPU for 0.2: half the speed
+  EXPECT_DOUBLE_EQ(c.factors[2], 1.0);  // no rows
+  EXPECT_DOUBLE_EQ(c.factors[3], 1.0);  // 50 us: too little to time
+  EXPECT_DOUBLE_EQ(c.factors[4], 2.0);  // twice the speed
+  EXPECT_DOUBLE_EQ(c.measured_s[1], 0.4);
+  EXPECT_DOUBLE_EQ(c.predicted_s[1], 0.2);
+
+  EXPECT_THROW(calibrate_row_speeds(predicted, shares, {}), PlanError);
+  EXPECT_THROW(calibrate_row_speeds(predicted, shares, {{0.1, 0.2}}), PlanError);
+  EXPECT_THROW(calibrate_row_speeds(predicted, {1, 1}, runs), PlanError);
+  const ClusterSpec cluster = cluster_of({1, 2}, 1e9, 1e-4);
+  EXPECT_THROW(with_speed_factors(cluster, {1.0}), PlanError);
+  EXPECT_THROW(with_speed_factors(cluster, {1.0, 0.0}), PlanError);
+  EXPECT_THROW(with_speed_factors(cluster, {1.0, std::nan("")}), PlanError);
+}
+
+// Three devices the cluster file calls equal; device 2 delivers half its speed (its compute takes
+// twice the prediction). The calibrated cluster halves its speed, predicts what was measured to
+// within the units' fixed costs (which speed does not scale), and the plan made from it gives
+// device 2 about half the rows of each other device.
+TEST_P(RowFixture, CalibratedSpeedsFollowWhatTheDevicesDelivered) {
+  const rows::RowGraph g = fixture_rows(GetParam());
+  const ClusterSpec cluster = cluster_of({2, 2, 2}, 1e9, 5e-5);
+  const RowPlan probe = plan_rows("rows-proportional", g, cluster);
+  const RowPrediction before = predict_rows(g, cluster, probe);
+  std::vector<double> measured = before.busy_s;
+  measured[2] *= 2;
+  const RowSpeedCalibration c = calibrate_row_speeds(before, {1, 1, 1}, {measured});
+  EXPECT_NEAR(c.factors[0], 1.0, 1e-12);
+  EXPECT_NEAR(c.factors[1], 1.0, 1e-12);
+  EXPECT_NEAR(c.factors[2], 0.5, 1e-12);
+  const ClusterSpec calibrated = with_speed_factors(cluster, c.factors);
+  EXPECT_DOUBLE_EQ(calibrated.device(2).gflops, 1.0);
+  EXPECT_DOUBLE_EQ(calibrated.device(0).gflops, 2.0);
+  const double after = predict_rows(g, calibrated, probe).busy_s[2];
+  EXPECT_LT(std::abs(after - measured[2]), 0.1 * measured[2]) << after << " vs " << measured[2];
+
+  const auto ranges = plan_rows("rows-proportional", g, calibrated).layer_ranges(g, 3);
+  std::int64_t rows0 = 0, rows2 = 0;
+  for (std::size_t l = 0; l < g.layers.size(); ++l) {
+    rows0 += ranges[l][0].second - ranges[l][0].first;
+    rows2 += ranges[l][2].second - ranges[l][2].first;
+  }
+  EXPECT_GT(rows2, 0);
+  EXPECT_NEAR(static_cast<double>(rows2) / static_cast<double>(rows0), 0.5, 0.15)
+      << rows2 << " rows against " << rows0;
 }
 
 }  // namespace

@@ -323,5 +323,26 @@ TEST(OpTiming, ExposedCommunicationIsSplitByLayer) {
   EXPECT_EQ(exposed_comm_by_layer_us({}), std::vector<double>{0.0});
 }
 
+// Calibration's CPU per run: a device's spans of 2 runs of the same 3 ops, each run's compute
+// spans' CPU summed (the comm span's not); spans that do not divide into the runs, or a compute
+// span without CPU time, are refused.
+TEST(OpTiming, ComputeCpuIsSummedPerRun) {
+  const std::vector<Span> spans = {
+      {"conv", "compute", -1, 0, 10, -1, 8}, {"x@rows", "comm", -1, 10, 5, -1, 3},
+      {"add", "compute", -1, 15, 2, -1, 2},  {"conv", "compute", -1, 20, 12, -1, 11},
+      {"x@rows", "comm", -1, 32, 6, -1, 4},  {"add", "compute", -1, 38, 3, -1, 2.5},
+  };
+  const std::vector<double> by_run = compute_cpu_by_run_s(spans, 2);
+  ASSERT_EQ(by_run.size(), 2u);
+  EXPECT_NEAR(by_run[0], 10e-6, 1e-15);
+  EXPECT_NEAR(by_run[1], 13.5e-6, 1e-15);
+  EXPECT_EQ(compute_cpu_by_run_s({}, 3), std::vector<double>(3, 0.0));
+  EXPECT_THROW(compute_cpu_by_run_s(spans, 4), Error);
+  EXPECT_THROW(compute_cpu_by_run_s(spans, 0), Error);
+  std::vector<Span> unmeasured = spans;
+  unmeasured[3].cpu_us = -1;
+  EXPECT_THROW(compute_cpu_by_run_s(unmeasured, 2), Error);
+}
+
 }  // namespace
 }  // namespace huddle
