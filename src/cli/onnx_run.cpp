@@ -62,13 +62,13 @@ std::string file_name_for(const std::string& name) {
   return s;
 }
 
-// Indices of the k largest values of a [N] or [1, N] tensor, largest first; empty otherwise.
 // Every value times `factor` (seconds to milliseconds for the JSON report).
 std::vector<double> scaled(std::vector<double> values, double factor) {
   for (double& v : values) v *= factor;
   return values;
 }
 
+// Indices of the k largest values of a [N] or [1, N] tensor, largest first; empty otherwise.
 std::vector<std::int64_t> top_k(const Tensor& t, std::size_t k) {
   const Shape& s = t.shape();
   if (!(s.size() == 1 || (s.size() == 2 && s[0] == 1))) return {};
@@ -244,8 +244,8 @@ void run_onnx(const OnnxRunOptions& o) {
       if (o.distribution.calibrate_runs > 0) {
         const RowSpeedCalibration& c = distributed->calibration;
         j["calibration"] = {{"speed_factors", c.factors},
-                            {"predicted_compute_ms", scaled(c.predicted_s, 1e3)},
-                            {"measured_compute_ms", scaled(c.measured_s, 1e3)}};
+                            {"predicted_cpu_ms", scaled(c.predicted_s, 1e3)},
+                            {"measured_cpu_ms", scaled(c.measured_s, 1e3)}};
       }
     }
     std::printf("%s\n", j.dump().c_str());

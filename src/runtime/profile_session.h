@@ -12,8 +12,9 @@
 //                                            -> {"latency_s", "bandwidth_bps", "bulk_bytes"}
 //        "echo", "peer", "max_bytes"      -> answer peer's measurement -> {}
 //        "end"                            -> the session ends (no answer).
-// Devices are measured one at a time, so devices sharing a machine (--local-devices) do not slow
-// each other down; every ordered pair of devices is measured (links may be asymmetric).
+// Every device measures its compute at the same time, as they compute during inference (devices
+// sharing a machine, --local-devices or the testbed, see each other's load as they will then);
+// links are measured one pair at a time, every ordered pair (links may be asymmetric).
 #pragma once
 
 #include "net/key.h"

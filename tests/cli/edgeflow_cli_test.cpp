@@ -143,7 +143,7 @@ TEST(EdgeFlowCliCalibrate, ScalesEachDeviceBySpeedItDeliveredAndMatchesTheRefere
   expect_references("resnet-tiny", dir / "out", "edgeflow after calibration");
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const auto factors = j["calibration"]["speed_factors"].get<std::vector<double>>();
-  const auto measured = j["calibration"]["measured_compute_ms"].get<std::vector<double>>();
+  const auto measured = j["calibration"]["measured_cpu_ms"].get<std::vector<double>>();
   ASSERT_EQ(factors.size(), 3u);
   ASSERT_EQ(measured.size(), 3u);
   const nlohmann::json before = nlohmann::json::parse(std::ifstream(cluster));
