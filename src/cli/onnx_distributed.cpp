@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -96,12 +95,6 @@ ClusterSpec calibrate_speeds(const onnx_import::OnnxModel& model,
   return with_speed_factors(cluster, calibration.factors);
 }
 
-void save_cluster(const ClusterSpec& cluster, const std::string& path) {
-  std::ofstream out(path);
-  out << cluster.to_json().dump(1) << "\n";
-  if (!out) throw Error(fmt::format("{}: cannot write the cluster file", path));
-}
-
 }  // namespace
 
 DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
@@ -163,7 +156,7 @@ DistributedRun run_onnx_distributed(const onnx_import::OnnxModel& model,
   if (o.calibrate_runs > 0) {
     cluster = calibrate_speeds(model, inputs, graph, cluster, wire, cluster_options(),
                                o.calibrate_runs, result.calibration);
-    if (!o.save_cluster.empty()) save_cluster(cluster, o.save_cluster);
+    if (!o.save_cluster.empty()) cluster.save(o.save_cluster);
   }
   if (o.plan_file.empty())
     plan = make_row_split_plan(o.strategy.empty() ? "edgeflow" : o.strategy, graph, cluster, wire);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <set>
 
 namespace huddle {
@@ -165,6 +166,12 @@ ClusterSpec ClusterSpec::load(const std::string& path) {
   const std::optional<std::string> text = io::read_text_file(path);
   if (!text) throw LoadError(fmt::format("{}: cannot open cluster file", path));
   return from_json(io::parse_strict_json(*text, path), path);
+}
+
+void ClusterSpec::save(const std::string& path) const {
+  std::ofstream out(path);
+  out << to_json().dump(1) << "\n";
+  if (!out) throw Error(fmt::format("{}: cannot write the cluster file", path));
 }
 
 ClusterSpec ClusterSpec::uniform(std::vector<DeviceSpec> devices, LinkSpec link) {

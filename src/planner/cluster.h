@@ -117,6 +117,8 @@ class ClusterSpec {
   static ClusterSpec from_json(const nlohmann::json& json, const std::string& source);
   // Reads a cluster file; LoadError naming the path when it is missing, not JSON, or malformed.
   static ClusterSpec load(const std::string& path);
+  // Writes to_json() to `path` (a cluster file load() reads back); Error naming the path.
+  void save(const std::string& path) const;
   // Builds a cluster in code (tests, benchmarks): every pair uses `link`.
   static ClusterSpec uniform(std::vector<DeviceSpec> devices, LinkSpec link);
 

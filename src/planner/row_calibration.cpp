@@ -20,24 +20,22 @@ RowSpeedCalibration calibrate_row_speeds(const RowPrediction& predicted,
     throw PlanError(
         fmt::format("{} CPU shares for a plan of {} devices", cpu_share.size(), devices));
   }
+  for (const std::vector<double>& run : measured_cpu_s) {
+    if (run.size() != devices)
+      throw PlanError(
+          fmt::format("a run measured {} devices; the plan has {}", run.size(), devices));
+  }
   RowSpeedCalibration out;
   for (std::size_t d = 0; d < devices; ++d) {
     const double share = cpu_share[d] > 0 ? std::min(1.0, cpu_share[d]) : 1.0;
-    out.predicted_s.push_back(predicted.busy_s[d] * share);
-  }
-  for (std::size_t d = 0; d < devices; ++d) {
+    const double predicted_cpu = predicted.busy_s[d] * share;
     std::vector<double> runs;
-    for (const std::vector<double>& run : measured_cpu_s) {
-      if (run.size() != devices) {
-        throw PlanError(
-            fmt::format("a run measured {} devices; the plan has {}", run.size(), devices));
-      }
-      runs.push_back(run[d]);
-    }
+    for (const std::vector<double>& run : measured_cpu_s) runs.push_back(run[d]);
     const double measured = median(runs);
+    out.predicted_s.push_back(predicted_cpu);
     out.measured_s.push_back(measured);
-    const bool timed = measured >= min_s && out.predicted_s[d] >= min_s;
-    out.factors.push_back(timed ? out.predicted_s[d] / measured : 1.0);
+    const bool timed = measured >= min_s && predicted_cpu >= min_s;
+    out.factors.push_back(timed ? predicted_cpu / measured : 1.0);
   }
   return out;
 }
